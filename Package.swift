@@ -1,0 +1,119 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Every Swift target is built in Swift 6 language mode with these upcoming features on.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let log = Target.Dependency.product(name: "Logging", package: "swift-log")
+let lifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+
+let package = Package(
+    name: "vigil",
+    products: [
+        .library(name: "Vigil", targets: ["Vigil"]),
+        .library(name: "VigilPlugin", targets: ["VigilPlugin"]),
+        .executable(name: "vigil", targets: ["vigil"]),
+        .plugin(name: "VigilBuildCheck", targets: ["VigilBuildCheck"]),
+        .plugin(name: "VigilTrustCommand", targets: ["VigilTrustCommand"]),
+        .plugin(name: "VigilCheckCommand", targets: ["VigilCheckCommand"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/mxcl/Version", from: "2.2.1"),
+    ],
+    targets: [
+        // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(
+            name: "CALSA", pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+
+        // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
+        .target(name: "VigilCrypto", dependencies: ["CSodium"], swiftSettings: strictSettings),
+        // The contract between the host and keep-alive plugin implementations.
+        .target(name: "VigilPlugin", dependencies: [log], swiftSettings: strictSettings),
+        // vigil.toml, signed manifests, trust, rollback protection, host requirements and checks.
+        .target(
+            name: "VigilCore",
+            dependencies: [
+                "VigilCrypto", "VigilPlugin", log,
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Version", package: "Version"),
+            ],
+            swiftSettings: strictSettings),
+        // The ALSA playback layer shared by the audio plugins.
+        .target(name: "VigilAudio", dependencies: ["CALSA", log], swiftSettings: strictSettings),
+        // First-party plugins.
+        .target(
+            name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+        .target(
+            name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", log],
+            swiftSettings: strictSettings),
+        // The library a host app links: keepAlive()/stop(), status, events, Service.
+        .target(
+            name: "Vigil",
+            dependencies: ["VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", log, lifecycle],
+            swiftSettings: strictSettings),
+        // The `vigil` command-line tool.
+        .executableTarget(
+            name: "vigil",
+            dependencies: [
+                "Vigil", "VigilCore", "VigilCrypto", log, lifecycle,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/VigilCLI",
+            swiftSettings: strictSettings),
+
+        // SwiftPM plugins for host packages.
+        .plugin(
+            name: "VigilBuildCheck", capability: .buildTool(), dependencies: ["vigil"]),
+        .plugin(
+            name: "VigilTrustCommand",
+            capability: .command(
+                intent: .custom(verb: "vigil-trust", description: "Review and trust a Vigil plugin's signing key."),
+                permissions: [
+                    .writeToPackageDirectory(reason: "Records the plugin's key under [trusted_plugins] in vigil.toml.")
+                ]),
+            dependencies: ["vigil"]),
+        .plugin(
+            name: "VigilCheckCommand",
+            capability: .command(
+                intent: .custom(verb: "vigil-check", description: "Check vigil.toml and its plugins.")),
+            dependencies: ["vigil"]),
+
+        // Tests.
+        .target(
+            name: "VigilTestSupport", dependencies: ["VigilPlugin", log], path: "Tests/VigilTestSupport",
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilCoreTests", dependencies: ["VigilCore", "VigilCrypto", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilTests", dependencies: ["Vigil", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
+            swiftSettings: strictSettings),
+    ]
+)

@@ -1,0 +1,54 @@
+public import VigilPlugin
+public import Version
+
+/// A plugin manifest (`plugin.json`), as parsed after its signature verified.
+public struct PluginManifest: Sendable, Hashable {
+    /// The only `"schema"` tag this version of Vigil accepts.
+    public static let schema = "vigil.plugin-manifest/v1"
+
+    /// A file the plugin loads, bound to the manifest by size and SHA-256.
+    public struct Resource: Sendable, Hashable {
+        /// Path relative to the plugin directory; never escapes it.
+        public let path: String
+        /// Lower-case hex SHA-256 of the file's bytes.
+        public let sha256: String
+        /// Size in bytes.
+        public let size: Int
+
+        /// Creates a resource entry.
+        public init(path: String, sha256: String, size: Int) {
+            self.path = path
+            self.sha256 = sha256
+            self.size = size
+        }
+    }
+
+    /// The plugin's name; equals its directory name and its `[trusted_plugins]` key.
+    public let name: String
+    /// The plugin's version (SemVer).
+    public let version: Version
+    /// A one-line description.
+    public let description: String
+    /// Which plugin implementation runs it (a built-in implementation's name).
+    public let entry: String
+    /// What the host must declare or provide.
+    public let hostRequirements: [HostRequirement]
+    /// Every file the plugin loads.
+    public let resources: [Resource]
+    /// Default settings, overlaid by the plugin's table in `vigil.toml`.
+    public let settings: [String: SettingValue]
+
+    /// Creates a manifest value.
+    public init(
+        name: String, version: Version, description: String, entry: String,
+        hostRequirements: [HostRequirement], resources: [Resource], settings: [String: SettingValue]
+    ) {
+        self.name = name
+        self.version = version
+        self.description = description
+        self.entry = entry
+        self.hostRequirements = hostRequirements
+        self.resources = resources
+        self.settings = settings
+    }
+}

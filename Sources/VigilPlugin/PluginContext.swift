@@ -1,0 +1,41 @@
+public import Logging
+
+/// Everything the host hands a plugin instance when it creates it.
+public struct PluginContext: Sendable {
+    /// The plugin's name, as in its manifest and `vigil.toml` (for example `"silent-engine"`).
+    public let pluginName: String
+
+    /// The host application's name, used to identify streams, notifications and log lines
+    /// (`name` in `vigil.toml`'s `[host]` table, else the executable's name).
+    public let hostName: String
+
+    /// The manifest's `settings` defaults overlaid by the plugin's table in `vigil.toml`.
+    public let settings: PluginSettings
+
+    /// The logger to use; the host has already attached `plugin.name` metadata.
+    public let logger: Logger
+
+    /// Where the plugin reports changes that happen after `start()` returned.
+    public let reporter: PluginReporter
+
+    /// A directory the plugin may keep state in (created 0700 on first use by the plugin),
+    /// below `$XDG_STATE_HOME/vigil/plugins/NAME`.
+    public let stateDirectory: String
+
+    /// Creates a context. Hosts create these; plugin tests may too.
+    public init(
+        pluginName: String,
+        hostName: String,
+        settings: PluginSettings,
+        logger: Logger,
+        reporter: PluginReporter,
+        stateDirectory: String
+    ) {
+        self.pluginName = pluginName
+        self.hostName = hostName
+        self.settings = settings
+        self.logger = logger
+        self.reporter = reporter
+        self.stateDirectory = stateDirectory
+    }
+}

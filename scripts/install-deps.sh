@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Vigil needs to build, run and test.
+#   scripts/install-deps.sh          build + run + test dependencies
+#   scripts/install-deps.sh --bench  also the peers the benchmark scripts compare against
+# Idempotent: packages already present are skipped, so a second run costs a dpkg query.
+set -euo pipefail
+
+build=(pkg-config libsodium-dev libasound2-dev libsystemd-dev)
+run=(pulseaudio pulseaudio-utils libasound2-plugins alsa-utils dbus)
+test=(minisign sox playerctl python3-dbus python3-gi systemd procps)
+bench=(runit s6 supervisor)
+
+want=("${build[@]}" "${run[@]}" "${test[@]}")
+[[ "${1:-}" == "--bench" ]] && want+=("${bench[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "vigil: installing ${missing[*]}" >&2
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
