@@ -67,6 +67,9 @@ public struct MinisignSecretKey: Sendable {
         }
         guard var raw = Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: Self.decodedCount)
         else {
+            if Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: MinisignPublicKey.decodedCount) != nil {
+                throw .malformedSecretKey("this is a minisign public key; a secret key file is needed to sign")
+            }
             throw .malformedSecretKey(
                 "the key line is not the canonical base64 of \(Self.decodedCount) bytes; it is truncated or damaged")
         }

@@ -96,6 +96,14 @@ struct MinisignSecretKeyTests {
         }
     }
 
+    @Test func publicAndSecretKeyFilesAreNotConfused() throws {
+        let key = MinisignSecretKey.generate()
+        let asPublic = expectError(.malformedPublicKey) { try MinisignPublicKey(fileContents: key.fileContents()) }
+        #expect(asPublic?.message.contains("SECRET") == true)
+        let asSecret = expectError(.malformedSecretKey) { try MinisignSecretKey(fileContents: key.publicKey.fileContents()) }
+        #expect(asSecret?.message.contains("public key") == true)
+    }
+
     @Test func crlfKeyFileIsAccepted() throws {
         let key = MinisignSecretKey.generate()
         let crlf = key.fileContents().replacingOccurrences(of: "\n", with: "\r\n")
