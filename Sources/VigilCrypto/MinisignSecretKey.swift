@@ -132,8 +132,8 @@ public struct MinisignSecretKey: Sendable {
 
     /// XORs bytes 54..<158 (key id, secret key, checksum) with the scrypt stream for `password`.
     private static func decrypt(_ raw: inout [UInt8], password: String) throws(CryptoError) {
-        let operationsLimit = littleEndianUInt64(raw[38..<46])
-        let memoryLimit = littleEndianUInt64(raw[46..<54])
+        let operationsLimit = MinisignText.littleEndianUInt64(raw[38..<46])
+        let memoryLimit = MinisignText.littleEndianUInt64(raw[46..<54])
         guard operationsLimit <= maxOperationsLimit, memoryLimit <= maxMemoryLimit else {
             throw .malformedSecretKey(
                 "its key derivation asks for \(operationsLimit) operations and \(memoryLimit) bytes of memory, "
@@ -160,9 +160,5 @@ public struct MinisignSecretKey: Sendable {
         for index in 0..<104 {
             raw[54 + index] ^= stream[index]
         }
-    }
-
-    private static func littleEndianUInt64(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 }
