@@ -89,6 +89,11 @@ struct MinisignSignatureFormatTests {
         String(decoding: try Golden.signatureFile(), as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
+    /// The lines joined into a file with a final line break.
+    static func file(_ lines: [String]) -> [UInt8] {
+        Array((lines.joined(separator: "\n") + "\n").utf8)
+    }
+
     @Test func wrongNumberOfLinesIsRefused() throws {
         let lines = try Self.goldenLines()
         let variants: [(String, String)] = [
@@ -111,7 +116,7 @@ struct MinisignSignatureFormatTests {
             var changed = lines
             changed[index] = replacement
             let error = expectError(.malformedSignature, "line \(index + 1)") {
-                try MinisignSignature(fileContents: Array((changed.joined(separator: "\n") + "\n").utf8))
+                try MinisignSignature(fileContents: Self.file(changed))
             }
             #expect(error?.message.contains("line \(index + 1)") == true)
         }
@@ -123,7 +128,7 @@ struct MinisignSignatureFormatTests {
             var changed = lines
             changed[index].insert("\r", at: changed[index].index(changed[index].startIndex, offsetBy: 3))
             expectError(.malformedSignature, "line \(index + 1)") {
-                try MinisignSignature(fileContents: Array((changed.joined(separator: "\n") + "\n").utf8))
+                try MinisignSignature(fileContents: Self.file(changed))
             }
         }
     }
@@ -156,7 +161,7 @@ struct MinisignSignatureFormatTests {
                 var changed = lines
                 changed[index] = variant
                 let error = expectError(.malformedSignature, "line \(index + 1): \(variant)") {
-                    try MinisignSignature(fileContents: Array((changed.joined(separator: "\n") + "\n").utf8))
+                    try MinisignSignature(fileContents: Self.file(changed))
                 }
                 #expect(error?.message.contains("line \(index + 1)") == true)
             }
