@@ -132,6 +132,11 @@ public struct PluginLoader: Sendable {
         return found.keys.sorted().map { ($0, found[$0]!) }
     }
 
+    /// The plugin name a directory stands for: the last component of its absolute path.
+    public static func name(ofDirectory directory: String) -> String {
+        Path.lastComponent(of: Path.absolute(directory))
+    }
+
     /// The raw files of a plugin directory, read with caps.
     public struct Files: Sendable {
         /// The exact bytes of `plugin.json`.
@@ -285,8 +290,13 @@ public struct PluginLoader: Sendable {
     /// Parses `plugin.pub` if present.
     static func offeredKey(_ files: Files, name: String) throws(CoreError) -> MinisignPublicKey? {
         guard let bytes = files.publicKey else { return nil }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CoreError(
+                code: .keyInvalid, plugin: name,
+                message: "its plugin.pub is not UTF-8 text — ask the publisher for a correct plugin.pub")
+        }
         do {
-            return try MinisignPublicKey(fileContents: bytes)
+            return try MinisignPublicKey(fileContents: text)
         } catch {
             throw CoreError(
                 code: .keyInvalid, plugin: name,
