@@ -200,8 +200,12 @@ public struct PluginLoader: Sendable {
         }
 
         // 3. Verify the signature over the exact bytes.
+        // When plugin.pub holds the same key, the signature's key id must match its key id too.
         if let key, let signatureBytes = files.signature {
-            try verifySignature(signatureBytes, over: files.manifest, with: key, name: name)
+            let offered = try offeredKey(files, name: name)
+            try verifySignature(
+                signatureBytes, over: files.manifest, with: key, name: name,
+                keyID: offered?.fingerprint == key ? offered?.keyID : nil)
         }
 
         // 4. Only now parse.
@@ -307,8 +311,12 @@ public struct PluginLoader: Sendable {
 
     /// Verifies a minisign signature file over `message` with `fingerprint`'s key, mapping crypto
     /// errors to the core's kinds.
+    ///
+    /// - Parameter keyID: The minisign key id the signature must carry (from a `plugin.pub` holding
+    ///   the same key), or `nil` when only the raw key is known.
     public static func verifySignature(
-        _ signatureBytes: [UInt8], over message: [UInt8], with fingerprint: Fingerprint, name: String
+        _ signatureBytes: [UInt8], over message: [UInt8], with fingerprint: Fingerprint, name: String,
+        keyID: [UInt8]? = nil
     ) throws(CoreError) {
         let tamper = " — the manifest or its signature was changed after signing, or it was signed with another "
             + "key; reinstall the plugin from its publisher"
@@ -321,8 +329,18 @@ public struct PluginLoader: Sendable {
                 code: .invalidSignature, plugin: name,
                 message: "its signature file plugin.json.minisig is malformed (\(error))" + tamper)
         }
+        if let keyID, signature.keyID != keyID {
+            throw CoreError(
+                code: .invalidSignature, plugin: name,
+                message: "its signature names key id \(signature.keyIDHex) but plugin.pub is key id "
+                    + "\(MinisignPublicKey(keyID: keyID, key: fingerprint.publicKey).keyIDHex)" + tamper)
+        }
         do {
-            try signature.verify(message, with: fingerprint.publicKey)
+            if let keyID {
+                try signature.verify(message, with: MinisignPublicKey(keyID: keyID, key: fingerprint.publicKey))
+            } else {
+                try signature.verify(message, with: fingerprint.publicKey)
+            }
         } catch {
             if isUnsupportedAlgorithm(error) { throw unsupported(name, error) }
             throw CoreError(
