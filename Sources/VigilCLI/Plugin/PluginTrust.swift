@@ -105,8 +105,8 @@ struct PluginTrust: ParsableCommand {
                 }
             }
 
-            let outcome = try TrustEditor.trust(plugin: name, fingerprint: key, configPath: configuration.path)
             let store = try RollbackStore.standard()
+            let outcome = try TrustEditor.trust(plugin: name, fingerprint: key, configPath: configuration.path)
             try store.reset(plugin: name)
             try store.record(plugin: name, fingerprint: key, version: m.version, manifestSHA256: plugin.manifestSHA256)
             switch outcome {
