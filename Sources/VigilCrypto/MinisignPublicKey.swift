@@ -49,6 +49,10 @@ public struct MinisignPublicKey: Sendable, Hashable {
     /// - Throws: `CryptoError.malformedPublicKey` for anything else, including non-canonical base64.
     public init(base64: String) throws(CryptoError) {
         guard let bytes = Sodium.base64Decode(base64, count: Self.decodedCount) else {
+            if Sodium.base64Decode(base64, count: MinisignSecretKey.decodedCount) != nil {
+                throw .malformedPublicKey(
+                    "this is a minisign SECRET key, not a public key; keep it private and use the `.pub` file")
+            }
             throw .malformedPublicKey(
                 "the key line is not the canonical base64 of \(Self.decodedCount) bytes (56 characters); "
                     + "it is truncated, extended or damaged")

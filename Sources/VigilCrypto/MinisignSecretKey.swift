@@ -67,6 +67,9 @@ public struct MinisignSecretKey: Sendable {
         }
         guard var raw = Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: Self.decodedCount)
         else {
+            if Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: MinisignPublicKey.decodedCount) != nil {
+                throw .malformedSecretKey("this is a minisign public key; a secret key file is needed to sign")
+            }
             throw .malformedSecretKey(
                 "the key line is not the canonical base64 of \(Self.decodedCount) bytes; it is truncated or damaged")
         }
@@ -129,8 +132,8 @@ public struct MinisignSecretKey: Sendable {
 
     /// XORs bytes 54..<158 (key id, secret key, checksum) with the scrypt stream for `password`.
     private static func decrypt(_ raw: inout [UInt8], password: String) throws(CryptoError) {
-        let operationsLimit = littleEndianUInt64(raw[38..<46])
-        let memoryLimit = littleEndianUInt64(raw[46..<54])
+        let operationsLimit = MinisignText.littleEndianUInt64(raw[38..<46])
+        let memoryLimit = MinisignText.littleEndianUInt64(raw[46..<54])
         guard operationsLimit <= maxOperationsLimit, memoryLimit <= maxMemoryLimit else {
             throw .malformedSecretKey(
                 "its key derivation asks for \(operationsLimit) operations and \(memoryLimit) bytes of memory, "
@@ -157,9 +160,5 @@ public struct MinisignSecretKey: Sendable {
         for index in 0..<104 {
             raw[54 + index] ^= stream[index]
         }
-    }
-
-    private static func littleEndianUInt64(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 }

@@ -43,9 +43,15 @@ enum MinisignText {
     /// A key id as minisign displays it: the 8 stored bytes read as a little-endian integer, in
     /// upper-case hex. `padded` gives all 16 digits; minisign's public key comment omits leading zeros.
     static func keyIDHex(_ keyID: [UInt8], padded: Bool = true) -> String {
-        let value = keyID.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let value = littleEndianUInt64(keyID[...])
         let digits = String(value, radix: 16, uppercase: true)
         return padded ? String(repeating: "0", count: max(0, 16 - digits.count)) + digits : digits
+    }
+
+    /// Eight bytes read as a little-endian unsigned integer, as minisign stores numbers.
+    static func littleEndianUInt64(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        precondition(bytes.count == 8)
+        return bytes.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 
     /// Checks that a comment can be written on one line and read back by minisign.
