@@ -57,4 +57,29 @@ import VigilTestSupport
             executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
         #expect(bad.status != 0)
     }
+
+    @Test(.enabled(if: minisign != nil, "minisign is not installed"))
+    func passwordProtectedMinisignKeySignsWithTheEnvironmentPassword() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        let minisign = try #require(Self.minisign)
+        let gen = try VigilExecutable.run(
+            executable: minisign, ["-G", "-p", "pw.pub", "-s", "pw.key"], in: s.work, stdin: "secret\nsecret\n")
+        #expect(gen.status == 0, "\(gen.stderr)")
+        try s.dir.write(
+            "work/manifests/zeta/plugin.json",
+            #"{"schema": "vigil.plugin-manifest/v1", "name": "zeta", "version": "0.1.0", "entry": "zeta"}"#)
+        // No password and no terminal: a clear refusal, nothing written.
+        let noPassword = try s.vigil("plugin", "sign", "manifests/zeta", "--key", "pw.key")
+        #expect(noPassword.status == 1)
+        #expect(noPassword.stderr.contains("VIGIL_KEY_PASSWORD"))
+        #expect(try s.dir.list("work/manifests/zeta") == ["plugin.json"])
+        let signed = try VigilExecutable.run(
+            ["plugin", "sign", "manifests/zeta", "--key", "pw.key"], in: s.work,
+            environment: s.environment.merging(["VIGIL_KEY_PASSWORD": "secret"]) { $1 })
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let verify = try VigilExecutable.run(
+            executable: minisign, ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"], in: s.dir.url("work/manifests/zeta"))
+        #expect(verify.status == 0, "\(verify.stderr)")
+    }
 }
