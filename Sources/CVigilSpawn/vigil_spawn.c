@@ -319,7 +319,7 @@ int vigil_notify_send(const char *address, const char *message, size_t length) {
     if (fd < 0) return -errno;
     ssize_t n;
     do {
-        n = sendto(fd, message, length, MSG_NOSIGNAL, (struct sockaddr *)&sun, addressLength);
+        n = sendto(fd, message, length, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sun, addressLength);
     } while (n < 0 && errno == EINTR);
     int e = errno;
     close(fd);

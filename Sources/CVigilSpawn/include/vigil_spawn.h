@@ -94,7 +94,7 @@ int vigil_notify_listen(const char *path);
 long vigil_notify_receive(int fd, char *buffer, size_t capacity, int *pid, int *uid, int *gid);
 
 /// Sends `message` as one datagram to the sd_notify address `address` (a path, or "@name" for
-/// the abstract namespace). Returns 0 or -errno.
+/// the abstract namespace) without blocking. Returns 0 or -errno.
 int vigil_notify_send(const char *address, const char *message, size_t length);
 
 #endif
