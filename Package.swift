@@ -109,8 +109,8 @@ let package = Package(
             name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilTestSupport"],
-            swiftSettings: strictSettings),
+            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilPlugin", "VigilTestSupport"],
+            exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests", dependencies: ["Vigil", "VigilTestSupport"],
             swiftSettings: strictSettings),

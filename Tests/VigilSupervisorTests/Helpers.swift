@@ -43,7 +43,7 @@ final class EventLog: Sendable {
 
 func testLogger(_ label: String = "vigil.supervisor.test") -> Logger {
     var logger = Logger(label: label)
-    logger.logLevel = .error
+    logger.logLevel = .critical
     return logger
 }
 
