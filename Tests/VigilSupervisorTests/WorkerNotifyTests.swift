@@ -18,7 +18,6 @@ struct WorkerNotifyTests {
             workers: [WorkerSpec(name: "notifier", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
             environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
         try await supervisor.start()
-        #expect(supervisor.workers.first?.state == .starting)
         let began = monotonicNow()
         #expect(await eventually { supervisor.workers.first?.state == .ready })
         #expect(supervisor.workers.first?.statusText == "warmed up: 3 keys")

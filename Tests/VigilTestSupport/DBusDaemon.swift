@@ -37,7 +37,7 @@ public final class DBusDaemon: @unchecked Sendable {
         // The daemon prints its address once it listens.
         let line = Self.readLine(output.fileHandleForReading)
         guard line.hasPrefix("unix:") else {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             try? FileManager.default.removeItem(atPath: directory)
             throw Failure(description: "dbus-daemon printed no address")
@@ -57,8 +57,10 @@ public final class DBusDaemon: @unchecked Sendable {
 
     /// Stops the daemon and removes its directory. Idempotent.
     public func stop() {
+        // SIGKILL: Foundation's Process passes the spawning thread's signal mask on, and Swift's
+        // pool threads block SIGTERM, so the daemon may never see a SIGTERM.
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)

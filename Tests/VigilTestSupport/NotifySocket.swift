@@ -53,6 +53,16 @@ public final class NotifySocket: @unchecked Sendable {
         return String(decoding: buffer[0..<n], as: UTF8.self)
     }
 
+    /// The next datagram, waiting on a thread of its own (never blocks the cooperative pool).
+    public func next(timeout: Double) async -> String? {
+        await blockingCall { self.receive(timeout: timeout) }
+    }
+
+    /// Every datagram received (off the cooperative pool) until `timeout` seconds pass with none.
+    public func drained(quietFor timeout: Double) async -> [String] {
+        await blockingCall { self.drain(quietFor: timeout) }
+    }
+
     /// Every datagram received until `timeout` seconds pass with none.
     public func drain(quietFor timeout: Double) -> [String] {
         var out: [String] = []
