@@ -114,6 +114,15 @@ kill_stamps() {  # every process running the stamp binary $1 (exact executable m
   done
 }
 
+thread_switches() {  # context switches of the threads of $1 named $2
+  local t s=0
+  for t in /proc/"$1"/task/*; do
+    [[ "$(cat "$t/comm" 2>/dev/null)" == "$2" ]] || continue
+    s=$((s + $(awk '/^(non)?voluntary_ctxt_switches/ {x += $2} END {print x+0}' "$t/status")))
+  done
+  echo "$s"
+}
+
 ctx_switches() {  # all threads of $1
   cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/ {s += $2} END {print s+0}'
 }
@@ -137,18 +146,24 @@ for tool in "${tools[@]}"; do
   idle_stamp=$(make_stamp "$tool.idle" -1)
   pid=$(start_tool "$tool" "$idle_stamp"); pids+=("$pid")
   sleep 2
-  a=$(ctx_switches "$pid"); sleep "$IDLE_S"; b=$(ctx_switches "$pid")
+  a=$(ctx_switches "$pid"); ta=$(thread_switches "$pid" vigil-supervise)
+  sleep "$IDLE_S"
+  b=$(ctx_switches "$pid"); tb=$(thread_switches "$pid" vigil-supervise)
   kill -TERM "$pid" 2>/dev/null || true; sleep 0.3; kill -KILL "$pid" 2>/dev/null || true
   kill_stamps "$idle_stamp"
   echo "$tool $work/$tool.log $a $b" >> "$results"
+  [[ $tool == vigil ]] && echo "vigil-thread - $ta $tb" >> "$results"
 done
 
 python3 - "$results" "$IDLE_S" "$CYCLES" <<'PY'
 import statistics, sys
 results, idle_s, cycles = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-print(f"{'tool':<14} {'restarts':>8} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'idle wakeups/s':>15}")
+print(f"{'tool':<24} {'restarts':>8} {'median ms':>10} {'p90 ms':>8} {'min ms':>8} {'idle wakeups/s':>15}")
 for line in open(results):
     tool, log, a, b = line.split()
+    if tool == "vigil-thread":
+        print(f"{'  its epoll thread':<24} {'':>8} {'':>10} {'':>8} {'':>8} {(int(b) - int(a)) / idle_s:>15.2f}")
+        continue
     events = [l.split() for l in open(log)] if log else []
     lat, last_exit = [], None
     for kind, ns in events:
@@ -163,7 +178,7 @@ for line in open(results):
     if lat:
         s = sorted(lat)
         p90 = s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))]
-        print(f"{tool:<14} {len(lat):>8} {statistics.median(s):>10.2f} {p90:>8.2f} {s[0]:>8.2f} {wake:>15.2f}")
+        print(f"{tool:<24} {len(lat):>8} {statistics.median(s):>10.2f} {p90:>8.2f} {s[0]:>8.2f} {wake:>15.2f}")
     else:
-        print(f"{tool:<14} {0:>8} {'-':>10} {'-':>8} {'-':>8} {wake:>15.2f}")
+        print(f"{tool:<24} {0:>8} {'-':>10} {'-':>8} {'-':>8} {wake:>15.2f}")
 PY

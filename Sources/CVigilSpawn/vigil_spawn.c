@@ -325,3 +325,7 @@ int vigil_notify_send(const char *address, const char *message, size_t length) {
     close(fd);
     return n == (ssize_t)length ? 0 : -(n < 0 ? e : EMSGSIZE);
 }
+
+void vigil_set_thread_name(const char *name) {
+    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}

@@ -1,3 +1,4 @@
+internal import CVigilSpawn
 import Foundation
 import Synchronization
 
@@ -12,9 +13,10 @@ final class DedicatedThread: Sendable {
     private let available = DispatchSemaphore(value: 0)
 
     init(name: String) {
-        let thread = Thread { [self] in loop() }
-        thread.name = name
-        thread.start()
+        Thread { [self] in
+            vigil_set_thread_name(name)
+            loop()
+        }.start()
     }
 
     /// Queues `job`; returns false once the thread was closed.

@@ -127,14 +127,14 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     func startThread() {
-        let thread = Thread { [self] in run() }
-        thread.name = "vigil-supervisor"
-        thread.start()
+        Thread { [self] in run() }.start()
     }
 
     // MARK: - The loop
 
     private func run() {
+        // A new thread inherits its creator's name (often a dispatch queue's); name ours.
+        vigil_set_thread_name("vigil-supervise")
         var tokens = [UInt64](repeating: 0, count: 32)
         while true {
             let timeout = timeoutMilliseconds()

@@ -97,4 +97,7 @@ long vigil_notify_receive(int fd, char *buffer, size_t capacity, int *pid, int *
 /// the abstract namespace) without blocking. Returns 0 or -errno.
 int vigil_notify_send(const char *address, const char *message, size_t length);
 
+/// Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
+void vigil_set_thread_name(const char *name);
+
 #endif
