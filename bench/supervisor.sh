@@ -14,7 +14,9 @@
 #   the supervisor's wake-up, reap, decision, fork and exec, and the new program's startup to main().
 #   Reported as median and p90 over CYCLES restarts per tool.
 # - Idle wakeups: with a worker that just sleeps (pause()), the supervisor process's context switches
-#   (voluntary + involuntary, all threads, /proc/PID/task/*/status) over IDLE_S seconds, per second.
+#   over IDLE_S seconds, per second: `perf stat -e context-switches -p PID` (all threads, including
+#   ones that exit meanwhile), else the sum over /proc/PID/task/*/status. For vigil, the epoll thread
+#   that watches the workers is also shown on its own (/proc/PID/task/TID/status).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -146,9 +148,14 @@ for tool in "${tools[@]}"; do
   idle_stamp=$(make_stamp "$tool.idle" -1)
   pid=$(start_tool "$tool" "$idle_stamp"); pids+=("$pid")
   sleep 2
-  a=$(ctx_switches "$pid"); ta=$(thread_switches "$pid" vigil-supervise)
-  sleep "$IDLE_S"
-  b=$(ctx_switches "$pid"); tb=$(thread_switches "$pid" vigil-supervise)
+  ta=$(thread_switches "$pid" vigil-supervise)
+  if switches=$(perf stat -x, -e context-switches -p "$pid" -- sleep "$IDLE_S" 2>&1 >/dev/null | awk -F, '/context-switches/ {print $1}') \
+     && [[ "$switches" =~ ^[0-9]+$ ]]; then
+    a=0; b=$switches            # perf counts threads that come and go, too
+  else
+    a=$(ctx_switches "$pid"); sleep "$IDLE_S"; b=$(ctx_switches "$pid")
+  fi
+  tb=$(thread_switches "$pid" vigil-supervise)
   kill -TERM "$pid" 2>/dev/null || true; sleep 0.3; kill -KILL "$pid" 2>/dev/null || true
   kill_stamps "$idle_stamp"
   echo "$tool $work/$tool.log $a $b" >> "$results"
