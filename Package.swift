@@ -58,8 +58,10 @@ let package = Package(
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
             swiftSettings: strictSettings),
+        // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
+        .target(name: "CVigilSpawn"),
         .target(
-            name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", log],
+            name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
@@ -70,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/VigilCLI",
@@ -108,8 +110,8 @@ let package = Package(
             name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilTestSupport"],
-            swiftSettings: strictSettings),
+            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilPlugin", "VigilTestSupport"],
+            exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests", dependencies: ["Vigil", "VigilTestSupport"],
             swiftSettings: strictSettings),

@@ -1,0 +1,103 @@
+// Process spawning and Linux syscalls for VigilSupervisor.
+//
+// Everything that must run between fork and exec lives here, in C, because only
+// async-signal-safe code may run in the child of a multi-threaded process: the child path of
+// vigil_spawn() allocates nothing and calls only raw system calls.
+#ifndef VIGIL_SPAWN_H
+#define VIGIL_SPAWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/// Size of the buffer a caller passes as `watchdog_pid_env` ("WATCHDOG_PID=" + up to 20 digits).
+#define VIGIL_PID_ENV_SIZE 40
+
+/// Where a spawn failed (vigil_spawn_result.failed_stage).
+enum {
+    VIGIL_STAGE_OK = 0,
+    VIGIL_STAGE_PIPE = 1,
+    VIGIL_STAGE_CLONE = 2,
+    VIGIL_STAGE_SETPGID = 3,
+    VIGIL_STAGE_PDEATHSIG = 4,
+    VIGIL_STAGE_OOM_SCORE_ADJ = 5,
+    VIGIL_STAGE_CHDIR = 6,
+    VIGIL_STAGE_CLOSE_FDS = 7,
+    VIGIL_STAGE_EXEC = 8,
+    VIGIL_STAGE_PIDFD = 9,
+};
+
+typedef struct vigil_spawn_request {
+    /// Absolute path of the executable.
+    const char *path;
+    /// NULL-terminated argument vector.
+    char *const *argv;
+    /// NULL-terminated environment.
+    char *const *envp;
+    /// Directory to change into, or NULL to inherit the parent's.
+    const char *working_directory;
+    /// Decimal value written to /proc/self/oom_score_adj, or NULL to leave it.
+    const char *oom_score_adj;
+    /// NULL, or a writable buffer of VIGIL_PID_ENV_SIZE bytes that is also an entry of envp: the
+    /// child writes "WATCHDOG_PID=<its pid>" into it before exec.
+    char *watchdog_pid_env;
+} vigil_spawn_request;
+
+typedef struct vigil_spawn_result {
+    pid_t pid;
+    int pidfd;
+    int failed_stage;
+    int error;
+} vigil_spawn_result;
+
+/// Starts a worker: its own process group (pgid = pid), PR_SET_PDEATHSIG(SIGKILL) with the
+/// getppid() check that closes the fork/exec race, default signal dispositions, an empty signal
+/// mask, every descriptor above 2 closed on exec. Returns 0 and fills pid/pidfd once the child
+/// has exec'd; returns -1 with failed_stage/error set (the failed child is already reaped).
+///
+/// PR_SET_PDEATHSIG fires when the calling *thread* exits: call this from a thread that lives as
+/// long as the worker.
+int vigil_spawn(const vigil_spawn_request *request, vigil_spawn_result *result);
+
+/// Reaps the child behind `pidfd` without blocking (waitid(P_PIDFD, WEXITED|WNOHANG)).
+/// Returns 1 and sets *code (CLD_EXITED, CLD_KILLED, CLD_DUMPED) and *status (exit status or
+/// signal number) when reaped, 0 when the child is still running, -errno on error.
+int vigil_reap(int pidfd, int *code, int *status);
+
+/// pidfd_send_signal(2). Returns 0 or -errno.
+int vigil_pidfd_signal(int pidfd, int signal);
+
+/// A non-blocking, close-on-exec eventfd. Returns the fd or -errno.
+int vigil_eventfd(void);
+/// Adds 1 to an eventfd. Returns 0 or -errno.
+int vigil_eventfd_signal(int fd);
+/// Drains an eventfd.
+void vigil_eventfd_drain(int fd);
+
+/// epoll helpers (the epoll_event struct is packed and awkward to use from Swift).
+int vigil_epoll_create(void);
+int vigil_epoll_add(int epfd, int fd, uint64_t token);
+int vigil_epoll_remove(int epfd, int fd);
+/// Waits for up to `capacity` events; returns how many tokens were written, 0 on timeout,
+/// -errno on error (EINTR included).
+int vigil_epoll_wait(int epfd, uint64_t *tokens, int capacity, int timeout_ms);
+
+/// Creates an AF_UNIX datagram socket bound to `path` (unlinked first), mode 0600, SO_PASSCRED
+/// on, non-blocking, close-on-exec. Returns the fd or -errno.
+int vigil_notify_listen(const char *path);
+
+/// Receives one sd_notify datagram into `buffer` (NUL-terminated; at most capacity-1 bytes).
+/// Closes every descriptor passed with it (that is how a BARRIER=1 is answered). Returns the
+/// payload length, -EMSGSIZE for an oversized datagram (dropped), -EAGAIN when the queue is
+/// empty, or another -errno. *pid/*uid/*gid are the kernel-checked sender credentials, or -1
+/// when the datagram carried none.
+long vigil_notify_receive(int fd, char *buffer, size_t capacity, int *pid, int *uid, int *gid);
+
+/// Sends `message` as one datagram to the sd_notify address `address` (a path, or "@name" for
+/// the abstract namespace) without blocking. Returns 0 or -errno.
+int vigil_notify_send(const char *address, const char *message, size_t length);
+
+/// Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
+void vigil_set_thread_name(const char *name);
+
+#endif

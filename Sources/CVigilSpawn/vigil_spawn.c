@@ -1,0 +1,331 @@
+#define _GNU_SOURCE
+#include "vigil_spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+// ---- child side: async-signal-safe only, no allocation --------------------------------------
+
+static void child_fail(int errfd, int stage) {
+    int message[2] = {stage, errno};
+    ssize_t ignored = write(errfd, message, sizeof message);
+    (void)ignored;
+    _exit(127);
+}
+
+static size_t format_decimal(char *out, long value) {
+    char digits[24];
+    size_t n = 0;
+    unsigned long v = value < 0 ? (unsigned long)(-value) : (unsigned long)value;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0 && n < sizeof digits);
+    size_t k = 0;
+    if (value < 0) out[k++] = '-';
+    while (n > 0) out[k++] = digits[--n];
+    out[k] = '\0';
+    return k;
+}
+
+static void child_main(const vigil_spawn_request *r, pid_t parent, int errfd) {
+    // Default dispositions for every signal (SIGKILL/SIGSTOP and glibc's internal ones refuse).
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++) {
+        if (s != SIGKILL && s != SIGSTOP) (void)sigaction(s, &dfl, NULL);
+    }
+
+    if (setpgid(0, 0) != 0) child_fail(errfd, VIGIL_STAGE_SETPGID);
+
+    // Die with the supervisor thread. If it already died between clone and here we were
+    // re-parented and the death signal will never come: check and leave.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_fail(errfd, VIGIL_STAGE_PDEATHSIG);
+    if (getppid() != parent) _exit(127);
+
+    if (r->oom_score_adj != NULL) {
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd < 0) child_fail(errfd, VIGIL_STAGE_OOM_SCORE_ADJ);
+        size_t length = strlen(r->oom_score_adj);
+        if (write(fd, r->oom_score_adj, length) != (ssize_t)length) child_fail(errfd, VIGIL_STAGE_OOM_SCORE_ADJ);
+        close(fd);
+    }
+
+    if (r->watchdog_pid_env != NULL) {
+        static const char key[] = "WATCHDOG_PID=";
+        memcpy(r->watchdog_pid_env, key, sizeof key - 1);
+        format_decimal(r->watchdog_pid_env + sizeof key - 1, (long)getpid());
+    }
+
+    if (r->working_directory != NULL && chdir(r->working_directory) != 0) child_fail(errfd, VIGIL_STAGE_CHDIR);
+
+    // Nothing above 2 survives exec (the error pipe is already close-on-exec).
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+        struct rlimit limit;
+        long max = 65536;
+        if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) max = (long)limit.rlim_cur;
+        for (long fd = 3; fd < max; fd++) (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    }
+
+    sigset_t none;
+    sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+
+    execve(r->path, r->argv, r->envp);
+    child_fail(errfd, VIGIL_STAGE_EXEC);
+}
+
+// ---- parent side ----------------------------------------------------------------------------
+
+int vigil_spawn(const vigil_spawn_request *request, vigil_spawn_result *result) {
+    result->pid = -1;
+    result->pidfd = -1;
+    result->failed_stage = VIGIL_STAGE_OK;
+    result->error = 0;
+
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        result->failed_stage = VIGIL_STAGE_PIPE;
+        result->error = errno;
+        return -1;
+    }
+
+    // No signal handler of the parent may run in the child before dispositions are reset.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+
+    pid_t parent = getpid();
+    int pidfd = -1;
+    struct clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = CLONE_PIDFD;
+    args.pidfd = (uint64_t)(uintptr_t)&pidfd;
+    args.exit_signal = SIGCHLD;
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    int usedFork = 0;
+    if (pid < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG)) {
+        usedFork = 1;
+        pid = fork();
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        child_main(request, parent, pipefd[1]);
+    }
+    int cloneError = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    close(pipefd[1]);
+
+    if (pid < 0) {
+        close(pipefd[0]);
+        result->failed_stage = VIGIL_STAGE_CLONE;
+        result->error = cloneError;
+        return -1;
+    }
+    if (usedFork) {
+        pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+        if (pidfd >= 0) (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+    }
+
+    int message[2];
+    ssize_t n;
+    do {
+        n = read(pipefd[0], message, sizeof message);
+    } while (n < 0 && errno == EINTR);
+    close(pipefd[0]);
+
+    if (n == (ssize_t)sizeof message || pidfd < 0) {
+        int status;
+        while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR) {}
+        if (pidfd >= 0) close(pidfd);
+        if (n == (ssize_t)sizeof message) {
+            result->failed_stage = message[0];
+            result->error = message[1];
+        } else {
+            result->failed_stage = VIGIL_STAGE_PIDFD;
+            result->error = errno;
+        }
+        return -1;
+    }
+    result->pid = (pid_t)pid;
+    result->pidfd = pidfd;
+    return 0;
+}
+
+int vigil_reap(int pidfd, int *code, int *status) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int rc;
+    do {
+        rc = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return -errno;
+    if (info.si_pid == 0) return 0;
+    *code = info.si_code;
+    *status = info.si_status;
+    return 1;
+}
+
+int vigil_pidfd_signal(int pidfd, int signal) {
+    if (syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0) != 0) return -errno;
+    return 0;
+}
+
+int vigil_eventfd(void) {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
+}
+
+int vigil_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    if (write(fd, &one, sizeof one) != (ssize_t)sizeof one) return errno == EAGAIN ? 0 : -errno;
+    return 0;
+}
+
+void vigil_eventfd_drain(int fd) {
+    uint64_t value;
+    while (read(fd, &value, sizeof value) == (ssize_t)sizeof value) {}
+}
+
+int vigil_epoll_create(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int vigil_epoll_add(int epfd, int fd, uint64_t token) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = EPOLLIN;
+    event.data.u64 = token;
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : -errno;
+}
+
+int vigil_epoll_remove(int epfd, int fd) {
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : -errno;
+}
+
+int vigil_epoll_wait(int epfd, uint64_t *tokens, int capacity, int timeout_ms) {
+    struct epoll_event events[32];
+    if (capacity > 32) capacity = 32;
+    int n = epoll_wait(epfd, events, capacity, timeout_ms);
+    if (n < 0) return -errno;
+    for (int i = 0; i < n; i++) tokens[i] = events[i].data.u64;
+    return n;
+}
+
+static int fill_address(const char *address, struct sockaddr_un *sun, socklen_t *length) {
+    size_t n = strlen(address);
+    memset(sun, 0, sizeof *sun);
+    sun->sun_family = AF_UNIX;
+    if (n == 0 || n >= sizeof sun->sun_path) return -ENAMETOOLONG;
+    memcpy(sun->sun_path, address, n);
+    if (address[0] == '@') {
+        sun->sun_path[0] = '\0';
+        *length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+    } else {
+        *length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+    }
+    return 0;
+}
+
+int vigil_notify_listen(const char *path) {
+    struct sockaddr_un sun;
+    socklen_t length;
+    int rc = fill_address(path, &sun, &length);
+    if (rc != 0) return rc;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -errno;
+    (void)unlink(path);
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) != 0 || bind(fd, (struct sockaddr *)&sun, length) != 0
+        || chmod(path, 0600) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+long vigil_notify_receive(int fd, char *buffer, size_t capacity, int *pid, int *uid, int *gid) {
+    *pid = -1;
+    *uid = -1;
+    *gid = -1;
+    if (capacity < 2) return -EINVAL;
+    struct iovec iov = {.iov_base = buffer, .iov_len = capacity - 1};
+    union {
+        struct cmsghdr align;
+        char space[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 253)];
+    } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.space;
+    msg.msg_controllen = sizeof control.space;
+    ssize_t n;
+    do {
+        n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC | MSG_TRUNC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return -errno;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET) continue;
+        if (c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred cred;
+            memcpy(&cred, CMSG_DATA(c), sizeof cred);
+            *pid = (int)cred.pid;
+            *uid = (int)cred.uid;
+            *gid = (int)cred.gid;
+        } else if (c->cmsg_type == SCM_RIGHTS) {
+            size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < count; i++) {
+                int passed;
+                memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof passed);
+                close(passed);
+            }
+        }
+    }
+    if ((size_t)n > capacity - 1 || (msg.msg_flags & MSG_TRUNC)) return -EMSGSIZE;
+    buffer[n] = '\0';
+    return (long)n;
+}
+
+int vigil_notify_send(const char *address, const char *message, size_t length) {
+    struct sockaddr_un sun;
+    socklen_t addressLength;
+    int rc = fill_address(address, &sun, &addressLength);
+    if (rc != 0) return rc;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    ssize_t n;
+    do {
+        n = sendto(fd, message, length, MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sun, addressLength);
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    return n == (ssize_t)length ? 0 : -(n < 0 ? e : EMSGSIZE);
+}
+
+void vigil_set_thread_name(const char *name) {
+    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}

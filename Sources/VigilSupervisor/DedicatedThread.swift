@@ -1,0 +1,57 @@
+internal import CVigilSpawn
+import Foundation
+import Synchronization
+
+/// A thread of our own that runs jobs in order: for blocking C calls (sd-bus), which must never
+/// run on Swift's cooperative pool.
+final class DedicatedThread: Sendable {
+    private struct Queue {
+        var jobs: [@Sendable () -> Void] = []
+        var closed = false
+    }
+    private let queue = Mutex(Queue())
+    private let available = DispatchSemaphore(value: 0)
+
+    init(name: String) {
+        Thread { [self] in
+            vigil_set_thread_name(name)
+            loop()
+        }.start()
+    }
+
+    /// Queues `job`; returns false once the thread was closed.
+    @discardableResult
+    func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let accepted = queue.withLock { q in
+            guard !q.closed else { return false }
+            q.jobs.append(job)
+            return true
+        }
+        if accepted { available.signal() }
+        return accepted
+    }
+
+    /// Runs `body` on the thread and returns its result.
+    func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+            if !enqueue({ continuation.resume(returning: body()) }) { continuation.resume(returning: nil) }
+        }
+    }
+
+    /// Lets the thread finish the queued jobs and exit.
+    func close() {
+        queue.withLock { $0.closed = true }
+        available.signal()
+    }
+
+    private func loop() {
+        while true {
+            available.wait()
+            let (job, done) = queue.withLock { q -> ((@Sendable () -> Void)?, Bool) in
+                if q.jobs.isEmpty { return (nil, q.closed) }
+                return (q.jobs.removeFirst(), false)
+            }
+            if let job { job() } else if done { return }
+        }
+    }
+}

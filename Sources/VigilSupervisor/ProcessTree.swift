@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads `/proc/PID/stat` to attribute a notify datagram to a worker.
+enum ProcessTree {
+    struct Stat: Equatable {
+        var state: Character
+        var parent: Int32
+        var processGroup: Int32
+    }
+
+    /// The state, parent and process group of `pid`, or `nil` when it no longer exists.
+    static func stat(of pid: Int32) -> Stat? {
+        guard let text = readSmallFile("/proc/\(pid)/stat") else { return nil }
+        return parseStat(text)
+    }
+
+    /// Parses a `/proc/PID/stat` line; the command name may contain spaces and parentheses.
+    static func parseStat(_ text: String) -> Stat? {
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 3, let state = fields[0].first, let ppid = Int32(fields[1]), let pgrp = Int32(fields[2])
+        else { return nil }
+        return Stat(state: state, parent: ppid, processGroup: pgrp)
+    }
+
+    /// Whether `pid` is `root`, in `root`'s process group, or a descendant of `root`.
+    static func belongs(_ pid: Int32, toWorker root: Int32) -> Bool {
+        if pid == root { return true }
+        var current = pid
+        for _ in 0..<64 {
+            guard let info = stat(of: current) else { return false }
+            if info.processGroup == root || info.parent == root { return true }
+            if info.parent <= 1 { return false }
+            current = info.parent
+        }
+        return false
+    }
+
+    static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 1024)
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        return String(decoding: bytes[0..<n], as: UTF8.self)
+    }
+}

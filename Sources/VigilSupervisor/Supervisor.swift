@@ -1,0 +1,195 @@
+import Foundation
+public import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps a set of worker processes alive: restarts with exponential backoff and a start limit,
+/// one `NOTIFY_SOCKET` per worker (readiness, status, watchdog), and no orphans — every worker
+/// runs in its own process group, is killed as a group, dies with the supervisor
+/// (`PR_SET_PDEATHSIG`) and is always reaped.
+///
+/// Child watching is event-driven: one dedicated thread sleeps in `epoll_wait` on the workers'
+/// pidfds and notify sockets and wakes only when something happens or a deadline is due.
+public final class Supervisor: Sendable {
+    private enum Phase {
+        case idle
+        case running(SupervisorLoop)
+        case stopped(SupervisorLoop?)
+    }
+
+    /// The workers, as given.
+    public let specs: [WorkerSpec]
+    /// Timing and limits.
+    public let configuration: SupervisorConfiguration
+    private let environment: [String: String]
+    private let runtimeBase: String?
+    private let logger: Logger
+    private let onEvent: @Sendable (SupervisorEvent) -> Void
+    private let phase = Mutex<Phase>(.idle)
+
+    /// Creates a supervisor for `workers`; nothing starts before ``start()``.
+    ///
+    /// - Parameters:
+    ///   - workers: what to run; names must be unique.
+    ///   - configuration: backoff, start limit and stop grace.
+    ///   - environment: the environment workers inherit (default: this process's). `NOTIFY_SOCKET`,
+    ///     `WATCHDOG_*` and `LISTEN_*` are removed; each worker's own variables are added.
+    ///   - runtimeDirectory: where the private 0700 directory for the notify sockets is made
+    ///     (default: `$XDG_RUNTIME_DIR/vigil`, else the temporary directory).
+    ///   - logger: where to log; worker names are in `worker.name` metadata.
+    ///   - onEvent: called on the supervisor's thread for every worker event; must not block.
+    /// - Throws: ``SupervisorError`` with code `invalidWorker` for an unusable spec.
+    public init(
+        workers: [WorkerSpec],
+        configuration: SupervisorConfiguration = SupervisorConfiguration(),
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        runtimeDirectory: String? = nil,
+        logger: Logger,
+        onEvent: @escaping @Sendable (SupervisorEvent) -> Void = { _ in }
+    ) throws {
+        try Self.validate(workers)
+        self.specs = workers
+        self.configuration = configuration
+        self.environment = environment
+        self.runtimeBase = runtimeDirectory
+        self.logger = logger
+        self.onEvent = onEvent
+    }
+
+    static func validate(_ workers: [WorkerSpec]) throws {
+        var seen = Set<String>()
+        for worker in workers {
+            func bad(_ reason: String) -> SupervisorError {
+                SupervisorError(code: .invalidWorker, message: "worker \"\(worker.name)\": \(reason)")
+            }
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+            guard !worker.name.isEmpty, worker.name.count <= 64, worker.name.allSatisfy(allowed.contains) else {
+                throw bad("the name must be 1–64 letters, digits, '.', '_' or '-'")
+            }
+            guard seen.insert(worker.name).inserted else { throw bad("the name is used by two workers; rename one") }
+            guard !worker.command.isEmpty else { throw bad("the command is empty; give a program path or name") }
+            if let w = worker.watchdogSeconds, !(w > 0 && w <= 86_400) {
+                throw bad("watchdog_sec must be more than 0 and at most 86400 seconds")
+            }
+            if let o = worker.oomScoreAdjust, !(-1000...1000).contains(o) {
+                throw bad("oom_score_adj must be from -1000 to 1000")
+            }
+            if let d = worker.workingDirectory, !d.hasPrefix("/") {
+                throw bad("working_directory must be an absolute path")
+            }
+            for key in worker.environment.keys where key.isEmpty || key.contains("=") {
+                throw bad("environment variable name \"\(key)\" is invalid")
+            }
+        }
+    }
+
+    /// Starts every worker and returns once each one was spawned.
+    ///
+    /// - Throws: ``SupervisorError``: `spawnFailed` if a worker could not be started (nothing is
+    ///   left running), `runtimeDirectory` or `system` if the supervisor itself could not be set up,
+    ///   `alreadyStarted` on a second call.
+    public func start() async throws {
+        let loop = try phase.withLock { phase -> SupervisorLoop in
+            guard case .idle = phase else {
+                throw SupervisorError(
+                    code: .alreadyStarted, message: "this supervisor was already started; create a new one")
+            }
+            let directory = try makeRuntimeDirectory()
+            do {
+                let loop = try SupervisorLoop(
+                    specs: specs, configuration: configuration, environment: environment,
+                    runtimeDirectory: directory, logger: logger, onEvent: onEvent)
+                phase = .running(loop)
+                return loop
+            } catch {
+                rmdir(directory)
+                phase = .stopped(nil)
+                throw error
+            }
+        }
+        loop.startThread()
+        let failures: [String] = await withCheckedContinuation { continuation in
+            if !loop.send(.start({ continuation.resume(returning: $0) })) {
+                continuation.resume(returning: ["the supervisor was stopped"])
+            }
+        }
+        if !failures.isEmpty {
+            await stop()
+            throw SupervisorError(
+                code: .spawnFailed, message: failures.joined(separator: "; "))
+        }
+    }
+
+    /// Stops every worker: `signal` (SIGTERM by default) to its process group, SIGKILL after the
+    /// stop grace, and returns once all are reaped and the notify sockets are removed. Idempotent.
+    public func stop(signal: Int32 = SIGTERM) async {
+        let loop: SupervisorLoop? = phase.withLock { phase in
+            switch phase {
+            case .idle:
+                phase = .stopped(nil)
+                return nil
+            case .running(let loop):
+                phase = .stopped(loop)
+                return loop
+            case .stopped(let loop):
+                return loop
+            }
+        }
+        guard let loop else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if !loop.send(.stop(signal: signal, reply: { continuation.resume() })) { continuation.resume() }
+        }
+    }
+
+    /// Sends `signal` to every running worker's process group.
+    public func signal(_ signal: Int32) {
+        if case .running(let loop) = phase.withLock({ $0 }) { loop.send(.signal(signal)) }
+    }
+
+    /// The workers' current status.
+    public var workers: [WorkerStatus] {
+        switch phase.withLock({ $0 }) {
+        case .running(let loop), .stopped(let loop?): loop.shared.withLock { $0.snapshot }
+        default: specs.map { WorkerStatus(name: $0.name, state: .stopped, pid: nil, restarts: 0) }
+        }
+    }
+
+    /// Returns once no worker is running or waiting to restart (all `stopped` or `failed`), with
+    /// their final status; at once if the supervisor is not running.
+    public func waitUntilSettled() async -> [WorkerStatus] {
+        switch phase.withLock({ $0 }) {
+        case .running(let loop), .stopped(let loop?): await loop.waitUntilSettled()
+        default: workers
+        }
+    }
+
+    private func makeRuntimeDirectory() throws -> String {
+        var bases: [String] = []
+        if let base = runtimeBase {
+            bases.append(base)
+        } else {
+            if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/") { bases.append(xdg + "/vigil") }
+            bases.append((environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"))
+        }
+        var lastError = ""
+        for base in bases {
+            if mkdir(base, 0o700) != 0 && errno != EEXIST {
+                lastError = "\(base): \(String(cString: strerror(errno)))"
+                continue
+            }
+            var template = Array("\(base)/supervisor.XXXXXX".utf8CString)
+            let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+            if made != nil {
+                return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            }
+            lastError = "\(base): \(String(cString: strerror(errno)))"
+        }
+        throw SupervisorError(
+            code: .runtimeDirectory,
+            message: "cannot create a private directory for the workers' notify sockets (\(lastError)) — "
+                + "set XDG_RUNTIME_DIR to a writable directory")
+    }
+}

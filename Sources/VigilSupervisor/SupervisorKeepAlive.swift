@@ -1,0 +1,217 @@
+import Foundation
+import Logging
+import Synchronization
+import VigilPlugin
+
+/// One instance of the supervisor plugin (see ``SupervisorPlugin``).
+final class SupervisorKeepAlive: KeepAlivePlugin {
+    private struct State {
+        var supervisor: Supervisor?
+        var watchdog: Task<Void, Never>?
+        var notification: DesktopNotification?
+        var systemdLive = false
+        var running = false
+        var degraded = false
+        var lastSystemdStatus: String?
+    }
+
+    let context: PluginContext
+    let settings: SupervisorSettings
+    let environment: [String: String]
+    let systemd: SystemdNotifier?
+    private let state = Mutex(State())
+    /// Serialises status refreshes (systemd STATUS=, notification body) in event order.
+    private let refreshes: AsyncStream<Void>.Continuation
+    private let refreshTask: Task<Void, Never>
+
+    init(context: PluginContext, environment: [String: String]) throws {
+        self.context = context
+        self.settings = try SupervisorSettings(context.settings)
+        self.environment = environment
+        self.systemd = SystemdNotifier(environment: environment)
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.refreshes = continuation
+        // Filled in below once `self` exists.
+        let box = WeakBox()
+        self.refreshTask = Task {
+            for await _ in stream { await box.value?.refreshStatus() }
+        }
+        box.value = self
+    }
+
+    deinit {
+        refreshes.finish()
+        refreshTask.cancel()
+    }
+
+    private final class WeakBox: @unchecked Sendable {
+        weak var value: SupervisorKeepAlive?
+    }
+
+    var baseStatus: String { "\(context.hostName) — running in background" }
+
+    // MARK: KeepAlivePlugin
+
+    func start() async throws {
+        let supervisor: Supervisor
+        do {
+            supervisor = try Supervisor(
+                workers: settings.workers, configuration: settings.configuration, environment: environment,
+                logger: context.logger, onEvent: { [weak self] event in self?.handle(event) })
+            state.withLock { $0.supervisor = supervisor }
+            try await supervisor.start()
+        } catch let error as SupervisorError {
+            state.withLock { $0.supervisor = nil }
+            throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
+        }
+
+        if let systemd {
+            let text = statusLine(supervisor.workers)
+            let rc = systemd.send(["READY=1", "STATUS=" + text])
+            state.withLock {
+                $0.systemdLive = rc == 0
+                $0.lastSystemdStatus = text
+            }
+            if rc != 0 {
+                context.logger.warning(
+                    "could not notify systemd", metadata: ["notify.socket": "\(systemd.address)", "error": "\(-rc)"])
+            }
+            if let interval = systemd.watchdogPingInterval {
+                // A task on the cooperative pool, not a thread: if the host's runtime is stuck, the
+                // pings stop and systemd restarts the host.
+                let watchdog = Task {
+                    while !Task.isCancelled {
+                        systemd.send(["WATCHDOG=1"])
+                        try? await Task.sleep(for: interval)
+                    }
+                }
+                state.withLock { $0.watchdog = watchdog }
+            }
+        }
+
+        var notification: DesktopNotification?
+        if settings.notification {
+            notification = await DesktopNotification.show(
+                environment: environment, appName: context.hostName,
+                summary: "\(context.hostName) is running in background",
+                body: notificationBody(supervisor.workers), logger: context.logger)
+        }
+        state.withLock {
+            $0.notification = notification
+            $0.running = true
+        }
+        context.reporter.report(.detailsChanged)
+    }
+
+    func stop() async {
+        let (supervisor, watchdog, notification, live) = state.withLock { s in
+            defer {
+                s.watchdog = nil
+                s.notification = nil
+                s.running = false
+            }
+            return (s.supervisor, s.watchdog, s.notification, s.systemdLive)
+        }
+        watchdog?.cancel()
+        if let systemd, live { systemd.send(["STOPPING=1", "STATUS=\(context.hostName) — stopping"]) }
+        await supervisor?.stop()
+        await notification?.close()
+        if let systemd, live { systemd.send(["STATUS=\(context.hostName) — stopped"]) }
+        state.withLock {
+            $0.systemdLive = false
+            $0.degraded = false
+        }
+        context.reporter.report(.detailsChanged)
+    }
+
+    func details() async -> [String: String] {
+        let (supervisor, running, systemdLive, notificationLive) = state.withLock {
+            ($0.supervisor, $0.running, $0.systemdLive, $0.notification != nil)
+        }
+        var channels: [String] = []
+        if systemdLive { channels.append("systemd") }
+        if notificationLive { channels.append("notification") }
+        channels.append("vigil status")
+        var out: [String: String] = [
+            "state": running ? "running" : "stopped",
+            "channels": channels.joined(separator: ", "),
+            "watchdog": systemdLive && systemd?.watchdogPingInterval != nil ? "pinging systemd" : "off",
+        ]
+        let workers = supervisor?.workers ?? settings.workers.map {
+            WorkerStatus(name: $0.name, state: .stopped, pid: nil, restarts: 0)
+        }
+        out["workers"] = workers.map(\.name).joined(separator: ", ")
+        for worker in workers {
+            let prefix = "worker.\(worker.name)."
+            out[prefix + "state"] = worker.state.rawValue
+            out[prefix + "restarts"] = String(worker.restarts)
+            if let pid = worker.pid { out[prefix + "pid"] = String(pid) }
+            if let exit = worker.lastExit { out[prefix + "last_exit"] = exit.description }
+            if let text = worker.statusText { out[prefix + "status"] = text }
+            if let reason = worker.reason, worker.state == .failed || worker.state == .backingOff {
+                out[prefix + "reason"] = reason
+            }
+        }
+        return out
+    }
+
+    // MARK: Events and status
+
+    /// Runs on the supervisor's thread: never blocks.
+    private func handle(_ event: SupervisorEvent) {
+        let name = event.worker.name
+        switch event.kind {
+        case .crashed(let exit, let delay):
+            state.withLock { $0.degraded = true }
+            let ms = Int((delay.seconds * 1000).rounded())
+            context.reporter.report(.interrupted(reason: "worker \(name) \(exit); restarting in \(ms) ms"))
+        case .watchdogTimeout:
+            state.withLock { $0.degraded = true }
+            context.reporter.report(.interrupted(reason: "worker \(name) missed its watchdog deadline; killed"))
+        case .failed(let reason):
+            context.reporter.report(.resumeFailed(reason: "worker \(name) failed: \(reason)"))
+        case .started, .ready:
+            let healthy = state.withLock { s -> Bool in
+                guard s.degraded, let supervisor = s.supervisor else { return false }
+                let ok = supervisor.workers.allSatisfy { [.starting, .running, .ready].contains($0.state) }
+                if ok { s.degraded = false }
+                return ok
+            }
+            context.reporter.report(healthy ? .resumed : .detailsChanged)
+        case .statusChanged, .stopped:
+            context.reporter.report(.detailsChanged)
+        }
+        refreshes.yield()
+    }
+
+    private func refreshStatus() async {
+        let (supervisor, live, notification, running, last) = state.withLock {
+            ($0.supervisor, $0.systemdLive, $0.notification, $0.running, $0.lastSystemdStatus)
+        }
+        guard running, let supervisor else { return }
+        let workers = supervisor.workers
+        let text = statusLine(workers)
+        if let systemd, live, text != last {
+            systemd.send(["STATUS=" + text])
+            state.withLock { $0.lastSystemdStatus = text }
+        }
+        await notification?.update(body: notificationBody(workers))
+    }
+
+    /// `<host> — running in background`, plus the workers that are not up.
+    func statusLine(_ workers: [WorkerStatus]) -> String {
+        let problems = workers.filter { ![.starting, .running, .ready].contains($0.state) }
+            .map { "\($0.name) \($0.state.rawValue)" }
+        let line = problems.isEmpty ? baseStatus : baseStatus + " (" + problems.joined(separator: ", ") + ")"
+        return line.replacingOccurrences(of: "\n", with: " ")
+    }
+
+    func notificationBody(_ workers: [WorkerStatus]) -> String {
+        guard !workers.isEmpty else { return "Kept alive by Vigil." }
+        return workers.map { worker in
+            var line = "\(worker.name): \(worker.state.rawValue)"
+            if let text = worker.statusText, !text.isEmpty { line += " — \(text)" }
+            return line
+        }.joined(separator: "\n")
+    }
+}

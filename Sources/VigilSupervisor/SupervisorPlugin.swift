@@ -1,0 +1,22 @@
+import Foundation
+public import VigilPlugin
+
+/// The `supervisor` keep-alive plugin: the Linux counterpart of an Android foreground service.
+///
+/// On `keepAlive()` it starts the workers of the `[supervisor]` table and keeps them alive,
+/// tells systemd `READY=1` and a `STATUS=` line (when `NOTIFY_SOCKET` is set), pings systemd's
+/// watchdog from the Swift concurrency runtime (when `WATCHDOG_USEC` is set), and shows one
+/// low-urgency desktop notification (when a session bus has a notification server).
+public enum SupervisorPlugin {
+    /// The implementation for the manifest entry `"supervisor"`, reading this process's environment.
+    public static let implementation: PluginImplementation = implementation(
+        environment: ProcessInfo.processInfo.environment)
+
+    /// The implementation, with the environment given explicitly (`NOTIFY_SOCKET`, `WATCHDOG_USEC`,
+    /// `DBUS_SESSION_BUS_ADDRESS`, `XDG_RUNTIME_DIR`, and what workers inherit).
+    public static func implementation(environment: [String: String]) -> PluginImplementation {
+        PluginImplementation(entry: "supervisor") { context in
+            try SupervisorKeepAlive(context: context, environment: environment)
+        }
+    }
+}

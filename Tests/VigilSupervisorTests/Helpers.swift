@@ -1,0 +1,82 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import VigilSupervisor
+
+/// A private temporary directory, removed by `remove()`.
+struct TestDirectory {
+    let path: String
+    init(_ label: String = "sup") {
+        var template = Array("/tmp/vigil-test-\(label).XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil)
+        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+    func file(_ name: String) -> String { "\(path)/\(name)" }
+}
+
+/// Records supervisor events with their monotonic time.
+final class EventLog: Sendable {
+    struct Entry: Sendable {
+        var time: Double
+        var event: SupervisorEvent
+    }
+    private let entries = Mutex<[Entry]>([])
+
+    var handler: @Sendable (SupervisorEvent) -> Void {
+        { [self] event in entries.withLock { $0.append(Entry(time: monotonicNow(), event: event)) } }
+    }
+
+    var all: [Entry] { entries.withLock { $0 } }
+
+    func times(of worker: String, where match: (SupervisorEvent.Kind) -> Bool) -> [Double] {
+        all.filter { $0.event.worker.name == worker && match($0.event.kind) }.map(\.time)
+    }
+
+    func count(_ match: (SupervisorEvent.Kind) -> Bool) -> Int {
+        all.filter { match($0.event.kind) }.count
+    }
+}
+
+func testLogger(_ label: String = "vigil.supervisor.test") -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = .critical
+    return logger
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let deadline = monotonicNow() + timeout
+    while monotonicNow() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}
+
+/// Whether a process exists and is not a zombie.
+func processIsLive(_ pid: Int32) -> Bool {
+    guard let stat = ProcessTree.stat(of: pid) else { return false }
+    return stat.state != "Z" && stat.state != "X"
+}
+
+/// Open descriptors of this process.
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// Zombie children of this process.
+func zombieChildren() -> [Int32] {
+    let me = getpid()
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap(Int32.init).filter { pid in
+        guard let stat = ProcessTree.stat(of: pid) else { return false }
+        return stat.parent == me && stat.state == "Z"
+    }
+}
+
+/// The environment workers get in tests: this process's, which the tests never modify.
+let testEnvironment = ProcessInfo.processInfo.environment

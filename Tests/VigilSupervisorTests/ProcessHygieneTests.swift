@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+@testable import VigilSupervisor
+
+/// Runs the built `vigil` binary (next to the test bundle) as a separate host process, so its
+/// descriptors and children can be inspected from outside, unaffected by tests running in parallel.
+final class VigilProcess: @unchecked Sendable {
+    let process = Process()
+
+    static var binary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("vigil").path
+    }
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Live (non-zombie) children of the host.
+    var children: [Int32] { processes { $0.parent == pid && $0.state != "Z" } }
+    /// Zombie children of the host.
+    var zombies: [Int32] { processes { $0.parent == pid && $0.state == "Z" } }
+
+    private func processes(_ match: (ProcessTree.Stat) -> Bool) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { ProcessTree.stat(of: $0).map(match) ?? false }
+    }
+
+    /// The host's open descriptors and what they point at.
+    var descriptors: [String] {
+        let directory = "/proc/\(pid)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.sorted().map { name in
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(name)")) ?? "?"
+            // Socket and pipe inode numbers differ between processes; keep the kind.
+            return target.replacing(/\[\d+\]/, with: "")
+        }.sorted()
+    }
+
+    func kill9() async {
+        kill(pid, SIGKILL)
+        let process = process
+        await blockingCall { process.waitUntilExit() }
+    }
+
+    deinit {
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+}
+
+@Suite("No orphans, no zombies, no leaked descriptors (the vigil binary as host)")
+struct ProcessHygieneTests {
+    @Test("SIGKILL of the host leaves no worker behind")
+    func hostKilled() async throws {
+        let host = try VigilProcess(["run", "--restart", "always", "--", "sleep", "300"])
+        #expect(await eventually { host.children.count == 1 })
+        let worker = try #require(host.children.first)
+        #expect(ProcessTree.stat(of: worker)?.processGroup == worker, "the worker leads its own process group")
+        await host.kill9()
+        // PR_SET_PDEATHSIG(SIGKILL) takes the worker down with the host.
+        #expect(await eventually(timeout: 5) { !processIsLive(worker) })
+    }
+
+    @Test("1,000 worker crashes leave no zombie and no leaked descriptor")
+    func thousandCrashes() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        // Reference: the same binary, same code paths, with a worker that never crashed.
+        let steady = try VigilProcess(["run", "--restart", "always", "--", "sleep", "300"])
+        #expect(await eventually { steady.children.count == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        let reference = steady.descriptors
+        await steady.kill9()
+
+        let counter = dir.file("starts")
+        _ = FileManager.default.createFile(atPath: counter, contents: nil)
+        let script = "n=$(wc -l < \(counter)); echo >> \(counter); [ \"$n\" -ge 1000 ] && exec sleep 300; exit 1"
+        let host = try VigilProcess([
+            "run", "--restart", "on-failure", "--restart-delay-ms", "0", "--max-restart-delay-ms", "0",
+            "--start-limit-burst", "0", "--", "/bin/sh", "-c", script,
+        ])
+        func starts() -> Int {
+            ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").split(separator: "\n", omittingEmptySubsequences: false).count - 1
+        }
+        let finished = await eventually(timeout: 90) { starts() >= 1001 && host.children.count == 1 }
+        #expect(finished, "only \(starts()) starts")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(starts() == 1001)
+        #expect(host.zombies.isEmpty, "zombies: \(host.zombies)")
+        #expect(host.children.count == 1)
+        #expect(host.descriptors == reference, "after 1,000 crashes: \(host.descriptors) vs \(reference)")
+        await host.kill9()
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+
+@testable import VigilSupervisor
+
+@Suite("Supervisor: spawning, restarts, backoff, start limit")
+struct SupervisorTests {
+    @Test("a crash loop backs off exponentially and stops at the start limit")
+    func crashLoopBackoffAndStartLimit() async throws {
+        let events = EventLog()
+        let configuration = SupervisorConfiguration(
+            backoffInitial: .milliseconds(50), backoffMax: .milliseconds(400), stableAfter: .seconds(10),
+            startLimitBurst: 6, startLimitInterval: .seconds(30), stopGrace: .seconds(1))
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "crasher", command: "/bin/sh", arguments: ["-c", "exit 3"], restart: .always)],
+            configuration: configuration, environment: testEnvironment, logger: testLogger(),
+            onEvent: events.handler)
+        try await supervisor.start()
+        let final = await supervisor.waitUntilSettled()
+        await supervisor.stop()
+
+        let worker = try #require(final.first)
+        #expect(worker.state == .failed)
+        #expect(worker.restarts == 5)
+        #expect(worker.lastExit == .exited(3))
+        #expect(worker.reason?.contains("start limit") == true)
+        let starts = events.times(of: "crasher") { if case .started = $0 { true } else { false } }
+        #expect(starts.count == 6)
+        // Delays 50, 100, 200, 400 (cap), 400 ms: never early, and not much late.
+        let expected = [0.05, 0.1, 0.2, 0.4, 0.4]
+        for (i, delay) in expected.enumerated() where i + 1 < starts.count {
+            let gap = starts[i + 1] - starts[i]
+            #expect(gap >= delay, "restart \(i + 1) came after \(gap) s, before its \(delay) s backoff")
+            #expect(gap < delay + 0.4, "restart \(i + 1) came after \(gap) s, long after its \(delay) s backoff")
+        }
+        #expect(events.count { if case .failed = $0 { true } else { false } } == 1)
+    }
+
+    @Test("a run longer than stable_after resets the backoff")
+    func stableRunResetsBackoff() async throws {
+        let events = EventLog()
+        let configuration = SupervisorConfiguration(
+            backoffInitial: .milliseconds(100), backoffMax: .seconds(5), stableAfter: .milliseconds(150),
+            startLimitBurst: 4, startLimitInterval: .seconds(30), stopGrace: .seconds(1))
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "slow", command: "/bin/sh", arguments: ["-c", "sleep 0.3; exit 1"])],
+            configuration: configuration, environment: testEnvironment, logger: testLogger(),
+            onEvent: events.handler)
+        try await supervisor.start()
+        _ = await supervisor.waitUntilSettled()
+        await supervisor.stop()
+        let delays = events.all.compactMap { entry -> Duration? in
+            if case .crashed(_, let delay) = entry.event.kind { delay } else { nil }
+        }
+        // Each run lasted 0.3 s ≥ stable_after, so every delay is the initial one, not 100/200/400 ms.
+        #expect(delays.count == 4)
+        #expect(delays.allSatisfy { $0 == .milliseconds(100) }, "delays: \(delays)")
+    }
+
+    @Test("restart policies: on-failure stops on a clean exit, never reports the failure, always restarts")
+    func restartPolicies() async throws {
+        let configuration = SupervisorConfiguration(
+            backoffInitial: .milliseconds(10), startLimitBurst: 3, startLimitInterval: .seconds(30))
+        let supervisor = try Supervisor(
+            workers: [
+                WorkerSpec(name: "clean", command: "true", restart: .onFailure),
+                WorkerSpec(name: "fails", command: "false", restart: .never),
+                WorkerSpec(name: "killed", command: "/bin/sh", arguments: ["-c", "kill -SEGV $$"], restart: .never),
+                WorkerSpec(name: "loops", command: "true", restart: .always),
+            ],
+            configuration: configuration, environment: testEnvironment, logger: testLogger())
+        try await supervisor.start()
+        let final = Dictionary(uniqueKeysWithValues: await supervisor.waitUntilSettled().map { ($0.name, $0) })
+        await supervisor.stop()
+        #expect(final["clean"]?.state == .stopped)
+        #expect(final["clean"]?.restarts == 0)
+        #expect(final["fails"]?.state == .failed)
+        #expect(final["fails"]?.lastExit?.shellStatus == 1)
+        #expect(final["killed"]?.lastExit == .signaled(SIGSEGV, coreDumped: false) || final["killed"]?.lastExit == .signaled(SIGSEGV, coreDumped: true))
+        #expect(final["killed"]?.lastExit?.shellStatus == 128 + SIGSEGV)
+        #expect(final["loops"]?.state == .failed)
+        #expect(final["loops"]?.restarts == 2)
+    }
+
+    @Test("a program that does not exist fails start() with a clear error")
+    func missingProgram() async throws {
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "ghost", command: "vigil-no-such-program")],
+            environment: testEnvironment, logger: testLogger())
+        let error = await #expect(throws: SupervisorError.self) { try await supervisor.start() }
+        #expect(error?.code == .spawnFailed)
+        #expect(error?.message.contains("vigil-no-such-program") == true)
+        #expect(error?.message.contains("PATH") == true)
+    }
+
+    @Test("invalid specs are refused with the worker's name")
+    func invalidSpecs() throws {
+        #expect(throws: SupervisorError.self) {
+            try Supervisor(workers: [WorkerSpec(name: "a", command: "x"), WorkerSpec(name: "a", command: "y")], logger: testLogger())
+        }
+        let error = #expect(throws: SupervisorError.self) {
+            try Supervisor(workers: [WorkerSpec(name: "w", command: "x", oomScoreAdjust: 2000)], logger: testLogger())
+        }
+        #expect(error?.message.contains("oom_score_adj") == true)
+    }
+
+    @Test("stop() sends SIGTERM to the whole group, then SIGKILL after the grace period")
+    func stopKillsTheGroup() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        // The worker ignores SIGTERM and has a child in its process group.
+        let script = "trap '' TERM; sleep 300 & echo $! > \(dir.file("child")); wait"
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "stubborn", command: "/bin/sh", arguments: ["-c", script])],
+            configuration: SupervisorConfiguration(stopGrace: .milliseconds(300)),
+            environment: testEnvironment, logger: testLogger())
+        try await supervisor.start()
+        #expect(await eventually { FileManager.default.fileExists(atPath: dir.file("child")) })
+        try await Task.sleep(for: .milliseconds(50))
+        let child = try #require(Int32(String(contentsOfFile: dir.file("child"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let worker = try #require(supervisor.workers.first?.pid)
+        #expect(processIsLive(child) && processIsLive(worker))
+        let began = monotonicNow()
+        await supervisor.stop()
+        let took = monotonicNow() - began
+        #expect(took >= 0.3, "stop returned after \(took) s, before the grace period")
+        #expect(!processIsLive(worker))
+        // The grandchild (sleep, killed by SIGTERM) is gone too, reparented to init meanwhile.
+        #expect(await eventually(timeout: 2) { !processIsLive(child) })
+        #expect(supervisor.workers.first?.state == .stopped)
+        await supervisor.stop()  // idempotent
+    }
+
+    @Test("workers get their own process group, environment, directory and oom_score_adj")
+    func spawnAttributes() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let out = dir.file("out")
+        let script = """
+            { ps -o pgid= -p $$ | tr -d ' '; echo "$$"; echo "$GREETING"; pwd; cat /proc/self/oom_score_adj; \
+            echo "$NOTIFY_SOCKET"; ls /proc/self/fd | wc -l; grep SigBlk /proc/self/status; } > \(out).tmp; mv \(out).tmp \(out); sleep 300
+            """
+        let supervisor = try Supervisor(
+            workers: [
+                WorkerSpec(
+                    name: "attrs", command: "/bin/sh", arguments: ["-c", script], environment: ["GREETING": "hello"],
+                    workingDirectory: dir.path, oomScoreAdjust: 321)
+            ],
+            environment: testEnvironment, runtimeDirectory: dir.path, logger: testLogger())
+        try await supervisor.start()
+        defer { Task { await supervisor.stop() } }
+        #expect(await eventually { FileManager.default.fileExists(atPath: out) })
+        let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map(String.init)
+        try #require(lines.count == 8)
+        #expect(lines[0] == lines[1], "the worker leads its own process group")
+        #expect(Int32(lines[1]) == supervisor.workers.first?.pid)
+        #expect(lines[2] == "hello")
+        #expect(lines[3] == dir.path)
+        #expect(lines[4] == "321")
+        #expect(lines[5].hasPrefix(dir.path + "/supervisor.") && lines[5].hasSuffix(".notify"))
+        // ls's own: 0, 1, 2 and the directory it reads: nothing of ours leaked in.
+        #expect(Int(lines[6].trimmingCharacters(in: .whitespaces)) == 4)
+        #expect(lines[7].hasSuffix("0000000000000000"), "signal mask: \(lines[7])")
+        await supervisor.stop()
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+@testable import VigilSupervisor
+
+@Suite("Supervisor: each worker's NOTIFY_SOCKET")
+struct WorkerNotifyTests {
+    @Test("systemd-notify --ready --status=… as a real worker reaches `ready`")
+    func systemdNotifyReady() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let done = dir.file("notified")
+        // systemd-notify waits for the barrier reply; `touch` shows it returned.
+        let script = "systemd-notify --ready --status='warmed up: 3 keys' && touch \(done); exec sleep 300"
+        let events = EventLog()
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "notifier", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
+            environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
+        try await supervisor.start()
+        let began = monotonicNow()
+        #expect(await eventually { supervisor.workers.first?.state == .ready })
+        #expect(supervisor.workers.first?.statusText == "warmed up: 3 keys")
+        // The barrier (the fd systemd-notify sends along) was answered at once, not after its timeout.
+        #expect(await eventually(timeout: 3) { FileManager.default.fileExists(atPath: done) })
+        #expect(monotonicNow() - began < 3)
+        await supervisor.stop()
+        #expect(events.count { $0 == .ready } == 1)
+    }
+
+    @Test("datagrams from any process of the worker's group or tree count, even a short-lived helper's own PID")
+    func helperProcessesAreAccepted() async throws {
+        // `--pid=self` makes systemd-notify send from its own PID, a grandchild that exits at once.
+        let script = """
+            sh -c "systemd-notify --pid=self --status=from-grandchild"; \
+            (systemd-notify --pid=self --ready) & wait; exec sleep 300
+            """
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "tree", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
+            environment: testEnvironment, logger: testLogger())
+        try await supervisor.start()
+        #expect(await eventually { supervisor.workers.first?.state == .ready })
+        #expect(supervisor.workers.first?.statusText == "from-grandchild")
+        await supervisor.stop()
+    }
+
+    @Test("a datagram from outside the worker's process tree is rejected")
+    func foreignSenderRejected() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let go = dir.file("go")
+        let script = "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --ready --status=genuine; exec sleep 300"
+        let supervisor = try Supervisor(
+            workers: [WorkerSpec(name: "guarded", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
+            environment: testEnvironment, runtimeDirectory: dir.path, logger: testLogger())
+        try await supervisor.start()
+        let runtime = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("supervisor.") })
+        let socket = "\(dir.path)/\(runtime)/0.notify"
+        // The test process is not in the worker's tree: its READY=1 must not count.
+        #expect(NotifySocket.send("READY=1\nSTATUS=forged", to: socket))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(supervisor.workers.first?.state == .starting)
+        #expect(supervisor.workers.first?.statusText == nil)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        #expect(await eventually { supervisor.workers.first?.state == .ready })
+        #expect(supervisor.workers.first?.statusText == "genuine")
+        await supervisor.stop()
+        // The runtime directory and its sockets are gone after stop().
+        #expect(!FileManager.default.fileExists(atPath: "\(dir.path)/\(runtime)"))
+    }
+
+    @Test("a worker that stops its watchdog pings is killed and restarted")
+    func watchdogRestart() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let envFile = dir.file("env")
+        // Pings for ~0.6 s, then hangs. The second run does the same.
+        let script = """
+            echo "$WATCHDOG_USEC $WATCHDOG_PID $$" >> \(envFile); systemd-notify --ready; \
+            for i in 1 2 3; do systemd-notify WATCHDOG=1; sleep 0.2; done; exec sleep 300
+            """
+        let events = EventLog()
+        let supervisor = try Supervisor(
+            workers: [
+                WorkerSpec(
+                    name: "pinger", command: "/bin/sh", arguments: ["-c", script], readiness: .notify,
+                    watchdogSeconds: 0.5)
+            ],
+            configuration: SupervisorConfiguration(backoffInitial: .milliseconds(20)),
+            environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
+        try await supervisor.start()
+        let firstPID = try #require(supervisor.workers.first?.pid)
+        #expect(await eventually(timeout: 10) { (supervisor.workers.first?.restarts ?? 0) >= 1 && supervisor.workers.first?.state == .ready })
+        await supervisor.stop()
+
+        let timeouts = events.times(of: "pinger") { $0 == .watchdogTimeout }
+        let starts = events.times(of: "pinger") { $0 == .started }
+        try #require(timeouts.count >= 1 && starts.count >= 2)
+        // Not killed while it pinged (≥ 0.6 s), and killed within ~0.5 s of the last ping.
+        let firstRun = timeouts[0] - starts[0]
+        #expect(firstRun >= 0.9 && firstRun < 3, "killed after \(firstRun) s")
+        #expect(!processIsLive(firstPID))
+        let crashed = events.all.first { if case .crashed = $0.event.kind { true } else { false } }
+        #expect(crashed?.event.worker.lastExit == .signaled(SIGKILL, coreDumped: false))
+        // The worker saw WATCHDOG_USEC and a WATCHDOG_PID that is its own pid.
+        let first = try String(contentsOfFile: envFile, encoding: .utf8).split(separator: "\n")[0].split(separator: " ")
+        #expect(first[0] == "500000")
+        #expect(first[1] == first[2])
+    }
+
+    @Test("notify payloads: known keys parsed, unknown keys and junk ignored")
+    func parsing() {
+        let m = NotifyMessage("READY=1\nSTATUS=a=b c\nX_CUSTOM=1\nnonsense\nWATCHDOG=1\nWATCHDOG_USEC=2000000\nSTOPPING=1")
+        #expect(m.ready && m.stopping && m.watchdogPing && !m.watchdogTrigger)
+        #expect(m.status == "a=b c")
+        #expect(m.watchdogUsec == 2_000_000)
+        #expect(NotifyMessage("WATCHDOG=trigger").watchdogTrigger)
+        #expect(NotifyMessage("READY=0").ready == false)
+        #expect(ProcessTree.parseStat("42 (a b) c) S 7 42 42 0") == ProcessTree.Stat(state: "S", parent: 7, processGroup: 42))
+    }
+}
