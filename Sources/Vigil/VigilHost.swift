@@ -260,6 +260,12 @@ public actor VigilHost: Service {
 
     // MARK: - Reconciliation
 
+    /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
+    var requestCount: UInt64 { generation }
+
+    /// True when the latest request was `keepAlive()` (for tests).
+    var wantsUp: Bool { desiredUp }
+
     private func request(up: Bool) async {
         generation &+= 1
         desiredUp = up
