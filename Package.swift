@@ -99,6 +99,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
+            exclude: ["Fixtures"],  // golden files, read through #filePath (no resource bundle)
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCoreTests", dependencies: ["VigilCore", "VigilCrypto", "VigilTestSupport"],

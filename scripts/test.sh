@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs Vigil's whole test suite on a fresh Debian 12 machine.
-# Installs what the tests need (scripts/install-deps.sh); the integration tests start their own
-# private PulseAudio servers (null sinks), dbus-daemons and notify sockets in temporary
-# directories and stop them again, so nothing on the machine is touched.
+#
+# Installs every package the tests need (scripts/install-deps.sh). The integration tests start
+# their own private PulseAudio servers (null sinks), dbus-daemons and notify sockets in temporary
+# directories and stop them again, so nothing outside those directories is touched.
+# Extra arguments go to `swift test` (for example `--filter VigilCoreTests`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +13,16 @@ scripts/install-deps.sh
 if [[ -d ../shared/testvectors ]]; then
   echo "vigil: Wycheproof vectors found in ../shared/testvectors"
 else
-  echo "vigil: ../shared/testvectors is absent: the Wycheproof suite will report itself skipped"
+  echo "vigil: ../shared/testvectors is absent: the Wycheproof suite reports itself skipped"
 fi
 
-swift build --build-tests 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-swift build --build-tests -q
+echo "vigil: building (a first build compiles the dependencies: a few minutes)"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! swift build --build-tests >"$log" 2>&1; then
+  grep -E 'error|warning' "$log" | head -50 >&2 || tail -50 "$log" >&2
+  echo "vigil: build failed (errors above)" >&2
+  exit 1
+fi
+grep -E 'warning:' "$log" >&2 || true
 swift test --skip-build "$@"

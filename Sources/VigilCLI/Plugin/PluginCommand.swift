@@ -1,0 +1,18 @@
+import ArgumentParser
+
+/// `vigil plugin …`: keys, signing, verification and trust of plugin manifests.
+struct PluginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugin",
+        abstract: "Sign, verify and trust plugin manifests.",
+        discussion: """
+            Publishers: `vigil plugin keygen --name NAME`, then `vigil plugin sign DIR --key KEY`.
+            Hosts: `vigil plugin trust NAME` records the plugin's key in vigil.toml after a review;
+            `vigil plugin list` shows every known plugin and its state.
+            """,
+        subcommands: [
+            PluginKeygen.self, PluginSign.self, PluginVerify.self, PluginTrust.self, PluginUntrust.self,
+            PluginList.self,
+        ]
+    )
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Glibc
+import VigilCore
+import VigilCrypto
+
+/// `vigil plugin keygen --name NAME [--dir DIR] [--force]`.
+struct PluginKeygen: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keygen",
+        abstract: "Create a signing key pair for a plugin.",
+        discussion: """
+            Writes DIR/NAME.key (an unencrypted minisign secret key, created with mode 0600 and O_EXCL) and
+            DIR/NAME.pub (the minisign public key; `vigil plugin sign` copies it into the plugin directory as
+            plugin.pub). DIR defaults to $XDG_CONFIG_HOME/vigil/keys (~/.config/vigil/keys), outside any
+            project, so a secret key is not committed by accident. An existing key is never overwritten
+            without --force: replacing it is a key rotation every host must review again.
+            """)
+
+    @Option(name: .long, help: "The plugin's name (the key files are NAME.key and NAME.pub).")
+    var name: String
+
+    @Option(name: .long, help: "Where to write the keys. Default: $XDG_CONFIG_HOME/vigil/keys.", completion: .directory)
+    var dir: String?
+
+    @Flag(name: .long, help: "Replace an existing key pair (a key rotation).")
+    var force = false
+
+    func validate() throws {
+        try CLI.validateName(name, what: "--name")
+        if let dir, dir.isEmpty { throw ValidationError("--dir must not be empty") }
+    }
+
+    func run() throws {
+        try CLI.run {
+            let directory = try dir ?? Self.defaultDirectory()
+            try Self.makeDirectory(directory)
+            let keyPath = directory + "/" + name + ".key"
+            let pubPath = directory + "/" + name + ".pub"
+            let exists = access(keyPath, F_OK) == 0 || access(pubPath, F_OK) == 0
+            let rotation =
+                "KEY ROTATION: a new key for \(name) means every host that trusts the old key refuses the plugin "
+                + "until it reviews and re-runs `vigil plugin trust \(name)`"
+            if exists && !force {
+                throw CoreError(
+                    code: .ioFailure, plugin: name,
+                    message: "a key already exists at \(keyPath) or \(pubPath); Vigil does not overwrite it. \(rotation). "
+                        + "If that is what you want, run again with --force")
+            }
+            let secret = MinisignSecretKey.generate()
+            let secretBytes = Array(secret.fileContents().utf8)
+            if exists {
+                CLI.printError("warning: \(rotation).")
+                try AtomicFile.write(secretBytes, to: keyPath, mode: 0o600)
+            } else {
+                try AtomicFile.create(secretBytes, at: keyPath, mode: 0o600)
+            }
+            try AtomicFile.write(Array(secret.publicKey.fileContents().utf8), to: pubPath, mode: 0o644)
+            print("secret key:  \(keyPath)  (mode 0600 — keep it private, never commit it)")
+            print("public key:  \(pubPath)")
+            print("fingerprint: \(secret.publicKey.fingerprint)")
+            print("key id:      \(secret.publicKey.keyIDHex)")
+            print("next: vigil plugin sign PLUGIN_DIR --key \(keyPath)")
+        }
+    }
+
+    static func defaultDirectory() throws(CoreError) -> String {
+        if let config = getenv("XDG_CONFIG_HOME").map({ String(cString: $0) }), config.hasPrefix("/") {
+            return config + "/vigil/keys"
+        }
+        guard let home = getenv("HOME").map({ String(cString: $0) }), !home.isEmpty else {
+            throw CoreError(code: .ioFailure, message: "HOME is not set; pass --dir")
+        }
+        return home + "/.config/vigil/keys"
+    }
+
+    /// mkdir -p with 0700 for the directories it creates.
+    static func makeDirectory(_ path: String) throws(CoreError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw CoreError(
+                    code: .ioFailure, message: "cannot create \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

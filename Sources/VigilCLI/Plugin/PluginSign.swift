@@ -1,0 +1,75 @@
+import ArgumentParser
+import Glibc
+import VigilCore
+import VigilCrypto
+
+/// `vigil plugin sign PLUGIN_DIR --key SECRET_KEY`.
+struct PluginSign: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Refresh a manifest's resource digests and sign it.",
+        discussion: """
+            Checks PLUGIN_DIR/plugin.json strictly, fills in the size and SHA-256 of every file listed in its
+            "resources", writes plugin.json and plugin.json.minisig (trusted comment NAME@VERSION) atomically,
+            and plugin.pub when it is absent. A password-protected minisign key is unlocked with
+            VIGIL_KEY_PASSWORD, or by asking on the terminal.
+            """)
+
+    @Argument(help: "The plugin directory (its name is the plugin's name).", completion: .directory)
+    var pluginDirectory: String
+
+    @Option(name: .long, help: "The minisign secret key file.", completion: .file(extensions: ["key"]))
+    var key: String
+
+    func validate() throws {
+        if pluginDirectory.isEmpty { throw ValidationError("PLUGIN_DIR must not be empty") }
+        if key.isEmpty { throw ValidationError("--key must not be empty") }
+    }
+
+    func run() throws {
+        try CLI.run {
+            let secret = try Self.readSecretKey(key)
+            let signed = try PluginSigner.sign(directory: pluginDirectory, with: secret)
+            print("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
+            print("  resources:   \(signed.manifest.resources.count)")
+            print("  fingerprint: \(secret.publicKey.fingerprint)")
+            print("  key id:      \(secret.publicKey.keyIDHex)")
+            if signed.wrotePublicKey { print("  wrote plugin.pub") }
+        }
+    }
+
+    /// Reads and unlocks a minisign secret key file.
+    static func readSecretKey(_ path: String) throws(CoreError) -> MinisignSecretKey {
+        let bytes = try SafeFile.read(path, cap: 4096, what: "secret key")
+        var st = stat()
+        if stat(path, &st) == 0, st.st_mode & 0o077 != 0 {
+            CLI.printError(
+                "warning: the secret key \(path) is readable by other users (mode "
+                    + String(st.st_mode & 0o777, radix: 8) + "); chmod 600 it")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CoreError(code: .keyInvalid, message: "\(path) is not a minisign secret key (not UTF-8 text)")
+        }
+        do {
+            return try MinisignSecretKey(fileContents: text, password: nil)
+        } catch where error.code == .encryptedKeyNeedsPassword {
+            let password: String
+            if let env = getenv("VIGIL_KEY_PASSWORD") {
+                password = String(cString: env)
+            } else if isatty(0) == 1, let typed = getpass("Password for \(path): ") {
+                password = String(cString: typed)
+            } else {
+                throw CoreError(
+                    code: .keyInvalid,
+                    message: "\(path) is password-protected and there is no terminal to ask on — set VIGIL_KEY_PASSWORD")
+            }
+            do {
+                return try MinisignSecretKey(fileContents: text, password: password)
+            } catch {
+                throw CoreError(code: .keyInvalid, message: "cannot unlock \(path): \(error)")
+            }
+        } catch {
+            throw CoreError(code: .keyInvalid, message: "\(path) is not a usable minisign secret key: \(error)")
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Glibc
+import VigilCore
+import VigilCrypto
+
+/// Output and configuration helpers shared by the `vigil plugin` subcommands.
+enum CLI {
+    /// Writes `text` and a newline to standard error.
+    static func printError(_ text: String) {
+        let bytes = Array((text + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, bytes.count - offset) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// Prints a core error the way every command reports a refusal, and returns the exit code 1.
+    static func fail(_ error: CoreError) -> ExitCode {
+        printError("error: \(error.description)")
+        return ExitCode.failure
+    }
+
+    /// Runs `body`, turning a ``CoreError`` into its message on standard error and exit code 1.
+    static func run(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as CoreError {
+            throw fail(error)
+        }
+    }
+
+    /// The configuration file to use: `--config`, else the nearest vigil.toml upward.
+    static func configPath(_ option: ConfigOption) -> String? {
+        if let path = option.config { return path }
+        return HostConfiguration.find(startingAt: ".")
+    }
+
+    /// Loads the configuration if there is one; an explicit `--config` must exist.
+    static func loadConfiguration(_ option: ConfigOption) throws(CoreError) -> HostConfiguration? {
+        guard let path = configPath(option) else { return nil }
+        return try HostConfiguration.load(path: path)
+    }
+
+    /// Parses a `--fingerprint` value, or throws a usage error.
+    static func parseFingerprint(_ text: String) throws -> Fingerprint {
+        do {
+            return try Fingerprint(parsing: text)
+        } catch {
+            throw ValidationError("--fingerprint: \(error)")
+        }
+    }
+
+    /// Validates a plugin name argument, or throws a usage error.
+    static func validateName(_ name: String, what: String = "NAME") throws {
+        if let problem = PluginName.problem(name) { throw ValidationError("\(what): \(problem)") }
+    }
+
+    /// True when standard input and output are terminals.
+    static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
+
+    /// Asks a yes/no question on the terminal; only "y" or "yes" is a yes.
+    static func confirm(_ question: String) -> Bool {
+        print(question + " [y/N] ", terminator: "")
+        fflush(nil)
+        guard let answer = readLine() else { return false }
+        let a = answer.trimmingCharacters(in: " \t").lowercased()
+        return a == "y" || a == "yes"
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s = s.dropFirst() }
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}

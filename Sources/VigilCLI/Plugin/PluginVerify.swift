@@ -1,0 +1,58 @@
+import ArgumentParser
+import VigilCore
+import VigilCrypto
+
+/// `vigil plugin verify PLUGIN_DIR [--fingerprint FP]`.
+struct PluginVerify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Verify a plugin directory's signature, manifest and resources.",
+        discussion: """
+            Uses the key given with --fingerprint, else the key trusted for the plugin (the directory's name) in
+            vigil.toml. Exits 0 when everything verifies, 1 with the specific error otherwise. The rollback
+            store is not consulted.
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    @Argument(help: "The plugin directory.", completion: .directory)
+    var pluginDirectory: String
+
+    @Option(name: .long, help: "The expected key, \"ed25519:…\" (out-of-band pinning).")
+    var fingerprint: String?
+
+    func validate() throws {
+        if pluginDirectory.isEmpty { throw ValidationError("PLUGIN_DIR must not be empty") }
+        if let fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
+    }
+
+    func run() throws {
+        try CLI.run {
+            let name = PluginLoader.name(ofDirectory: pluginDirectory)
+            let policy: KeyPolicy
+            if let fingerprint {
+                policy = .pinned(try CLI.parseFingerprint(fingerprint))
+            } else {
+                guard let configuration = try CLI.loadConfiguration(options) else {
+                    throw CoreError(
+                        code: .untrustedKey, plugin: name,
+                        message: "no vigil.toml was found, so no key is trusted for it — pass --fingerprint ed25519:… "
+                            + "or --config PATH")
+                }
+                guard let trusted = configuration.trustedPlugins[name] else {
+                    throw CoreError(
+                        code: .untrustedKey, plugin: name,
+                        message: "no key is trusted for it in \(configuration.path) — pass --fingerprint ed25519:… or "
+                            + "run `vigil plugin trust \(name)`")
+                }
+                policy = .configured(trusted: trusted, acknowledgedUnsigned: false)
+            }
+            let plugin = try PluginLoader.verify(
+                directory: pluginDirectory, name: name, policy: policy, rollback: nil, record: false)
+            guard case .trusted(let key) = plugin.trust else { return }
+            print(
+                "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(key), "
+                    + "\(plugin.manifest.resources.count) resource(s) match")
+        }
+    }
+}

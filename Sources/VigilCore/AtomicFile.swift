@@ -1,0 +1,133 @@
+import Glibc
+
+/// Writes files atomically: a temporary file created with `O_EXCL` in the same directory,
+/// written, `fsync`ed, renamed over the target, then the directory `fsync`ed.
+///
+/// Readers see either the old file or the complete new one, and a failure leaves no temporary
+/// file behind.
+public enum AtomicFile {
+    /// Replaces (or creates) `path` with `bytes`.
+    ///
+    /// - Parameters:
+    ///   - path: The file to write.
+    ///   - bytes: Its new contents.
+    ///   - mode: The permission bits of the new file; `nil` keeps the existing file's mode
+    ///     (or uses 0644 for a new file). The mode is set on the temporary file before any byte is
+    ///     written, so the file is never visible with wider permissions.
+    /// - Throws: ``CoreError`` with `.ioFailure`.
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t? = nil) throws(CoreError) {
+        let directory = Path.directory(of: path)
+        var finalMode: mode_t = mode ?? 0o644
+        if mode == nil {
+            var st = stat()
+            if stat(path, &st) == 0 { finalMode = st.st_mode & 0o7777 }
+        }
+        let base = Path.lastComponent(of: path)
+        var tempPath = ""
+        var fd: Int32 = -1
+        for attempt in 0..<100 {
+            tempPath = directory + "/." + base + ".tmp-\(getpid())-\(attempt)-\(UInt32.random(in: 0...UInt32.max))"
+            fd = open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw CoreError.io("create a temporary file next to", path: path, errno: errno) }
+        var committed = false
+        defer {
+            if fd >= 0 { close(fd) }
+            if !committed { unlink(tempPath) }
+        }
+        if fchmod(fd, finalMode) != 0 { throw CoreError.io("set the mode of", path: tempPath, errno: errno) }
+        try writeAll(fd: fd, bytes: bytes, path: tempPath)
+        if fsync(fd) != 0 { throw CoreError.io("flush", path: tempPath, errno: errno) }
+        if close(fd) != 0 {
+            fd = -1
+            throw CoreError.io("close", path: tempPath, errno: errno)
+        }
+        fd = -1
+        if rename(tempPath, path) != 0 { throw CoreError.io("replace", path: path, errno: errno) }
+        committed = true
+        syncDirectory(directory)
+    }
+
+    /// Creates `path` with `O_CREAT|O_EXCL` and `mode` and writes `bytes` to it; fails if the file
+    /// exists. Used for secret keys: the mode is set at creation, never changed afterwards.
+    public static func create(_ bytes: [UInt8], at path: String, mode: mode_t) throws(CoreError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            let e = errno
+            if e == EEXIST {
+                throw CoreError(code: .ioFailure, message: "\(path) already exists; Vigil does not overwrite it")
+            }
+            throw CoreError.io("create", path: path, errno: e)
+        }
+        var ok = false
+        defer {
+            close(fd)
+            if !ok { unlink(path) }
+        }
+        try writeAll(fd: fd, bytes: bytes, path: path)
+        if fsync(fd) != 0 { throw CoreError.io("flush", path: path, errno: errno) }
+        ok = true
+        syncDirectory(Path.directory(of: path))
+    }
+
+    static func writeAll(fd: Int32, bytes: [UInt8], path: String) throws(CoreError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                Glibc.write(fd, raw.baseAddress! + offset, bytes.count - offset)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CoreError.io("write", path: path, errno: errno)
+            }
+            offset += n
+        }
+    }
+
+    static func syncDirectory(_ directory: String) {
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 {
+            _ = fsync(dfd)
+            close(dfd)
+        }
+    }
+}
+
+/// Path string helpers (POSIX paths as strings).
+enum Path {
+    static func join(_ base: String, _ component: String) -> String {
+        if component.hasPrefix("/") { return component }
+        if base.isEmpty { return component }
+        return base.hasSuffix("/") ? base + component : base + "/" + component
+    }
+
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    static func lastComponent(of path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return String(p) }
+        return String(p[p.index(after: slash)...])
+    }
+
+    /// Makes `path` absolute against the working directory and removes `.`/`..`/empty components
+    /// lexically (symbolic links are not resolved).
+    static func absolute(_ path: String, relativeTo base: String? = nil) -> String {
+        let full = path.hasPrefix("/") ? path : join(base ?? SystemCall.currentDirectory(), path)
+        var parts: [Substring] = []
+        for component in full.split(separator: "/", omittingEmptySubsequences: true) {
+            if component == "." { continue }
+            if component == ".." {
+                if !parts.isEmpty { parts.removeLast() }
+                continue
+            }
+            parts.append(component)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+}

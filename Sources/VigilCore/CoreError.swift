@@ -1,0 +1,103 @@
+/// An error from Vigil's core: configuration, manifests, signatures, trust and state.
+///
+/// Every refusal has its own ``Code`` and a ``message`` that names the plugin (when there is
+/// one), states the cause and gives the remedy. The CLI prints ``description``.
+public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure, stable for scripts and tests.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Storage: String, Hashable, Sendable {
+            case notSigned = "not-signed"
+            case noPublicKey = "no-public-key"
+            case invalidSignature = "invalid-signature"
+            case unsupportedSignatureAlgorithm = "unsupported-signature-algorithm"
+            case untrustedKey = "untrusted-key"
+            case keyRotation = "key-rotation"
+            case rollback = "rollback"
+            case resourceMismatch = "resource-mismatch"
+            case malformedManifest = "malformed-manifest"
+            case nameMismatch = "name-mismatch"
+            case pluginNotFound = "plugin-not-found"
+            case fileTooLarge = "file-too-large"
+            case notRegularFile = "not-regular-file"
+            case fileNotFound = "file-not-found"
+            case configInvalid = "config-invalid"
+            case configNotFound = "config-not-found"
+            case stateInvalid = "state-invalid"
+            case keyInvalid = "key-invalid"
+            case fingerprintMismatch = "fingerprint-mismatch"
+            case trustDeclined = "trust-declined"
+            case ioFailure = "io-failure"
+        }
+        private let storage: Storage
+
+        /// The plugin directory has no `plugin.json.minisig`.
+        public static let notSigned = Code(storage: .notSigned)
+        /// The plugin is signed but ships no usable `plugin.pub`, and no key is trusted for it.
+        public static let noPublicKey = Code(storage: .noPublicKey)
+        /// The signature does not verify over the manifest's bytes (tampering or corruption).
+        public static let invalidSignature = Code(storage: .invalidSignature)
+        /// The signature uses an algorithm Vigil refuses (minisign's legacy `Ed`).
+        public static let unsupportedSignatureAlgorithm = Code(storage: .unsupportedSignatureAlgorithm)
+        /// No key is trusted for this plugin in `[trusted_plugins]`.
+        public static let untrustedKey = Code(storage: .untrustedKey)
+        /// The plugin offers a key other than the trusted one.
+        public static let keyRotation = Code(storage: .keyRotation)
+        /// The manifest's version is lower than one already accepted, or the same version changed.
+        public static let rollback = Code(storage: .rollback)
+        /// A resource's size or SHA-256 differs from the signed manifest.
+        public static let resourceMismatch = Code(storage: .resourceMismatch)
+        /// The manifest is not a valid `vigil.plugin-manifest/v1` document.
+        public static let malformedManifest = Code(storage: .malformedManifest)
+        /// The manifest's `name` differs from its directory or trust entry.
+        public static let nameMismatch = Code(storage: .nameMismatch)
+        /// No directory in the plugin paths holds `NAME/plugin.json`.
+        public static let pluginNotFound = Code(storage: .pluginNotFound)
+        /// A file is larger than the cap for its kind.
+        public static let fileTooLarge = Code(storage: .fileTooLarge)
+        /// A file is a symbolic link, directory, FIFO, device or socket.
+        public static let notRegularFile = Code(storage: .notRegularFile)
+        /// A required file does not exist.
+        public static let fileNotFound = Code(storage: .fileNotFound)
+        /// `vigil.toml` does not parse or holds an invalid value.
+        public static let configInvalid = Code(storage: .configInvalid)
+        /// No `vigil.toml` was found.
+        public static let configNotFound = Code(storage: .configNotFound)
+        /// The rollback state file or directory is corrupt or unsafe.
+        public static let stateInvalid = Code(storage: .stateInvalid)
+        /// A key file is not a valid minisign key.
+        public static let keyInvalid = Code(storage: .keyInvalid)
+        /// The plugin's key differs from a fingerprint pinned on the command line.
+        public static let fingerprintMismatch = Code(storage: .fingerprintMismatch)
+        /// The operator declined, or could not be asked, to trust a key.
+        public static let trustDeclined = Code(storage: .trustDeclined)
+        /// A file system operation failed.
+        public static let ioFailure = Code(storage: .ioFailure)
+
+        public var description: String { storage.rawValue }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The plugin concerned, if any.
+    public let plugin: String?
+    /// The full message: the cause and the remedy.
+    public let message: String
+
+    /// Creates an error; `message` states the cause and the remedy.
+    public init(code: Code, plugin: String? = nil, message: String) {
+        self.code = code
+        self.plugin = plugin
+        self.message = message
+    }
+
+    public var description: String {
+        if let plugin { return "[\(plugin)] \(message)" }
+        return message
+    }
+}
+
+extension CoreError {
+    static func io(_ what: String, path: String, errno code: Int32) -> CoreError {
+        CoreError(code: .ioFailure, message: "cannot \(what) \(path): \(SystemCall.describe(errno: code))")
+    }
+}

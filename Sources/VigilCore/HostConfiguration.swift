@@ -1,0 +1,316 @@
+import Glibc
+import TOMLKit
+public import VigilCrypto
+public import VigilPlugin
+
+/// The host's `vigil.toml`: activated plugins, where to find them, which keys are trusted, what
+/// the host declares, and each plugin's settings.
+///
+/// ```toml
+/// plugins = ["silent-engine", "supervisor"]
+/// plugin_paths = ["manifests"]
+/// acknowledge_unsafe_plugins = []
+///
+/// [host]
+/// background_modes = ["audio"]
+///
+/// [trusted_plugins]
+/// silent-engine = "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4="
+///
+/// [silent-engine]
+/// mode = "sine"
+/// ```
+public struct HostConfiguration: Sendable {
+    /// The file name Vigil looks for.
+    public static let fileName = "vigil.toml"
+    /// The largest `vigil.toml` accepted, in bytes.
+    public static let maxSize = 1 << 20
+
+    /// The absolute path of the file this configuration was read from.
+    public let path: String
+    /// Activated plugins, in order (`plugins`).
+    public let plugins: [String]
+    /// Trusted signing keys per plugin name (`[trusted_plugins]`).
+    public let trustedPlugins: [String: Fingerprint]
+    /// Plugins allowed to load without a signature (`acknowledge_unsafe_plugins`).
+    public let acknowledgedUnsafePlugins: [String]
+    /// Absolute directories searched for `NAME/plugin.json`, in order: `plugin_paths` (default
+    /// `["manifests"]`, relative to this file), then ``firstPartyManifestDirectory``.
+    public let pluginPaths: [String]
+    /// The `[host]` table.
+    public let host: HostDeclarations
+    /// Each plugin's settings table (top-level tables named after plugins).
+    public let pluginSettings: [String: [String: SettingValue]]
+
+    private let locator: TOMLLocator?
+
+    /// Creates a configuration in memory (no file behind it; ``location(of:)`` returns `nil`).
+    public init(
+        path: String, plugins: [String] = [], trustedPlugins: [String: Fingerprint] = [:],
+        acknowledgedUnsafePlugins: [String] = [], pluginPaths: [String]? = nil,
+        host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:]
+    ) {
+        self.path = Path.absolute(path)
+        self.plugins = plugins
+        self.trustedPlugins = trustedPlugins
+        self.acknowledgedUnsafePlugins = acknowledgedUnsafePlugins
+        self.pluginPaths =
+            pluginPaths
+            ?? Self.resolvePluginPaths(["manifests"], configDirectory: Path.directory(of: self.path))
+        self.host = host
+        self.pluginSettings = pluginSettings
+        self.locator = nil
+    }
+
+    /// Vigil's own first-party manifests (`manifests/` at the root of the Vigil package).
+    ///
+    /// Derived from this source file's location at build time (`#filePath`), so it is right for a
+    /// package built from source on the machine that runs it. A binary copied elsewhere must set
+    /// `VIGIL_FIRST_PARTY_MANIFESTS` to the directory holding `silent-engine/`, `soundscape/` and
+    /// `supervisor/`.
+    public static var firstPartyManifestDirectory: String {
+        if let override = SystemCall.environment("VIGIL_FIRST_PARTY_MANIFESTS") { return Path.absolute(override) }
+        let source = #filePath  // …/Sources/VigilCore/HostConfiguration.swift
+        let root = Path.directory(of: Path.directory(of: Path.directory(of: source)))
+        return Path.join(root, "manifests")
+    }
+
+    /// The nearest `vigil.toml` in `directory` or one of its parents, or `nil`.
+    public static func find(startingAt directory: String) -> String? {
+        var current = Path.absolute(directory)
+        while true {
+            let candidate = Path.join(current, fileName)
+            var st = stat()
+            if stat(candidate, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { return candidate }
+            if current == "/" { return nil }
+            current = Path.directory(of: current)
+        }
+    }
+
+    /// Reads and validates the configuration at `path`.
+    ///
+    /// - Throws: ``CoreError`` `.configInvalid` with `path:line:column` for a TOML syntax error, an
+    ///   unknown key, a value of the wrong type, an invalid plugin name or fingerprint;
+    ///   `.configNotFound` when the file does not exist.
+    public static func load(path: String) throws(CoreError) -> HostConfiguration {
+        let absolute = Path.absolute(path)
+        let bytes = try readConfig(absolute)
+        return try HostConfiguration(path: absolute, bytes: bytes)
+    }
+
+    /// Parses configuration text; `path` is used for locations and relative plugin paths.
+    public static func parse(_ bytes: [UInt8], path: String) throws(CoreError) -> HostConfiguration {
+        try HostConfiguration(path: Path.absolute(path), bytes: bytes)
+    }
+
+    static func readConfig(_ absolute: String) throws(CoreError) -> [UInt8] {
+        let fd = open(absolute, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENOENT {
+                throw CoreError(
+                    code: .configNotFound,
+                    message: "\(absolute) does not exist — create it, or pass another file with --config")
+            }
+            throw CoreError.io("open", path: absolute, errno: e)
+        }
+        defer { close(fd) }
+        return try SafeFile.read(fd: fd, path: absolute, cap: maxSize, what: "host configuration", plugin: nil)
+    }
+
+    /// Parses the TOML text, mapping TOMLKit's errors to `.configInvalid` with a location.
+    static func parseTOML(_ bytes: [UInt8], path: String) throws(CoreError) -> (TOMLTable, String) {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CoreError(code: .configInvalid, message: "\(path): the file is not valid UTF-8 — save it as UTF-8")
+        }
+        if let nul = bytes.firstIndex(of: 0) {
+            let (line, column) = TOMLLocator(Array(bytes[..<nul])).lineColumn(of: nul)
+            throw CoreError(code: .configInvalid, message: "\(path):\(line):\(column): the file contains a NUL byte")
+        }
+        do {
+            return (try TOMLTable(string: text), text)
+        } catch let error as TOMLParseError {
+            throw CoreError(
+                code: .configInvalid,
+                message: "\(path):\(error.source.begin.line):\(error.source.begin.column): \(error.description) "
+                    + "— fix the TOML syntax")
+        } catch {
+            throw CoreError(code: .configInvalid, message: "\(path): \(error)")
+        }
+    }
+
+    private init(path: String, bytes: [UInt8]) throws(CoreError) {
+        let (table, _) = try Self.parseTOML(bytes, path: path)
+        let locator = TOMLLocator(bytes)
+        self.path = path
+        self.locator = locator
+        let reader = ConfigReader(path: path, locator: locator)
+
+        var plugins: [String] = []
+        var trusted: [String: Fingerprint] = [:]
+        var acknowledged: [String] = []
+        var paths: [String] = ["manifests"]
+        var host = HostDeclarations()
+        var settings: [String: [String: SettingValue]] = [:]
+
+        for key in table.keys {
+            guard let value = table[key] else { continue }
+            switch key {
+            case "plugins":
+                plugins = try reader.pluginNames(value, at: [key])
+            case "acknowledge_unsafe_plugins":
+                acknowledged = try reader.pluginNames(value, at: [key])
+            case "plugin_paths":
+                paths = try reader.strings(value, at: [key])
+                for (i, p) in paths.enumerated() where p.isEmpty {
+                    throw reader.fail(at: [key, p], fallbackIndex: i, "an empty plugin path")
+                }
+            case "host":
+                host = try reader.host(value)
+            case "trusted_plugins":
+                guard let t = value.table else { throw reader.fail(at: [key], "[trusted_plugins] must be a table") }
+                for name in t.keys {
+                    if let problem = PluginName.problem(name) { throw reader.fail(at: [key, name], problem) }
+                    guard let s = t[name]?.string else {
+                        throw reader.fail(at: [key, name], "the trusted key must be a string \"ed25519:…\"")
+                    }
+                    do {
+                        trusted[name] = try Fingerprint(parsing: s)
+                    } catch {
+                        throw reader.fail(
+                            at: [key, name],
+                            "\(JSONValue.quote(Sanitizer.display(s))) is not a valid fingerprint (\(error)) — "
+                                + "expected \"ed25519:\" and 44 characters of standard base64; re-run "
+                                + "`vigil plugin trust \(name)` to record it again")
+                    }
+                }
+            default:
+                guard PluginName.isValid(key), let t = value.table else {
+                    throw reader.fail(
+                        at: [key],
+                        "unknown key `\(Sanitizer.display(key))` — the top level holds plugins, plugin_paths, "
+                            + "acknowledge_unsafe_plugins, [host], [trusted_plugins] and one table per plugin "
+                            + "named after it")
+                }
+                settings[key] = try reader.settingsTable(t, at: [key])
+            }
+        }
+        self.plugins = plugins
+        self.trustedPlugins = trusted
+        self.acknowledgedUnsafePlugins = acknowledged
+        self.pluginPaths = Self.resolvePluginPaths(paths, configDirectory: Path.directory(of: path))
+        self.host = host
+        self.pluginSettings = settings
+    }
+
+    static func resolvePluginPaths(_ paths: [String], configDirectory: String) -> [String] {
+        var out: [String] = []
+        for p in paths + [firstPartyManifestDirectory] {
+            let absolute = Path.absolute(p, relativeTo: configDirectory)
+            if !out.contains(absolute) { out.append(absolute) }
+        }
+        return out
+    }
+
+    /// Where `keyPath` is written in the file: a key (`["plugins"]`, `["silent-engine", "mode"]`),
+    /// a table header (`["host"]`) or a string element of an array (`["plugins", "silent-engine"]`).
+    /// `nil` when the configuration has no file or the key is not written in it.
+    public func location(of keyPath: [String]) -> SourceLocation? {
+        guard let locator, let offset = locator.offset(of: keyPath) else { return nil }
+        let (line, column) = locator.lineColumn(of: offset)
+        return SourceLocation(path: path, line: line, column: column)
+    }
+}
+
+/// Reads values out of TOMLKit's tree, failing with located errors.
+private struct ConfigReader {
+    let path: String
+    let locator: TOMLLocator
+
+    func fail(at keyPath: [String], fallbackIndex: Int? = nil, _ problem: String) -> CoreError {
+        var where_ = path
+        var offset = locator.offset(of: keyPath)
+        if offset == nil, let i = fallbackIndex {
+            offset = locator.elements.first { $0.arrayPath == Array(keyPath.dropLast()) && $0.index == i }?.start
+        }
+        if offset == nil { offset = locator.offset(of: Array(keyPath.prefix(1))) }
+        if let offset {
+            let (line, column) = locator.lineColumn(of: offset)
+            where_ += ":\(line):\(column)"
+        }
+        let key = keyPath.map { PluginName.isValid($0) || $0.allSatisfy { $0.isLetter || $0 == "_" } ? $0 : JSONValue.quote($0) }
+            .joined(separator: ".")
+        return CoreError(code: .configInvalid, message: "\(where_): \(key): \(problem)")
+    }
+
+    func strings(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> [String] {
+        guard let array = value.array else { throw fail(at: keyPath, "expected an array of strings") }
+        var out: [String] = []
+        for (i, element) in array.enumerated() {
+            guard let s = element.string else {
+                throw fail(at: keyPath + ["[\(i)]"], fallbackIndex: i, "element \(i) is not a string")
+            }
+            out.append(s)
+        }
+        return out
+    }
+
+    func pluginNames(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> [String] {
+        let names = try strings(value, at: keyPath)
+        var seen: Set<String> = []
+        for (i, name) in names.enumerated() {
+            if let problem = PluginName.problem(name) { throw fail(at: keyPath + [name], fallbackIndex: i, problem) }
+            guard seen.insert(name).inserted else {
+                throw fail(at: keyPath + [name], fallbackIndex: i, "\"\(name)\" is listed twice")
+            }
+        }
+        return names
+    }
+
+    func host(_ value: any TOMLValueConvertible) throws(CoreError) -> HostDeclarations {
+        guard let table = value.table else { throw fail(at: ["host"], "[host] must be a table") }
+        var host = HostDeclarations()
+        for key in table.keys {
+            guard let v = table[key] else { continue }
+            switch key {
+            case "name":
+                guard let s = v.string, !s.isEmpty else { throw fail(at: ["host", key], "expected a non-empty string") }
+                host.name = s
+            case "background_modes": host.backgroundModes = try strings(v, at: ["host", key])
+            case "services": host.services = try strings(v, at: ["host", key])
+            default:
+                throw fail(
+                    at: ["host", key],
+                    "unknown key `\(Sanitizer.display(key))` in [host] (known: name, background_modes, services)")
+            }
+        }
+        return host
+    }
+
+    func settingsTable(_ table: TOMLTable, at keyPath: [String]) throws(CoreError) -> [String: SettingValue] {
+        var out: [String: SettingValue] = [:]
+        for key in table.keys {
+            guard let v = table[key] else { continue }
+            out[key] = try setting(v, at: keyPath + [key])
+        }
+        return out
+    }
+
+    func setting(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> SettingValue {
+        switch value.type {
+        case .string: return .string(value.string ?? "")
+        case .int: return .integer(value.int ?? 0)
+        case .double: return .double(value.double ?? 0)
+        case .bool: return .bool(value.bool ?? false)
+        case .array:
+            var out: [SettingValue] = []
+            for (i, element) in (value.array ?? TOMLArray()).enumerated() {
+                out.append(try setting(element, at: keyPath + ["[\(i)]"]))
+            }
+            return .array(out)
+        case .table: return .table(try settingsTable(value.table ?? TOMLTable(), at: keyPath))
+        case .date, .time, .dateTime:
+            throw fail(at: keyPath, "dates and times are not supported as plugin settings; use a string")
+        }
+    }
+}

@@ -1,0 +1,313 @@
+import VigilPlugin
+public import Version
+
+/// Decodes `plugin.json` strictly: ``StrictJSON`` syntax, no unknown fields, a known `"schema"`,
+/// SemVer versions, valid names and resource paths that stay inside the plugin directory.
+///
+/// Errors are ``CoreError/Code/malformedManifest`` and name the JSON path of the bad value
+/// (for example `$.host_requirements[1].kind`).
+public enum ManifestDecoder {
+    /// The largest manifest accepted, in bytes.
+    public static let maxManifestSize = 64 * 1024
+    /// The largest resource size a manifest may declare, in bytes.
+    public static let maxResourceSize = 1 << 30
+    /// File names inside a plugin directory that are not resources.
+    public static let reservedFileNames: Set<String> = ["plugin.json", "plugin.json.minisig", "plugin.pub"]
+
+    /// Parses and decodes manifest bytes.
+    ///
+    /// - Parameters:
+    ///   - bytes: The exact bytes of `plugin.json` (already verified, when loading).
+    ///   - plugin: The plugin's name, for error messages.
+    /// - Throws: ``CoreError`` `.malformedManifest`.
+    public static func decode(_ bytes: [UInt8], plugin: String? = nil) throws(CoreError) -> PluginManifest {
+        let value: JSONValue
+        do {
+            value = try StrictJSON.parse(bytes, maxSize: maxManifestSize)
+        } catch {
+            throw malformed(plugin, path: error.path, "\(error.reason) (line \(error.line), column \(error.column))")
+        }
+        return try decode(value, plugin: plugin)
+    }
+
+    /// Decodes an already-parsed manifest document.
+    public static func decode(_ value: JSONValue, plugin: String? = nil) throws(CoreError) -> PluginManifest {
+        var reader = Reader(plugin: plugin)
+        return try reader.manifest(value)
+    }
+
+    static func malformed(_ plugin: String?, path: String, _ reason: String) -> CoreError {
+        CoreError(
+            code: .malformedManifest, plugin: plugin,
+            message: "plugin.json is malformed at \(path): \(reason) — fix the manifest and sign it again "
+                + "(vigil plugin sign), or ask the plugin's publisher for a corrected release")
+    }
+
+    /// Checks a resource path: relative, no `.`/`..`/empty components, no control characters and
+    /// not one of the plugin's own signature files. Returns the problem, or `nil`.
+    public static func resourcePathProblem(_ path: String) -> String? {
+        if path.isEmpty { return "the path is empty" }
+        if path.utf8.count > 1024 { return "the path is longer than 1024 bytes" }
+        if path.hasPrefix("/") { return "the path is absolute; resource paths are relative to the plugin directory" }
+        if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) {
+            return "the path contains a control character or a backslash"
+        }
+        for component in path.split(separator: "/", omittingEmptySubsequences: false) {
+            if component.isEmpty { return "the path has an empty component ('//' or a trailing '/')" }
+            if component == "." || component == ".." {
+                return "the path has a '\(component)' component; resource paths may not leave the plugin directory"
+            }
+        }
+        if reservedFileNames.contains(path) { return "\(path) is the plugin's own signed file, not a resource" }
+        return nil
+    }
+
+    private struct Reader {
+        let plugin: String?
+        var path: [StrictJSON.PathComponent] = []
+
+        init(plugin: String?) { self.plugin = plugin }
+
+        var pathString: String { StrictJSON.format(path: path) }
+
+        func fail(_ reason: String) -> CoreError { ManifestDecoder.malformed(plugin, path: pathString, reason) }
+
+        func fail(at component: StrictJSON.PathComponent, _ reason: String) -> CoreError {
+            ManifestDecoder.malformed(plugin, path: StrictJSON.format(path: path + [component]), reason)
+        }
+
+        mutating func at<T>(_ component: StrictJSON.PathComponent, _ body: (inout Reader) throws(CoreError) -> T) throws(CoreError) -> T {
+            path.append(component)
+            defer { path.removeLast() }
+            return try body(&self)
+        }
+
+        func members(_ value: JSONValue, allowed: [String], required: [String]) throws(CoreError) -> [String: JSONValue] {
+            guard case .object(let list) = value else { throw fail("expected an object, found \(value.kindName)") }
+            var out: [String: JSONValue] = [:]
+            for member in list {
+                guard allowed.contains(member.key) else {
+                    var p = self
+                    p.path.append(.key(member.key))
+                    throw p.fail(
+                        "unknown field \(JSONValue.quote(Sanitizer.display(member.key))) "
+                            + "(allowed: \(allowed.joined(separator: ", ")))")
+                }
+                out[member.key] = member.value
+            }
+            for key in required where out[key] == nil {
+                throw fail("the required field \"\(key)\" is missing")
+            }
+            return out
+        }
+
+        func string(_ value: JSONValue) throws(CoreError) -> String {
+            guard case .string(let s) = value else { throw fail("expected a string, found \(value.kindName)") }
+            return s
+        }
+
+        func plainText(_ value: JSONValue, max: Int, allowEmpty: Bool = false) throws(CoreError) -> String {
+            let s = try string(value)
+            if !allowEmpty && s.isEmpty { throw fail("the string is empty") }
+            if s.utf8.count > max { throw fail("the string is longer than \(max) bytes") }
+            if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                throw fail("the string contains a control character")
+            }
+            return s
+        }
+
+        mutating func manifest(_ value: JSONValue) throws(CoreError) -> PluginManifest {
+            let fields = try members(
+                value,
+                allowed: ["schema", "name", "version", "description", "entry", "host_requirements", "resources", "settings"],
+                required: ["schema", "name", "version", "entry"])
+            let schema = try at(.key("schema")) { r throws(CoreError) in try r.string(fields["schema"]!) }
+            guard schema == PluginManifest.schema else {
+                throw fail(
+                    at: .key("schema"),
+                        "unknown schema \(JSONValue.quote(Sanitizer.display(schema))); this version of Vigil reads "
+                            + "\"\(PluginManifest.schema)\" — update Vigil or ask for a manifest in that schema")
+            }
+            let name = try at(.key("name")) { r throws(CoreError) in
+                let n = try r.string(fields["name"]!)
+                if let problem = PluginName.problem(n) { throw r.fail(problem) }
+                return n
+            }
+            let version = try at(.key("version")) { r throws(CoreError) in
+                let s = try r.string(fields["version"]!)
+                guard let v = SemVer.parse(s) else {
+                    throw r.fail(
+                        "\(JSONValue.quote(Sanitizer.display(s))) is not a semantic version (MAJOR.MINOR.PATCH, "
+                            + "for example \"1.2.0\")")
+                }
+                return v
+            }
+            let description = try at(.key("description")) { r throws(CoreError) in
+                try fields["description"].map { v throws(CoreError) in try r.plainText(v, max: 1024, allowEmpty: true) } ?? ""
+            }
+            let entry = try at(.key("entry")) { r throws(CoreError) in try r.plainText(fields["entry"]!, max: 256) }
+            let requirements = try at(.key("host_requirements")) { r throws(CoreError) in
+                try r.requirements(fields["host_requirements"] ?? .array([]))
+            }
+            let resources = try at(.key("resources")) { r throws(CoreError) in
+                try r.resources(fields["resources"] ?? .array([]))
+            }
+            let settings = try at(.key("settings")) { r throws(CoreError) -> [String: SettingValue] in
+                let v = fields["settings"] ?? .object([])
+                guard case .object = v else { throw r.fail("expected an object, found \(v.kindName)") }
+                guard case .table(let t) = try r.setting(v) else { return [:] }
+                return t
+            }
+            return PluginManifest(
+                name: name, version: version, description: description, entry: entry,
+                hostRequirements: requirements, resources: resources, settings: settings)
+        }
+
+        mutating func requirements(_ value: JSONValue) throws(CoreError) -> [HostRequirement] {
+            guard case .array(let list) = value else { throw fail("expected an array, found \(value.kindName)") }
+            var out: [HostRequirement] = []
+            for (i, element) in list.enumerated() {
+                out.append(try at(.index(i)) { r throws(CoreError) in try r.requirement(element) })
+            }
+            return out
+        }
+
+        mutating func requirement(_ value: JSONValue) throws(CoreError) -> HostRequirement {
+            let fields = try members(value, allowed: ["kind", "value", "why"], required: ["kind"])
+            let kind = try at(.key("kind")) { r throws(CoreError) in try r.string(fields["kind"]!) }
+            let why = try at(.key("why")) { r throws(CoreError) in
+                try fields["why"].map { v throws(CoreError) in try r.plainText(v, max: 1024) }
+            }
+            let takesValue = ["background-mode", "service", "executable"].contains(kind)
+            let knownKinds = ["background-mode", "service", "audio-output", "executable", "dbus-session"]
+            guard knownKinds.contains(kind) else {
+                throw fail(
+                    at: .key("kind"),
+                        "unknown requirement kind \(JSONValue.quote(Sanitizer.display(kind))) "
+                            + "(known: \(knownKinds.joined(separator: ", ")))")
+            }
+            var text: String?
+            if takesValue {
+                guard let v = fields["value"] else { throw fail("a \"\(kind)\" requirement needs a \"value\"") }
+                text = try at(.key("value")) { r throws(CoreError) in try r.plainText(v, max: 256) }
+            } else if fields["value"] != nil {
+                throw fail(at: .key("value"), "a \"\(kind)\" requirement takes no \"value\"")
+            }
+            let k: HostRequirement.Kind =
+                switch kind {
+                case "background-mode": .backgroundMode(text!)
+                case "service": .service(text!)
+                case "executable": .executable(text!)
+                case "audio-output": .audioOutput
+                default: .dbusSession
+                }
+            return HostRequirement(kind: k, why: why)
+        }
+
+        mutating func resources(_ value: JSONValue) throws(CoreError) -> [PluginManifest.Resource] {
+            guard case .array(let list) = value else { throw fail("expected an array, found \(value.kindName)") }
+            var out: [PluginManifest.Resource] = []
+            var seen: Set<String> = []
+            for (i, element) in list.enumerated() {
+                let resource = try at(.index(i)) { r throws(CoreError) in try r.resource(element) }
+                guard seen.insert(resource.path).inserted else {
+                    throw fail(at: .index(i), "the resource \(resource.path) is listed twice")
+                }
+                out.append(resource)
+            }
+            return out
+        }
+
+        mutating func resource(_ value: JSONValue) throws(CoreError) -> PluginManifest.Resource {
+            let fields = try members(value, allowed: ["path", "sha256", "size"], required: ["path", "sha256", "size"])
+            let path = try at(.key("path")) { r throws(CoreError) in
+                let p = try r.string(fields["path"]!)
+                if let problem = ManifestDecoder.resourcePathProblem(p) { throw r.fail(problem) }
+                return p
+            }
+            let sha = try at(.key("sha256")) { r throws(CoreError) in
+                let s = try r.string(fields["sha256"]!)
+                guard s.utf8.count == 64, s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+                else { throw r.fail("expected 64 lower-case hexadecimal digits") }
+                return s
+            }
+            let size = try at(.key("size")) { r throws(CoreError) in
+                guard case .number(let n) = fields["size"]!, let size = Int(n), size >= 0 else {
+                    throw r.fail("expected a non-negative integer number of bytes")
+                }
+                guard size <= ManifestDecoder.maxResourceSize else {
+                    throw r.fail("\(size) bytes is more than the limit of \(ManifestDecoder.maxResourceSize)")
+                }
+                return size
+            }
+            return PluginManifest.Resource(path: path, sha256: sha, size: size)
+        }
+
+        mutating func setting(_ value: JSONValue) throws(CoreError) -> SettingValue {
+            switch value {
+            case .null: throw fail("null is not a setting value; leave the setting out instead")
+            case .bool(let b): return .bool(b)
+            case .string(let s): return .string(s)
+            case .number(let n):
+                let isInteger = !n.contains(".") && !n.contains("e") && !n.contains("E")
+                if isInteger {
+                    guard let i = Int(n) else { throw fail("the integer \(n) is out of range") }
+                    return .integer(i)
+                }
+                guard let d = Double(n), d.isFinite else { throw fail("the number \(n) is out of range") }
+                return .double(d)
+            case .array(let list):
+                var out: [SettingValue] = []
+                for (i, element) in list.enumerated() {
+                    out.append(try at(.index(i)) { r throws(CoreError) in try r.setting(element) })
+                }
+                return .array(out)
+            case .object(let members):
+                var out: [String: SettingValue] = [:]
+                for member in members {
+                    out[member.key] = try at(.key(member.key)) { r throws(CoreError) in try r.setting(member.value) }
+                }
+                return .table(out)
+            }
+        }
+    }
+}
+
+/// Strict Semantic Versioning 2.0.0 parsing (the `Version` package's own parser is lenient:
+/// it accepts leading zeros, signs and empty identifiers).
+public enum SemVer {
+    /// Parses `text` as `MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]` exactly as SemVer 2.0.0 defines it.
+    public static func parse(_ text: String) -> Version? {
+        guard text.utf8.count <= 256, text.unicodeScalars.allSatisfy({ $0.isASCII }) else { return nil }
+        var core = Substring(text)
+        var build: [String] = []
+        var pre: [String] = []
+        if let plus = core.firstIndex(of: "+") {
+            build = core[core.index(after: plus)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            core = core[..<plus]
+            guard build.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isIdentifierCharacter) }) else { return nil }
+        }
+        if let dash = core.firstIndex(of: "-") {
+            pre = core[core.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            core = core[..<dash]
+            for id in pre {
+                guard !id.isEmpty, id.allSatisfy(isIdentifierCharacter) else { return nil }
+                if id.allSatisfy(\.isNumber) && id.count > 1 && id.hasPrefix("0") { return nil }
+            }
+        }
+        let numbers = core.split(separator: ".", omittingEmptySubsequences: false)
+        guard numbers.count == 3 else { return nil }
+        var values: [Int] = []
+        for n in numbers {
+            guard !n.isEmpty, n.allSatisfy({ ("0"..."9").contains($0) }), !(n.count > 1 && n.hasPrefix("0")),
+                let v = Int(n)
+            else { return nil }
+            values.append(v)
+        }
+        return Version(values[0], values[1], values[2], pre: pre, build: build)
+    }
+
+    private static func isIdentifierCharacter(_ c: Character) -> Bool {
+        c.isASCII && (c.isLetter || c.isNumber || c == "-")
+    }
+}

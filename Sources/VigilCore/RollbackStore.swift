@@ -1,0 +1,212 @@
+import Glibc
+import VigilCrypto
+public import Version
+
+/// Remembers, per plugin name and signing key, the highest manifest version the host accepted
+/// and that manifest's SHA-256, and refuses older versions and changed bytes at the same version.
+///
+/// State lives in `rollback.json` in ``directory`` (default `$XDG_STATE_HOME/vigil`, else
+/// `~/.local/state/vigil`): a 0700 directory owned by the user, a 0600 file replaced atomically
+/// under an exclusive `flock` on `rollback.lock`. A corrupt or unsafe state file fails closed.
+/// Re-running `vigil plugin trust NAME` (which calls ``reset(plugin:)``) is the reviewed way to
+/// accept a downgrade.
+public struct RollbackStore: Sendable {
+    /// What was accepted for one plugin and key.
+    public struct Entry: Sendable, Hashable {
+        /// The highest accepted version.
+        public let version: Version
+        /// Lower-case hex SHA-256 of the manifest accepted at that version.
+        public let manifestSHA256: String
+    }
+
+    /// The state schema tag.
+    static let schema = "vigil.rollback-state/v1"
+
+    /// The state directory.
+    public let directory: String
+
+    /// The state file's path.
+    public var statePath: String { Path.join(directory, "rollback.json") }
+
+    /// Uses `directory` for state.
+    public init(directory: String) {
+        self.directory = Path.absolute(directory)
+    }
+
+    /// The default state directory: `$XDG_STATE_HOME/vigil`, else `$HOME/.local/state/vigil`.
+    public static func defaultDirectory() throws(CoreError) -> String {
+        if let state = SystemCall.environment("XDG_STATE_HOME"), state.hasPrefix("/") {
+            return Path.join(state, "vigil")
+        }
+        guard let home = SystemCall.environment("HOME") else {
+            throw CoreError(
+                code: .stateInvalid,
+                message: "neither XDG_STATE_HOME nor HOME is set, so Vigil has no state directory for rollback "
+                    + "protection — set one of them")
+        }
+        return Path.join(home, ".local/state/vigil")
+    }
+
+    /// The store in the default directory.
+    public static func standard() throws(CoreError) -> RollbackStore {
+        RollbackStore(directory: try defaultDirectory())
+    }
+
+    /// The recorded entry for `plugin` signed by `fingerprint`, if any.
+    public func entry(plugin: String, fingerprint: Fingerprint) throws(CoreError) -> Entry? {
+        try read()[plugin]?[fingerprint.description]
+    }
+
+    /// Throws `.rollback` when `version` is lower than the recorded one, or equal with different
+    /// manifest bytes. Records nothing.
+    public func check(
+        plugin: String, fingerprint: Fingerprint, version: Version, manifestSHA256: String
+    ) throws(CoreError) {
+        guard let entry = try entry(plugin: plugin, fingerprint: fingerprint) else { return }
+        try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
+    }
+
+    /// Checks like ``check(plugin:fingerprint:version:manifestSHA256:)`` and, under the lock,
+    /// records `version` when it is higher than the recorded one (or the first seen).
+    public func record(
+        plugin: String, fingerprint: Fingerprint, version: Version, manifestSHA256: String
+    ) throws(CoreError) {
+        try withLock { () throws(CoreError) in
+            var state = try read()
+            if let entry = state[plugin]?[fingerprint.description] {
+                try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
+                if entry.version == version { return }
+            }
+            state[plugin, default: [:]][fingerprint.description] = Entry(version: version, manifestSHA256: manifestSHA256)
+            try write(state)
+        }
+    }
+
+    /// Forgets every entry for `plugin` (all keys). Used by `vigil plugin trust`.
+    public func reset(plugin: String) throws(CoreError) {
+        guard try !read().isEmpty || SystemCall.fileType(statePath) != nil else { return }
+        try withLock { () throws(CoreError) in
+            var state = try read()
+            guard state.removeValue(forKey: plugin) != nil else { return }
+            try write(state)
+        }
+    }
+
+    private static func compare(plugin: String, entry: Entry, version: Version, sha: String) throws(CoreError) {
+        if version < entry.version {
+            throw CoreError(
+                code: .rollback, plugin: plugin,
+                message: "its manifest is version \(version), older than version \(entry.version) which this host "
+                    + "already accepted with the same key (a rollback to an older release) — install the newer "
+                    + "release, or run `vigil plugin trust \(plugin)` to review and accept the downgrade")
+        }
+        if version == entry.version && sha != entry.manifestSHA256 {
+            throw CoreError(
+                code: .rollback, plugin: plugin,
+                message: "its manifest claims version \(version), which this host already accepted with different "
+                    + "contents (SHA-256 \(entry.manifestSHA256.prefix(16))…, now \(sha.prefix(16))…); a "
+                    + "publisher must bump the version for every change — run `vigil plugin trust \(plugin)` to "
+                    + "review and accept it")
+        }
+    }
+
+    private func corrupt(_ reason: String) -> CoreError {
+        CoreError(
+            code: .stateInvalid,
+            message: "the rollback state \(statePath) is unusable: \(reason). Vigil refuses to load signed plugins "
+                + "without it — inspect the file; deleting it forgets which versions were accepted (then run "
+                + "`vigil plugin trust NAME` for each plugin to review them again)")
+    }
+
+    typealias State = [String: [String: Entry]]
+
+    func read() throws(CoreError) -> State {
+        let fd = open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            let e = errno
+            if e == ENOENT { return [:] }
+            if e == ELOOP { throw corrupt("it is a symbolic link") }
+            throw CoreError.io("open", path: statePath, errno: e)
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno) }
+        if st.st_uid != geteuid() { throw corrupt("it is owned by another user (uid \(st.st_uid))") }
+        if st.st_mode & 0o022 != 0 { throw corrupt("it is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))") }
+        let bytes: [UInt8]
+        do {
+            bytes = try SafeFile.read(fd: fd, path: statePath, cap: 4 << 20, what: "rollback state", plugin: nil)
+        } catch {
+            throw corrupt(error.message)
+        }
+        let json: JSONValue
+        do {
+            json = try StrictJSON.parse(bytes, maxSize: 4 << 20)
+        } catch {
+            throw corrupt("\(error)")
+        }
+        guard case .object(let top) = json, top.count == 2, json["schema"] == .string(Self.schema),
+            case .object(let plugins)? = json["plugins"]
+        else { throw corrupt("it is not a \(Self.schema) document") }
+        var state: State = [:]
+        for plugin in plugins {
+            guard case .object(let keys) = plugin.value else { throw corrupt("entry \(plugin.key) is not an object") }
+            for key in keys {
+                guard case .object(let fields) = key.value, fields.count == 2,
+                    case .string(let v)? = key.value["version"], let version = SemVer.parse(v),
+                    case .string(let sha)? = key.value["manifest_sha256"], sha.utf8.count == 64
+                else { throw corrupt("entry \(plugin.key) / \(key.key) is malformed") }
+                state[plugin.key, default: [:]][key.key] = Entry(version: version, manifestSHA256: sha)
+            }
+        }
+        return state
+    }
+
+    private func write(_ state: State) throws(CoreError) {
+        let plugins: [(key: String, value: JSONValue)] = state.keys.sorted().map { name in
+            let keys: [(key: String, value: JSONValue)] = state[name]!.keys.sorted().map { fp in
+                let e = state[name]![fp]!
+                return (fp, .object([("version", .string(e.version.description)), ("manifest_sha256", .string(e.manifestSHA256))]))
+            }
+            return (name, .object(keys))
+        }
+        let doc = JSONValue.object([("schema", .string(Self.schema)), ("plugins", .object(plugins))])
+        try AtomicFile.write(doc.serialized(), to: statePath, mode: 0o600)
+    }
+
+    /// Creates the directory (0700) if needed, checks it, and runs `body` under an exclusive lock.
+    private func withLock<T>(_ body: () throws(CoreError) -> T) throws(CoreError) -> T {
+        try ensureDirectory()
+        let lockPath = Path.join(directory, "rollback.lock")
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CoreError.io("open the lock file", path: lockPath, errno: errno) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw CoreError.io("lock", path: lockPath, errno: errno) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    private func ensureDirectory() throws(CoreError) {
+        var st = stat()
+        if lstat(directory, &st) != 0 {
+            // Create missing parents with 0700 too (mkdir -p).
+            var prefix = ""
+            for component in directory.split(separator: "/") {
+                prefix += "/" + component
+                if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                    throw CoreError.io("create the state directory", path: prefix, errno: errno)
+                }
+            }
+            guard lstat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno) }
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw corrupt("its directory \(directory) is a \(SafeFile.fileKind(st.st_mode)), not a directory")
+        }
+        if st.st_uid != geteuid() { throw corrupt("its directory \(directory) is owned by another user") }
+        if st.st_mode & 0o022 != 0 {
+            throw corrupt("its directory \(directory) is writable by group or others (chmod 700 it)")
+        }
+    }
+}

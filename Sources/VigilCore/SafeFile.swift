@@ -1,0 +1,193 @@
+import Glibc
+
+/// Reads files the way the verification pipeline needs: once, without following symbolic links,
+/// regular files only, and never more than a cap.
+///
+/// The file is opened with `O_RDONLY|O_NOFOLLOW|O_CLOEXEC`, checked with `fstat` on the open
+/// descriptor (so a swap between check and read is impossible), and read up to `cap + 1` bytes so
+/// a file that grows past the cap while being read is still refused.
+public enum SafeFile {
+    /// Reads the regular file at `path`, refusing anything larger than `cap` bytes.
+    ///
+    /// - Parameters:
+    ///   - path: The file to read; its last component must not be a symbolic link.
+    ///   - cap: The largest size accepted, in bytes.
+    ///   - what: How the file is named in error messages (for example "manifest").
+    ///   - plugin: The plugin the file belongs to, for error messages.
+    /// - Returns: The file's bytes, or `nil` when it does not exist.
+    /// - Throws: ``CoreError`` with `.notRegularFile`, `.fileTooLarge` or `.ioFailure`.
+    public static func readIfPresent(
+        _ path: String, cap: Int, what: String, plugin: String? = nil
+    ) throws(CoreError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            let e = errno
+            if e == ENOENT { return nil }
+            if e == ELOOP {
+                throw CoreError(
+                    code: .notRegularFile, plugin: plugin,
+                    message: "the \(what) \(path) is a symbolic link; Vigil reads only regular files — "
+                        + "replace the link with the file itself")
+            }
+            throw CoreError(
+                code: .ioFailure, plugin: plugin,
+                message: "cannot open the \(what) \(path): \(SystemCall.describe(errno: e))")
+        }
+        defer { close(fd) }
+        return try read(fd: fd, path: path, cap: cap, what: what, plugin: plugin)
+    }
+
+    /// Reads the regular file at `path` like ``readIfPresent(_:cap:what:plugin:)``, but a missing
+    /// file is an error (`.fileNotFound`).
+    public static func read(_ path: String, cap: Int, what: String, plugin: String? = nil) throws(CoreError) -> [UInt8] {
+        guard let bytes = try readIfPresent(path, cap: cap, what: what, plugin: plugin) else {
+            throw CoreError(code: .fileNotFound, plugin: plugin, message: "the \(what) \(path) does not exist")
+        }
+        return bytes
+    }
+
+    /// Reads `relativePath` inside `directory` without following a symbolic link in any of its
+    /// components: each directory on the way is opened with `O_DIRECTORY|O_NOFOLLOW`, the file
+    /// itself with `O_NOFOLLOW`, then checked and read like ``readIfPresent(_:cap:what:plugin:)``.
+    ///
+    /// - Returns: The file's bytes, or `nil` when it does not exist.
+    public static func readIfPresent(
+        relativePath: String, inside directory: String, cap: Int, what: String, plugin: String? = nil
+    ) throws(CoreError) -> [UInt8]? {
+        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let display = directory + "/" + relativePath
+        var dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirfd < 0 {
+            let e = errno
+            if e == ENOENT { return nil }
+            throw CoreError(
+                code: .ioFailure, plugin: plugin,
+                message: "cannot open the directory \(directory): \(SystemCall.describe(errno: e))")
+        }
+        defer { close(dirfd) }
+        for (index, component) in components.enumerated() {
+            let last = index == components.count - 1
+            let flags = last ? (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let fd = openat(dirfd, component, flags)
+            if fd < 0 {
+                let e = errno
+                if e == ENOENT { return nil }
+                if e == ELOOP || e == ENOTDIR {
+                    let prefix = components[...index].joined(separator: "/")
+                    throw CoreError(
+                        code: .notRegularFile, plugin: plugin,
+                        message: "the \(what) \(display) goes through \(directory)/\(prefix), which is "
+                            + (e == ELOOP ? "a symbolic link" : "not a directory")
+                            + "; Vigil follows no symbolic links inside a plugin directory — replace it with the real file")
+                }
+                throw CoreError(
+                    code: .ioFailure, plugin: plugin,
+                    message: "cannot open the \(what) \(display): \(SystemCall.describe(errno: e))")
+            }
+            if last {
+                defer { close(fd) }
+                return try read(fd: fd, path: display, cap: cap, what: what, plugin: plugin)
+            }
+            close(dirfd)
+            dirfd = fd
+        }
+        return nil
+    }
+
+    /// Reads from an open descriptor after checking that it is a regular file within `cap`.
+    static func read(fd: Int32, path: String, cap: Int, what: String, plugin: String?) throws(CoreError) -> [UInt8] {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            throw CoreError(
+                code: .ioFailure, plugin: plugin,
+                message: "cannot stat the \(what) \(path): \(SystemCall.describe(errno: errno))")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw CoreError(
+                code: .notRegularFile, plugin: plugin,
+                message: "the \(what) \(path) is a \(fileKind(st.st_mode)), not a regular file — "
+                    + "replace it with a regular file")
+        }
+        // Back to blocking reads now that we know it is a regular file.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        if Int(st.st_size) > cap {
+            throw tooLarge(path: path, size: Int(st.st_size), cap: cap, what: what, plugin: plugin)
+        }
+        var buffer = [UInt8](repeating: 0, count: cap + 1)
+        var total = 0
+        while total < cap + 1 {
+            let n = buffer.withUnsafeMutableBytes { raw in
+                Glibc.read(fd, raw.baseAddress! + total, cap + 1 - total)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CoreError(
+                    code: .ioFailure, plugin: plugin,
+                    message: "cannot read the \(what) \(path): \(SystemCall.describe(errno: errno))")
+            }
+            if n == 0 { break }
+            total += n
+        }
+        if total > cap {
+            throw tooLarge(path: path, size: total, cap: cap, what: what, plugin: plugin)
+        }
+        buffer.removeSubrange(total...)
+        return buffer
+    }
+
+    private static func tooLarge(path: String, size: Int, cap: Int, what: String, plugin: String?) -> CoreError {
+        CoreError(
+            code: .fileTooLarge, plugin: plugin,
+            message: "the \(what) \(path) is larger than its limit (\(size > cap ? "over " : "")\(cap) bytes); "
+                + "this is not a file Vigil accepts — check that the right file is in place")
+    }
+
+    static func fileKind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "directory"
+        case S_IFIFO: "FIFO"
+        case S_IFLNK: "symbolic link"
+        case S_IFCHR: "character device"
+        case S_IFBLK: "block device"
+        case S_IFSOCK: "socket"
+        case S_IFREG: "regular file"
+        default: "special file"
+        }
+    }
+}
+
+/// Small helpers over libc.
+enum SystemCall {
+    /// `strerror` text for an errno value.
+    static func describe(errno code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+
+    /// The value of an environment variable, if set and not empty.
+    static func environment(_ name: String) -> String? {
+        guard let raw = getenv(name) else { return nil }
+        let value = String(cString: raw)
+        return value.isEmpty ? nil : value
+    }
+
+    /// `lstat`'s file type bits, or `nil` when the path does not exist.
+    static func fileType(_ path: String) -> mode_t? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        return st.st_mode & S_IFMT
+    }
+
+    /// True when `path` is a directory (following symbolic links).
+    static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return false }
+        return (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// The current working directory.
+    static func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return "." }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

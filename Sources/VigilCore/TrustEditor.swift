@@ -1,0 +1,181 @@
+import Glibc
+import TOMLKit
+public import VigilCrypto
+
+/// Edits the `[trusted_plugins]` table of `vigil.toml` in place.
+///
+/// Only the changed entry's bytes change: comments, blank lines, order and every other table are
+/// kept byte for byte. A missing table is appended at the end; a missing file is created. A file
+/// that does not parse is refused and left untouched. Before writing, the edited text is parsed
+/// again and compared with the original document plus the intended change, so an edit can never
+/// alter anything else. Writes are atomic (temporary file, `fsync`, `rename`) and keep the file's
+/// mode; an edit that changes nothing writes nothing.
+public enum TrustEditor {
+    /// What an edit did.
+    public enum Outcome: Sendable, Hashable {
+        /// The file already said this; nothing was written.
+        case unchanged
+        /// A new entry was written (the file or the table may have been created).
+        case added
+        /// An existing entry was replaced; the old value is given.
+        case replaced(previous: String)
+        /// The entry was removed.
+        case removed
+    }
+
+    /// Records `fingerprint` as the trusted key of `plugin` in the file at `configPath`.
+    public static func trust(plugin: String, fingerprint: Fingerprint, configPath: String) throws(CoreError) -> Outcome {
+        try edit(plugin: plugin, value: fingerprint.description, configPath: configPath)
+    }
+
+    /// Removes `plugin`'s entry from `[trusted_plugins]` (``Outcome/unchanged`` when absent).
+    public static func untrust(plugin: String, configPath: String) throws(CoreError) -> Outcome {
+        try edit(plugin: plugin, value: nil, configPath: configPath)
+    }
+
+    private static func edit(plugin: String, value: String?, configPath: String) throws(CoreError) -> Outcome {
+        if let problem = PluginName.problem(plugin) {
+            throw CoreError(code: .configInvalid, message: problem)
+        }
+        var target = Path.absolute(configPath)
+        if let resolved = realpath(target, nil) {
+            target = String(cString: resolved)
+            free(resolved)
+        }
+        let original: [UInt8]
+        if SystemCall.fileType(target) == nil {
+            guard value != nil else { return .unchanged }
+            original = []
+        } else {
+            original = try HostConfiguration.readConfig(target)
+        }
+        let (edited, outcome) = try self.edited(original, plugin: plugin, value: value, path: target)
+        if outcome == .unchanged { return outcome }
+        try AtomicFile.write(edited, to: target)
+        return outcome
+    }
+
+    /// The text of `bytes` with `plugin`'s trust entry set to `value` (or removed when `nil`).
+    static func edited(
+        _ bytes: [UInt8], plugin: String, value: String?, path: String
+    ) throws(CoreError) -> ([UInt8], Outcome) {
+        let (table, _) = try HostConfiguration.parseTOML(bytes, path: path)
+        let before = TOMLNode(table)
+        let locator = TOMLLocator(bytes)
+        let key = ["trusted_plugins", plugin]
+        var out = bytes
+        let outcome: Outcome
+
+        func refuse(_ why: String) -> CoreError {
+            CoreError(
+                code: .configInvalid,
+                message: "\(path): \(why); Vigil edits [trusted_plugins] only when it is a plain table — "
+                    + "edit the entry by hand or rewrite the table as [trusted_plugins] with one `name = \"…\"` per line")
+        }
+
+        if case .table(let root) = before, let existing = root["trusted_plugins"] {
+            guard case .table = existing else { throw refuse("trusted_plugins is not a table") }
+        }
+        let current: TOMLNode? = {
+            guard case .table(let root) = before, case .table(let t)? = root["trusted_plugins"] else { return nil }
+            return t[plugin]
+        }()
+        if locator.entries.contains(where: { $0.path.first == "trusted_plugins" && $0.isNested })
+            || locator.entries.contains(where: { $0.path == ["trusted_plugins"] })
+        {
+            throw refuse("trusted_plugins is written as an inline table")
+        }
+
+        if let entry = locator.entries.first(where: { $0.path == key && !$0.isNested }) {
+            if let value {
+                if current == .string(value) { return (bytes, .unchanged) }
+                let previous = String(decoding: bytes[entry.valueRange], as: UTF8.self)
+                out.replaceSubrange(entry.valueRange, with: Array(JSONValue.quote(value).utf8))
+                outcome = .replaced(previous: previous)
+            } else {
+                out.removeSubrange(entry.lineRange)
+                outcome = .removed
+            }
+        } else {
+            if current != nil { throw refuse("the entry for \(plugin) could not be located") }
+            guard let value else { return (bytes, .unchanged) }
+            let line = Array("\(plugin) = \(JSONValue.quote(value))\n".utf8)
+            if let header = locator.headers.first(where: { $0.path == ["trusted_plugins"] && !$0.isArray }) {
+                let nextHeader = locator.headers.map(\.start).filter { $0 > header.start }.min() ?? Int.max
+                let last = locator.entries.filter {
+                    !$0.isNested && $0.path.first == "trusted_plugins" && $0.keyStart > header.start
+                        && $0.keyStart < nextHeader
+                }.map(\.lineRange.upperBound).max()
+                let at = last ?? header.lineRange.upperBound
+                var insertion = line
+                if at > 0 && out[at - 1] != 0x0A { insertion.insert(0x0A, at: 0) }
+                out.insert(contentsOf: insertion, at: at)
+            } else if let lastDotted = locator.entries.filter({ !$0.isNested && $0.relativeKey.first == "trusted_plugins" })
+                .map(\.lineRange.upperBound).max()
+            {
+                var insertion = Array("trusted_plugins.".utf8) + line
+                if lastDotted > 0 && out[lastDotted - 1] != 0x0A { insertion.insert(0x0A, at: 0) }
+                out.insert(contentsOf: insertion, at: lastDotted)
+            } else {
+                if let lastByte = out.last, lastByte != 0x0A { out.append(0x0A) }
+                if !out.isEmpty { out.append(0x0A) }
+                out += Array("[trusted_plugins]\n".utf8) + line
+            }
+            outcome = .added
+        }
+
+        // Re-parse and prove that exactly the intended change happened.
+        let (newTable, _) = try HostConfiguration.parseTOML(out, path: path)
+        var expected = before
+        if case .table(var root) = expected {
+            var trusted: [String: TOMLNode] = [:]
+            if case .table(let t)? = root["trusted_plugins"] { trusted = t }
+            trusted[plugin] = value.map(TOMLNode.string)
+            root["trusted_plugins"] = .table(trusted)
+            expected = .table(root)
+        }
+        var actual = TOMLNode(newTable)
+        if case .table(var root) = actual, root["trusted_plugins"] == nil {
+            root["trusted_plugins"] = .table([:])
+            actual = .table(root)
+        }
+        guard actual == expected else {
+            throw CoreError(
+                code: .ioFailure,
+                message: "\(path): editing [trusted_plugins] would have changed other settings, so the file was left "
+                    + "unchanged — edit the entry for \(plugin) by hand")
+        }
+        return (out, outcome)
+    }
+}
+
+/// A TOML document as a comparable value tree.
+indirect enum TOMLNode: Hashable {
+    case string(String)
+    case integer(Int)
+    case double(UInt64)
+    case bool(Bool)
+    case other(String)
+    case array([TOMLNode])
+    case table([String: TOMLNode])
+
+    init(_ table: TOMLTable) {
+        var out: [String: TOMLNode] = [:]
+        for key in table.keys {
+            if let v = table[key] { out[key] = TOMLNode(value: v) }
+        }
+        self = .table(out)
+    }
+
+    init(value: any TOMLValueConvertible) {
+        switch value.type {
+        case .string: self = .string(value.string ?? "")
+        case .int: self = .integer(value.int ?? 0)
+        case .double: self = .double((value.double ?? 0).bitPattern)
+        case .bool: self = .bool(value.bool ?? false)
+        case .array: self = .array((value.array ?? TOMLArray()).map { TOMLNode(value: $0) })
+        case .table: self = TOMLNode(value.table ?? TOMLTable())
+        case .date, .time, .dateTime: self = .other(value.debugDescription)
+        }
+    }
+}

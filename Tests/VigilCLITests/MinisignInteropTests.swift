@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+/// Interoperability with the real `minisign` (installed by scripts/install-deps.sh).
+@Suite(.serialized) struct MinisignInteropTests {
+    static let minisign = ["/usr/bin/minisign", "/usr/local/bin/minisign"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    @Test(.enabled(if: minisign != nil, "minisign is not installed"))
+    func manifestSignedByMinisignVerifiesWithVigil() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        let minisign = try #require(Self.minisign)
+        let gen = try VigilExecutable.run(
+            executable: minisign, ["-G", "-W", "-p", "mk.pub", "-s", "mk.key"], in: s.work)
+        #expect(gen.status == 0, "\(gen.stderr)")
+        try s.dir.write(
+            "work/manifests/beta/plugin.json",
+            #"{"schema": "vigil.plugin-manifest/v1", "name": "beta", "version": "0.3.0", "entry": "beta"}"#)
+        let sign = try VigilExecutable.run(
+            executable: minisign,
+            ["-S", "-s", "../../mk.key", "-m", "plugin.json", "-t", "beta@0.3.0"], in: s.dir.url("work/manifests/beta"))
+        #expect(sign.status == 0, "\(sign.stderr)")
+        try FileManager.default.copyItem(atPath: s.dir.url("work/mk.pub"), toPath: s.dir.url("work/manifests/beta/plugin.pub"))
+        // Trust by the offered key, then verify with the trusted key from vigil.toml.
+        let trust = try s.vigil("plugin", "trust", "beta", "--yes")
+        #expect(trust.status == 0, "\(trust.stderr)")
+        let verify = try s.vigil("plugin", "verify", "manifests/beta")
+        #expect(verify.status == 0, "\(verify.stderr)")
+        // A minisign legacy (-l) signature is refused with its own error.
+        let legacy = try VigilExecutable.run(
+            executable: minisign, ["-S", "-l", "-s", "../../mk.key", "-m", "plugin.json"], in: s.dir.url("work/manifests/beta"))
+        if legacy.status == 0 {
+            let refused = try s.vigil("plugin", "verify", "manifests/beta")
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("legacy"))
+        }
+    }
+
+    @Test(.enabled(if: minisign != nil, "minisign is not installed"))
+    func vigilSignatureVerifiesWithMinisignPrehashedOnly() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        let minisign = try #require(Self.minisign)
+        let dir = try s.makePlugin("alpha")
+        let r = try VigilExecutable.run(
+            executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("alpha@1.0.0"))
+        // And a flipped byte fails minisign too.
+        var bytes = try s.dir.read(dir + "/plugin.json")
+        bytes[10] ^= 1
+        try s.dir.write("work/manifests/alpha/plugin.json", bytes)
+        let bad = try VigilExecutable.run(
+            executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
+        #expect(bad.status != 0)
+    }
+
+    @Test(.enabled(if: minisign != nil, "minisign is not installed"))
+    func passwordProtectedMinisignKeySignsWithTheEnvironmentPassword() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        let minisign = try #require(Self.minisign)
+        let gen = try VigilExecutable.run(
+            executable: minisign, ["-G", "-p", "pw.pub", "-s", "pw.key"], in: s.work, stdin: "secret\nsecret\n")
+        #expect(gen.status == 0, "\(gen.stderr)")
+        try s.dir.write(
+            "work/manifests/zeta/plugin.json",
+            #"{"schema": "vigil.plugin-manifest/v1", "name": "zeta", "version": "0.1.0", "entry": "zeta"}"#)
+        // No password and no terminal: a clear refusal, nothing written.
+        let noPassword = try s.vigil("plugin", "sign", "manifests/zeta", "--key", "pw.key")
+        #expect(noPassword.status == 1)
+        #expect(noPassword.stderr.contains("VIGIL_KEY_PASSWORD"))
+        #expect(try s.dir.list("work/manifests/zeta") == ["plugin.json"])
+        let signed = try VigilExecutable.run(
+            ["plugin", "sign", "manifests/zeta", "--key", "pw.key"], in: s.work,
+            environment: s.environment.merging(["VIGIL_KEY_PASSWORD": "secret"]) { $1 })
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let verify = try VigilExecutable.run(
+            executable: minisign, ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"], in: s.dir.url("work/manifests/zeta"))
+        #expect(verify.status == 0, "\(verify.stderr)")
+    }
+}

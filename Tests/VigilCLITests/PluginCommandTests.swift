@@ -1,0 +1,242 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+@Suite(.serialized) struct PluginCommandTests {
+    @Test func usageErrorsExit64() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        #expect(try s.vigil("plugin", "trust", "Bad_Name").status == 64)
+        #expect(try s.vigil("plugin", "keygen").status == 64)
+        #expect(try s.vigil("plugin", "verify", "x", "--fingerprint", "ed25519:nope").status == 64)
+        #expect(try s.vigil("plugin", "frobnicate").status == 64)
+        let r = try s.vigil("plugin", "untrust", "host")
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("reserved"))
+    }
+
+    @Test func keygenCreatesAPrivateKeyAndRefusesToOverwriteWithoutForce() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        // Mode 0600 from creation, whatever the umask.
+        let r = try VigilExecutable.run(
+            executable: "/bin/sh", ["-c", "umask 000; exec \"$0\" plugin keygen --name demo --dir keys", VigilExecutable.path],
+            in: s.work, environment: s.environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try s.dir.mode("work/keys/demo.key") == 0o600)
+        #expect(try s.text("keys/demo.key").hasPrefix("untrusted comment:"))
+        #expect(try s.text("keys/demo.pub").contains("minisign public key"))
+        #expect(r.stdout.contains(try s.fingerprint(ofKey: "demo")))
+        let before = try s.text("keys/demo.key")
+
+        let again = try s.vigil("plugin", "keygen", "--name", "demo", "--dir", "keys")
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("KEY ROTATION"))
+        #expect(again.stderr.contains("--force"))
+        #expect(try s.text("keys/demo.key") == before)
+
+        let forced = try s.vigil("plugin", "keygen", "--name", "demo", "--dir", "keys", "--force")
+        #expect(forced.status == 0)
+        #expect(forced.stderr.contains("KEY ROTATION"))
+        #expect(try s.text("keys/demo.key") != before)
+        #expect(try s.dir.mode("work/keys/demo.key") == 0o600)
+        #expect(try s.dir.list("work/keys") == ["demo.key", "demo.pub"])
+    }
+
+    @Test func keygenDefaultsToThePrivateConfigDirectory() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        #expect(try s.vigil("plugin", "keygen", "--name", "demo").status == 0)
+        #expect(try s.dir.list("config/vigil/keys") == ["demo.key", "demo.pub"])
+        #expect(try s.dir.mode("config/vigil/keys") == 0o700)
+    }
+
+    @Test func signThenVerifyAndTamperIsRefused() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.makePlugin("alpha")
+        let fp = try s.fingerprint(ofKey: "alpha")
+        // sign filled in the resource digest and wrote plugin.pub.
+        let manifest = try s.text("manifests/alpha/plugin.json")
+        #expect(manifest.contains("039058c6f2c0cb492c533b0a4d14ef77cc0f78abccced5287d84a1a2011cfb81"))
+        #expect(manifest.contains("\"size\": 3"))
+        #expect(try s.text("manifests/alpha/plugin.json.minisig").contains("trusted comment: alpha@1.0.0"))
+        #expect(try s.text("manifests/alpha/plugin.pub") == (try s.text("keys/alpha.pub")))
+
+        let ok = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("verified alpha@1.0.0"))
+
+        // No config and no fingerprint: nothing is trusted.
+        let untrusted = try s.vigil("plugin", "verify", "manifests/alpha")
+        #expect(untrusted.status == 1)
+        #expect(untrusted.stderr.contains("--fingerprint"))
+
+        // Another key pinned.
+        #expect(try s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
+        let wrong = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", try s.fingerprint(ofKey: "other"))
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("is not the expected"))
+
+        // Resource swapped after signing.
+        try s.dir.write("work/manifests/alpha/data.bin", [9, 9, 9])
+        let swapped = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
+        #expect(swapped.status == 1)
+        #expect(swapped.stderr.contains("[alpha] the resource data.bin has SHA-256"))
+
+        // Manifest byte changed.
+        try s.dir.write("work/manifests/alpha/data.bin", [1, 2, 3])
+        try s.dir.write("work/manifests/alpha/plugin.json", manifest.replacingOccurrences(of: "1.0.0", with: "1.0.1"))
+        let tampered = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
+        #expect(tampered.status == 1)
+        #expect(tampered.stderr.contains("signature does not verify"))
+    }
+
+    @Test func signRefusesAPublicKeyOfAnotherKey() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.makePlugin("alpha")
+        #expect(try s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
+        let r = try s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/other.key")
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("KEY ROTATION"))
+    }
+
+    @Test func trustRequiresATerminalOrYesAndRecordsTheKey() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.makePlugin("alpha")
+        let fp = try s.fingerprint(ofKey: "alpha")
+        try s.dir.write("work/vigil.toml", "# host config\nplugins = [\"alpha\"]\n")
+
+        let refused = try s.vigil("plugin", "trust", "alpha", stdin: "y\n")
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("no terminal"))
+        #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n")
+        // The review was shown, with control characters stripped.
+        #expect(refused.stdout.contains("fingerprint:   \(fp)"))
+        #expect(refused.stdout.contains("evil?der"))
+        #expect(!refused.stdout.contains("\u{202E}"))
+        #expect(refused.stdout.contains("background-mode audio"))
+        #expect(refused.stdout.contains("data.bin (3 bytes"))
+
+        let trusted = try s.vigil("plugin", "trust", "alpha", "--yes")
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n\n[trusted_plugins]\nalpha = \"\(fp)\"\n")
+        // Now verify uses the trusted key from vigil.toml.
+        #expect(try s.vigil("plugin", "verify", "manifests/alpha").status == 0)
+        // Rollback state recorded in the private state home.
+        #expect(String(decoding: try s.dir.read("state/vigil/rollback.json"), as: UTF8.self).contains("\"1.0.0\""))
+
+        let untrust = try s.vigil("plugin", "untrust", "alpha")
+        #expect(untrust.status == 0)
+        #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n\n[trusted_plugins]\n")
+    }
+
+    @Test func trustWithPinnedFingerprintRefusesAnotherKey() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.makePlugin("alpha")
+        #expect(try s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
+        let r = try s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "other"))
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("is not the expected"))
+        #expect(!FileManager.default.fileExists(atPath: s.dir.url("work/vigil.toml")))
+        let ok = try s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "alpha"))
+        #expect(ok.status == 0, "\(ok.stderr)")
+    }
+
+    @Test func trustRefusesWhatDoesNotVerify() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.makePlugin("alpha")
+        try s.dir.write("work/manifests/alpha/data.bin", [0])
+        let r = try s.vigil("plugin", "trust", "alpha", "--yes")
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("resource"))
+        #expect(!FileManager.default.fileExists(atPath: s.dir.url("work/vigil.toml")))
+    }
+
+    @Test func keyRotationIsFlaggedWithBothFingerprintsAndTrustAcceptsADowngrade() throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.makePlugin("alpha", version: "2.0.0")
+        let old = try s.fingerprint(ofKey: "alpha")
+        #expect(try s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
+        // Downgrade with the same key: list reports the rollback; trust re-accepts it.
+        try s.makePlugin("alpha", version: "1.0.0")
+        let list = try s.vigil("plugin", "list", "--json")
+        #expect(list.stdout.contains("\"code\": \"rollback\""))
+        #expect(try s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
+        #expect(!(try s.vigil("plugin", "list", "--json")).stdout.contains("\"code\": \"rollback\""))
+        // New key: KEY ROTATION with both fingerprints, in verify and in trust.
+        try FileManager.default.removeItem(atPath: s.dir.url("work/manifests/alpha/plugin.pub"))
+        try s.makePlugin("alpha", version: "1.0.1", keyName: "rotated")
+        let new = try s.fingerprint(ofKey: "rotated")
+        let verify = try s.vigil("plugin", "verify", "manifests/alpha")
+        #expect(verify.status == 1)
+        #expect(verify.stderr.contains("KEY ROTATION") && verify.stderr.contains(old) && verify.stderr.contains(new))
+        let trust = try s.vigil("plugin", "trust", "alpha", "--yes")
+        #expect(trust.status == 0)
+        #expect(trust.stdout.contains("KEY ROTATION") && trust.stdout.contains(old) && trust.stdout.contains(new))
+        #expect(try s.text("vigil.toml").contains("alpha = \"\(new)\""))
+    }
+
+    @Test func listJSONShape() throws {
+        let s = try CLISandbox(realFirstParty: true)
+        defer { s.remove() }
+        try s.makePlugin("alpha")
+        try s.dir.write(
+            "work/vigil.toml",
+            """
+            plugins = ["alpha", "supervisor", "ghost"]
+            [host]
+            background_modes = ["audio"]
+            [trusted_plugins]
+            supervisor = "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk="
+
+            """)
+        let r = try s.vigil("plugin", "list", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        #expect(doc["config"] as? String == s.dir.url("work/vigil.toml"))
+        let plugins = try #require(doc["plugins"] as? [[String: Any]])
+        let byName = Dictionary(uniqueKeysWithValues: plugins.map { ($0["name"] as! String, $0) })
+        #expect(Set(byName.keys) == ["alpha", "ghost", "silent-engine", "soundscape", "supervisor"])
+        let supervisor = try #require(byName["supervisor"])
+        #expect(supervisor["version"] as? String == "0.1.0")
+        #expect(supervisor["signature"] as? String == "valid")
+        #expect(supervisor["trust"] as? String == "trusted")
+        #expect(supervisor["activated"] as? Bool == true)
+        #expect(supervisor["status"] as? String == "ok")
+        let req = try #require((supervisor["requirements"] as? [[String: Any]])?.first)
+        #expect(req["kind"] as? String == "service" && req["state"] as? String == "undeclared")
+        let alpha = try #require(byName["alpha"])
+        #expect(alpha["trust"] as? String == "untrusted")
+        #expect(alpha["signature"] as? String == "valid-with-offered-key")
+        let alphaReqs = try #require(alpha["requirements"] as? [[String: Any]])
+        #expect(alphaReqs.map { $0["state"] as? String } == ["declared", "probed-at-start"])
+        #expect((alpha["error"] as? [String: Any])?["code"] as? String == "untrusted-key")
+        let ghost = try #require(byName["ghost"])
+        #expect((ghost["error"] as? [String: Any])?["code"] as? String == "plugin-not-found")
+        #expect(byName["silent-engine"]?["version"] as? String == "0.1.0")
+
+        let text = try s.vigil("plugin", "list")
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("* supervisor 0.1.0"))
+    }
+
+    @Test func firstPartyManifestsVerifyWithTheirPublishedFingerprints() throws {
+        let s = try CLISandbox(realFirstParty: true)
+        defer { s.remove() }
+        let published = [
+            "silent-engine": "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4=",
+            "soundscape": "ed25519:QaLGlZoeYW/jvbHckvjgkjV1ImF3vfGrW3ZB/9Ln8sI=",
+            "supervisor": "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=",
+        ]
+        for (name, fp) in published {
+            let r = try s.vigil("plugin", "verify", s.firstParty + "/" + name, "--fingerprint", fp)
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
+    }
+}

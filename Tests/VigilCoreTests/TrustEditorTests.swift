@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+import VigilCore
+import VigilCrypto
+import VigilTestSupport
+
+@Suite struct TrustEditorTests {
+    let fpA = try! Fingerprint(parsing: "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4=")
+    let fpB = try! Fingerprint(parsing: "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=")
+
+    static let original = """
+        # My host — keep this comment
+        plugins = ["silent-engine", "supervisor"]   # trailing comment
+
+        [trusted_plugins]
+        # first-party
+        silent-engine = "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4="  # pinned 2026
+
+        [silent-engine]
+        mode   =   "sine"   # odd spacing survives
+        """
+
+    @Test func addsAnEntryKeepingEveryOtherByte() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", Self.original)
+        #expect(try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) == .added)
+        let text = String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+        let expected = Self.original.replacingOccurrences(
+            of: "# pinned 2026\n", with: "# pinned 2026\nsupervisor = \"\(fpB)\"\n")
+        #expect(text == expected)
+        #expect(try HostConfiguration.load(path: path).trustedPlugins["supervisor"] == fpB)
+        // Idempotent: the same edit changes nothing.
+        #expect(try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) == .unchanged)
+        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == expected)
+        #expect(try dir.list() == ["vigil.toml"])
+    }
+
+    @Test func replacesOnlyTheValue() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", Self.original)
+        let outcome = try TrustEditor.trust(plugin: "silent-engine", fingerprint: fpB, configPath: path)
+        #expect(outcome == .replaced(previous: "\"\(fpA)\""))
+        let text = String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+        #expect(text == Self.original.replacingOccurrences(of: fpA.description, with: fpB.description))
+    }
+
+    @Test func removesOnlyTheEntryLine() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", Self.original)
+        #expect(try TrustEditor.untrust(plugin: "silent-engine", configPath: path) == .removed)
+        let text = String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+        #expect(text == Self.original.replacingOccurrences(of: "silent-engine = \"\(fpA)\"  # pinned 2026\n", with: ""))
+        #expect(try TrustEditor.untrust(plugin: "silent-engine", configPath: path) == .unchanged)
+    }
+
+    @Test func appendsTheTableWhenMissingAndCreatesTheFile() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", "plugins = [\"a\"] # no newline at end")
+        #expect(try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path) == .added)
+        #expect(
+            String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+                == "plugins = [\"a\"] # no newline at end\n\n[trusted_plugins]\na = \"\(fpA)\"\n")
+        let newPath = dir.url("new/vigil.toml")
+        try dir.makeDirectory("new")
+        #expect(try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: newPath) == .added)
+        #expect(String(decoding: try dir.read(newPath), as: UTF8.self) == "[trusted_plugins]\na = \"\(fpA)\"\n")
+    }
+
+    @Test func insertsIntoAnEmptyTableBeforeTheNextTable() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let text = "[trusted_plugins]\n\n[a]\nx = 1\n"
+        let path = try dir.write("vigil.toml", text)
+        _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
+        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == "[trusted_plugins]\na = \"\(fpA)\"\n\n[a]\nx = 1\n")
+    }
+
+    @Test func brokenFileIsRefusedAndUnchanged() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let broken = "plugins = [\"a\"\n[trusted_plugins]\n"
+        let path = try dir.write("vigil.toml", broken)
+        #expect(throws: CoreError.self) { try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path) }
+        do {
+            _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
+        } catch {
+            #expect(error.code == .configInvalid)
+            #expect(error.message.contains("vigil.toml:"))
+        }
+        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == broken)
+        #expect(try dir.list() == ["vigil.toml"])
+    }
+
+    @Test func inlineTablesAreRefusedRatherThanRewritten() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let text = "trusted_plugins = { a = \"\(fpA)\" }\n"
+        let path = try dir.write("vigil.toml", text)
+        #expect(throws: CoreError.self) { try TrustEditor.trust(plugin: "b", fingerprint: fpB, configPath: path) }
+        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == text)
+    }
+
+    @Test func dottedKeysAreEditedInPlace() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let text = "trusted_plugins.a = \"\(fpA)\"\n\n[host]\nname = \"x\"\n"
+        let path = try dir.write("vigil.toml", text)
+        _ = try TrustEditor.trust(plugin: "b", fingerprint: fpB, configPath: path)
+        #expect(
+            String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+                == "trusted_plugins.a = \"\(fpA)\"\ntrusted_plugins.b = \"\(fpB)\"\n\n[host]\nname = \"x\"\n")
+    }
+
+    @Test func writeIsAtomicAndKeepsTheMode() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", Self.original)
+        #expect(chmod(path, 0o640) == 0)
+        var st = stat()
+        stat(path, &st)
+        let inodeBefore = st.st_ino
+        _ = try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path)
+        stat(path, &st)
+        #expect(st.st_ino != inodeBefore, "replaced by rename, not rewritten in place")
+        #expect(try dir.mode("vigil.toml") == 0o640)
+        #expect(try dir.list() == ["vigil.toml"], "no temporary file left")
+    }
+
+    @Test func editsThroughASymlinkKeepTheLink() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        try dir.write("real.toml", "")
+        try FileManager.default.createSymbolicLink(atPath: dir.url("vigil.toml"), withDestinationPath: dir.url("real.toml"))
+        _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: dir.url("vigil.toml"))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.url("vigil.toml")) == dir.url("real.toml"))
+        #expect(try HostConfiguration.load(path: dir.url("vigil.toml")).trustedPlugins["a"] == fpA)
+    }
+}
