@@ -28,7 +28,7 @@ struct RequirementMatrixTests {
 
     private func expectBlocked(
         _ state: PluginState, _ ledger: InstanceLedger, problem: String, remedy: String,
-        sourceLocation: SourceLocation = #_sourceLocation
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) {
         guard case .blocked(let unmet) = state else {
             Issue.record("expected blocked, got \(state)", sourceLocation: sourceLocation)
