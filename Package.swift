@@ -71,6 +71,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", log, lifecycle,
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/VigilCLI",
