@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(
             name: "VigilTests",
             dependencies: [
-                "Vigil", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings),
