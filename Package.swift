@@ -73,6 +73,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/VigilCLI",
@@ -113,7 +114,11 @@ let package = Package(
             name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilPlugin", "VigilTestSupport"],
             exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilTests", dependencies: ["Vigil", "VigilTestSupport"],
+            name: "VigilTests",
+            dependencies: [
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],

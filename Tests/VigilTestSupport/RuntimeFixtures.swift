@@ -1,0 +1,174 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fixtures for the host-runtime tests (VigilTests, VigilCLITests): temp dirs, a private D-Bus
+/// session bus, bounded waits and bounded child-process runs. The private PulseAudio server is
+/// ``PulseAudioServer`` (shared with the audio tests).
+///
+/// Every wait here has a deadline: a child that does not end is sent SIGTERM, then SIGKILL, and
+/// reaped, so a misbehaving server can fail a test but never hang the test process.
+public enum RuntimeFixtures {
+    /// A fixture failure, with what went wrong.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    /// A fresh private directory (0700) removed on `remove()`.
+    public final class TempDirectory: Sendable {
+        public let path: String
+
+        public init(_ prefix: String = "vigil-test") throws {
+            var template = Array((FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX").utf8CString)
+            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+                throw Failure("mkdtemp failed: \(String(cString: strerror(errno)))")
+            }
+            path = String(cString: made)
+        }
+
+        /// Writes `contents` to `name` under the directory (creating parents) and returns the path.
+        @discardableResult
+        public func write(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
+            let file = path + "/" + name
+            try FileManager.default.createDirectory(
+                atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try contents.write(toFile: file, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file)
+            return file
+        }
+
+        public func remove() { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// Runs `body` with a temp directory that is removed afterwards, even when `body` throws.
+    public static func withTempDirectory<T>(
+        _ prefix: String = "vigil-test", _ body: (TempDirectory) async throws -> T
+    ) async throws -> T {
+        let dir = try TempDirectory(prefix)
+        defer { dir.remove() }
+        return try await body(dir)
+    }
+
+    /// Finds an executable on PATH.
+    public static func which(_ name: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let path = "\(dir)/\(name)"
+            if access(path, X_OK) == 0 { return path }
+        }
+        return nil
+    }
+
+    /// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
+    public static func waitUntil(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return try condition()
+    }
+
+    /// What a bounded run produced.
+    public struct Output: Sendable {
+        /// The exit code, or 128 + signal number when the child was killed by a signal.
+        public let status: Int32
+        /// True when the child overran its time limit and was killed.
+        public let timedOut: Bool
+        public let stdout: String
+        public let stderr: String
+    }
+
+    /// Runs `executable` to completion with output to temp files (no pipes to deadlock on),
+    /// killing it when it overruns `timeout` seconds.
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 30
+    ) async throws -> Output {
+        let base = NSTemporaryDirectory() + "/vigil-run-\(UUID().uuidString.prefix(8))"
+        defer {
+            unlink(base + ".out")
+            unlink(base + ".err")
+        }
+        let child = try ChildProcess(
+            executable, arguments, environment: environment, stdout: base + ".out", stderr: base + ".err")
+        let finished = await child.waitForExit(timeout: timeout)
+        let status = finished ?? child.terminate(grace: 2)
+        return Output(
+            status: ChildProcess.exitCode(fromWaitStatus: status), timedOut: finished == nil,
+            stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
+    }
+
+    /// A private D-Bus session bus (`dbus-daemon --session`) on a socket in a temp dir.
+    public final class SessionBus: Sendable {
+        public let directory: TempDirectory
+        public let address: String
+        private let child: ChildProcess
+
+        /// Runs `body` with a started bus, then stops it and removes its directory, even when `body` throws.
+        public static func with<T>(_ body: (SessionBus) async throws -> T) async throws -> T {
+            let bus = try await SessionBus()
+            defer { bus.stop() }
+            return try await body(bus)
+        }
+
+        private init() async throws {
+            guard let daemon = RuntimeFixtures.which("dbus-daemon") else {
+                throw Failure("dbus-daemon is not installed — run scripts/install-deps.sh")
+            }
+            directory = try TempDirectory("vigil-dbus")
+            let socket = directory.path + "/bus"
+            address = "unix:path=" + socket
+            do {
+                child = try ChildProcess(daemon, ["--session", "--nofork", "--nopidfile", "--address=" + address])
+            } catch {
+                directory.remove()
+                throw error
+            }
+            let up = await RuntimeFixtures.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: socket) }
+            if !up {
+                stop()
+                throw Failure("private dbus-daemon did not create \(socket) within 10 s")
+            }
+        }
+
+        /// Stops the daemon (SIGTERM, SIGKILL after 2 s), reaps it and removes the directory.
+        public func stop() {
+            child.terminate(grace: 2)
+            directory.remove()
+        }
+    }
+}
+
+extension ChildProcess {
+    /// Waits up to `timeout` seconds for the child to exit; its wait status, or `nil` when it is
+    /// still running.
+    public func waitForExit(timeout: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return wait()  // already reaped by isRunning: returns at once
+    }
+
+    /// Ends the child: SIGTERM, then SIGKILL if it is still running after `grace` seconds; reaps
+    /// it and returns its wait status. Never blocks longer than `grace` plus the kill.
+    @discardableResult
+    public func terminate(grace: Double) -> Int32 {
+        if !isRunning { return wait() }
+        signal(SIGTERM)
+        let deadline = Date().addingTimeInterval(grace)
+        while isRunning, Date() < deadline { usleep(10_000) }
+        if isRunning { signal(SIGKILL) }
+        return wait()
+    }
+
+    /// The shell-style exit code of a wait status: the exit code, or 128 + the signal number.
+    public static func exitCode(fromWaitStatus status: Int32) -> Int32 {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+}
