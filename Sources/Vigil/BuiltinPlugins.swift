@@ -1,10 +1,11 @@
 import VigilPlugin
+import VigilSupervisor
 
 /// The first-party plugin implementations compiled into Vigil: the ONE place built-ins are listed.
 enum BuiltinPlugins {
     static var all: [PluginImplementation] {
         [
-            // Added at merge: SilentEnginePlugin.implementation (VigilSilentEngine), SupervisorPlugin.implementation (VigilSupervisor).
+            SupervisorPlugin.implementation
         ]
     }
 }

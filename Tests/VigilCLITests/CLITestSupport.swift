@@ -25,8 +25,8 @@ struct CLISandbox {
     }
 
     @discardableResult
-    func vigil(_ arguments: String..., stdin: String? = nil) throws -> VigilExecutable.Output {
-        try VigilExecutable.run(arguments, in: work, environment: environment, stdin: stdin)
+    func vigil(_ arguments: String..., stdin: String? = nil) async throws -> VigilExecutable.Output {
+        try await VigilExecutable.run(arguments, in: work, environment: environment, stdin: stdin)
     }
 
     func text(_ relative: String) throws -> String {
@@ -37,10 +37,10 @@ struct CLISandbox {
 
     /// Creates `work/manifests/NAME` with a manifest and a key pair, signed by `vigil`.
     @discardableResult
-    func makePlugin(_ name: String, version: String = "1.0.0", keyName: String? = nil) throws -> String {
+    func makePlugin(_ name: String, version: String = "1.0.0", keyName: String? = nil) async throws -> String {
         let keys = keyName ?? name
         if !FileManager.default.fileExists(atPath: dir.url("work/keys/\(keys).key")) {
-            let r = try vigil("plugin", "keygen", "--name", keys, "--dir", "keys")
+            let r = try await vigil("plugin", "keygen", "--name", keys, "--dir", "keys")
             #expect(r.status == 0, "\(r.stderr)")
         }
         try dir.write("work/manifests/\(name)/data.bin", [1, 2, 3])
@@ -52,7 +52,7 @@ struct CLISandbox {
              "host_requirements": [{"kind": "background-mode", "value": "audio"}, {"kind": "executable", "value": "pactl"}],
              "resources": [{"path": "data.bin"}]}
             """)
-        let r = try vigil("plugin", "sign", "manifests/\(name)", "--key", "keys/\(keys).key")
+        let r = try await vigil("plugin", "sign", "manifests/\(name)", "--key", "keys/\(keys).key")
         #expect(r.status == 0, "\(r.stderr)")
         return dir.url("work/manifests/\(name)")
     }

@@ -9,43 +9,43 @@ import VigilTestSupport
     }
 
     @Test(.enabled(if: minisign != nil, "minisign is not installed"))
-    func manifestSignedByMinisignVerifiesWithVigil() throws {
+    func manifestSignedByMinisignVerifiesWithVigil() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         let minisign = try #require(Self.minisign)
-        let gen = try VigilExecutable.run(
+        let gen = try await VigilExecutable.run(
             executable: minisign, ["-G", "-W", "-p", "mk.pub", "-s", "mk.key"], in: s.work)
         #expect(gen.status == 0, "\(gen.stderr)")
         try s.dir.write(
             "work/manifests/beta/plugin.json",
             #"{"schema": "vigil.plugin-manifest/v1", "name": "beta", "version": "0.3.0", "entry": "beta"}"#)
-        let sign = try VigilExecutable.run(
+        let sign = try await VigilExecutable.run(
             executable: minisign,
             ["-S", "-s", "../../mk.key", "-m", "plugin.json", "-t", "beta@0.3.0"], in: s.dir.url("work/manifests/beta"))
         #expect(sign.status == 0, "\(sign.stderr)")
         try FileManager.default.copyItem(atPath: s.dir.url("work/mk.pub"), toPath: s.dir.url("work/manifests/beta/plugin.pub"))
         // Trust by the offered key, then verify with the trusted key from vigil.toml.
-        let trust = try s.vigil("plugin", "trust", "beta", "--yes")
+        let trust = try await s.vigil("plugin", "trust", "beta", "--yes")
         #expect(trust.status == 0, "\(trust.stderr)")
-        let verify = try s.vigil("plugin", "verify", "manifests/beta")
+        let verify = try await s.vigil("plugin", "verify", "manifests/beta")
         #expect(verify.status == 0, "\(verify.stderr)")
         // A minisign legacy (-l) signature is refused with its own error.
-        let legacy = try VigilExecutable.run(
+        let legacy = try await VigilExecutable.run(
             executable: minisign, ["-S", "-l", "-s", "../../mk.key", "-m", "plugin.json"], in: s.dir.url("work/manifests/beta"))
         if legacy.status == 0 {
-            let refused = try s.vigil("plugin", "verify", "manifests/beta")
+            let refused = try await s.vigil("plugin", "verify", "manifests/beta")
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("legacy"))
         }
     }
 
     @Test(.enabled(if: minisign != nil, "minisign is not installed"))
-    func vigilSignatureVerifiesWithMinisignPrehashedOnly() throws {
+    func vigilSignatureVerifiesWithMinisignPrehashedOnly() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         let minisign = try #require(Self.minisign)
-        let dir = try s.makePlugin("alpha")
-        let r = try VigilExecutable.run(
+        let dir = try await s.makePlugin("alpha")
+        let r = try await VigilExecutable.run(
             executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("alpha@1.0.0"))
@@ -53,32 +53,32 @@ import VigilTestSupport
         var bytes = try s.dir.read(dir + "/plugin.json")
         bytes[10] ^= 1
         try s.dir.write("work/manifests/alpha/plugin.json", bytes)
-        let bad = try VigilExecutable.run(
+        let bad = try await VigilExecutable.run(
             executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
         #expect(bad.status != 0)
     }
 
     @Test(.enabled(if: minisign != nil, "minisign is not installed"))
-    func passwordProtectedMinisignKeySignsWithTheEnvironmentPassword() throws {
+    func passwordProtectedMinisignKeySignsWithTheEnvironmentPassword() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         let minisign = try #require(Self.minisign)
-        let gen = try VigilExecutable.run(
+        let gen = try await VigilExecutable.run(
             executable: minisign, ["-G", "-p", "pw.pub", "-s", "pw.key"], in: s.work, stdin: "secret\nsecret\n")
         #expect(gen.status == 0, "\(gen.stderr)")
         try s.dir.write(
             "work/manifests/zeta/plugin.json",
             #"{"schema": "vigil.plugin-manifest/v1", "name": "zeta", "version": "0.1.0", "entry": "zeta"}"#)
         // No password and no terminal: a clear refusal, nothing written.
-        let noPassword = try s.vigil("plugin", "sign", "manifests/zeta", "--key", "pw.key")
+        let noPassword = try await s.vigil("plugin", "sign", "manifests/zeta", "--key", "pw.key")
         #expect(noPassword.status == 1)
         #expect(noPassword.stderr.contains("VIGIL_KEY_PASSWORD"))
         #expect(try s.dir.list("work/manifests/zeta") == ["plugin.json"])
-        let signed = try VigilExecutable.run(
+        let signed = try await VigilExecutable.run(
             ["plugin", "sign", "manifests/zeta", "--key", "pw.key"], in: s.work,
             environment: s.environment.merging(["VIGIL_KEY_PASSWORD": "secret"]) { $1 })
         #expect(signed.status == 0, "\(signed.stderr)")
-        let verify = try VigilExecutable.run(
+        let verify = try await VigilExecutable.run(
             executable: minisign, ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"], in: s.dir.url("work/manifests/zeta"))
         #expect(verify.status == 0, "\(verify.stderr)")
     }

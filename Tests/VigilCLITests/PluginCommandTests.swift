@@ -3,23 +3,23 @@ import Testing
 import VigilTestSupport
 
 @Suite(.serialized) struct PluginCommandTests {
-    @Test func usageErrorsExit64() throws {
+    @Test func usageErrorsExit64() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        #expect(try s.vigil("plugin", "trust", "Bad_Name").status == 64)
-        #expect(try s.vigil("plugin", "keygen").status == 64)
-        #expect(try s.vigil("plugin", "verify", "x", "--fingerprint", "ed25519:nope").status == 64)
-        #expect(try s.vigil("plugin", "frobnicate").status == 64)
-        let r = try s.vigil("plugin", "untrust", "host")
+        #expect(try await s.vigil("plugin", "trust", "Bad_Name").status == 64)
+        #expect(try await s.vigil("plugin", "keygen").status == 64)
+        #expect(try await s.vigil("plugin", "verify", "x", "--fingerprint", "ed25519:nope").status == 64)
+        #expect(try await s.vigil("plugin", "frobnicate").status == 64)
+        let r = try await s.vigil("plugin", "untrust", "host")
         #expect(r.status == 64)
         #expect(r.stderr.contains("reserved"))
     }
 
-    @Test func keygenCreatesAPrivateKeyAndRefusesToOverwriteWithoutForce() throws {
+    @Test func keygenCreatesAPrivateKeyAndRefusesToOverwriteWithoutForce() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         // Mode 0600 from creation, whatever the umask.
-        let r = try VigilExecutable.run(
+        let r = try await VigilExecutable.run(
             executable: "/bin/sh", ["-c", "umask 000; exec \"$0\" plugin keygen --name demo --dir keys", VigilExecutable.path],
             in: s.work, environment: s.environment)
         #expect(r.status == 0, "\(r.stderr)")
@@ -29,13 +29,13 @@ import VigilTestSupport
         #expect(r.stdout.contains(try s.fingerprint(ofKey: "demo")))
         let before = try s.text("keys/demo.key")
 
-        let again = try s.vigil("plugin", "keygen", "--name", "demo", "--dir", "keys")
+        let again = try await s.vigil("plugin", "keygen", "--name", "demo", "--dir", "keys")
         #expect(again.status == 1)
         #expect(again.stderr.contains("KEY ROTATION"))
         #expect(again.stderr.contains("--force"))
         #expect(try s.text("keys/demo.key") == before)
 
-        let forced = try s.vigil("plugin", "keygen", "--name", "demo", "--dir", "keys", "--force")
+        let forced = try await s.vigil("plugin", "keygen", "--name", "demo", "--dir", "keys", "--force")
         #expect(forced.status == 0)
         #expect(forced.stderr.contains("KEY ROTATION"))
         #expect(try s.text("keys/demo.key") != before)
@@ -43,18 +43,18 @@ import VigilTestSupport
         #expect(try s.dir.list("work/keys") == ["demo.key", "demo.pub"])
     }
 
-    @Test func keygenDefaultsToThePrivateConfigDirectory() throws {
+    @Test func keygenDefaultsToThePrivateConfigDirectory() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        #expect(try s.vigil("plugin", "keygen", "--name", "demo").status == 0)
+        #expect(try await s.vigil("plugin", "keygen", "--name", "demo").status == 0)
         #expect(try s.dir.list("config/vigil/keys") == ["demo.key", "demo.pub"])
         #expect(try s.dir.mode("config/vigil/keys") == 0o700)
     }
 
-    @Test func signThenVerifyAndTamperIsRefused() throws {
+    @Test func signThenVerifyAndTamperIsRefused() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.makePlugin("alpha")
+        try await s.makePlugin("alpha")
         let fp = try s.fingerprint(ofKey: "alpha")
         // sign filled in the resource digest and wrote plugin.pub.
         let manifest = try s.text("manifests/alpha/plugin.json")
@@ -63,53 +63,53 @@ import VigilTestSupport
         #expect(try s.text("manifests/alpha/plugin.json.minisig").contains("trusted comment: alpha@1.0.0"))
         #expect(try s.text("manifests/alpha/plugin.pub") == (try s.text("keys/alpha.pub")))
 
-        let ok = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
+        let ok = try await s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("verified alpha@1.0.0"))
 
         // No config and no fingerprint: nothing is trusted.
-        let untrusted = try s.vigil("plugin", "verify", "manifests/alpha")
+        let untrusted = try await s.vigil("plugin", "verify", "manifests/alpha")
         #expect(untrusted.status == 1)
         #expect(untrusted.stderr.contains("--fingerprint"))
 
         // Another key pinned.
-        #expect(try s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
-        let wrong = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", try s.fingerprint(ofKey: "other"))
+        #expect(try await s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
+        let wrong = try await s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", try s.fingerprint(ofKey: "other"))
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("is not the expected"))
 
         // Resource swapped after signing.
         try s.dir.write("work/manifests/alpha/data.bin", [9, 9, 9])
-        let swapped = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
+        let swapped = try await s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
         #expect(swapped.status == 1)
         #expect(swapped.stderr.contains("[alpha] the resource data.bin has SHA-256"))
 
         // Manifest byte changed.
         try s.dir.write("work/manifests/alpha/data.bin", [1, 2, 3])
         try s.dir.write("work/manifests/alpha/plugin.json", manifest.replacingOccurrences(of: "1.0.0", with: "1.0.1"))
-        let tampered = try s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
+        let tampered = try await s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", fp)
         #expect(tampered.status == 1)
         #expect(tampered.stderr.contains("signature does not verify"))
     }
 
-    @Test func signRefusesAPublicKeyOfAnotherKey() throws {
+    @Test func signRefusesAPublicKeyOfAnotherKey() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.makePlugin("alpha")
-        #expect(try s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
-        let r = try s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/other.key")
+        try await s.makePlugin("alpha")
+        #expect(try await s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
+        let r = try await s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/other.key")
         #expect(r.status == 1)
         #expect(r.stderr.contains("KEY ROTATION"))
     }
 
-    @Test func trustRequiresATerminalOrYesAndRecordsTheKey() throws {
+    @Test func trustRequiresATerminalOrYesAndRecordsTheKey() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.makePlugin("alpha")
+        try await s.makePlugin("alpha")
         let fp = try s.fingerprint(ofKey: "alpha")
         try s.dir.write("work/vigil.toml", "# host config\nplugins = [\"alpha\"]\n")
 
-        let refused = try s.vigil("plugin", "trust", "alpha", stdin: "y\n")
+        let refused = try await s.vigil("plugin", "trust", "alpha", stdin: "y\n")
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("no terminal"))
         #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n")
@@ -120,72 +120,72 @@ import VigilTestSupport
         #expect(refused.stdout.contains("background-mode audio"))
         #expect(refused.stdout.contains("data.bin (3 bytes"))
 
-        let trusted = try s.vigil("plugin", "trust", "alpha", "--yes")
+        let trusted = try await s.vigil("plugin", "trust", "alpha", "--yes")
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n\n[trusted_plugins]\nalpha = \"\(fp)\"\n")
         // Now verify uses the trusted key from vigil.toml.
-        #expect(try s.vigil("plugin", "verify", "manifests/alpha").status == 0)
+        #expect(try await s.vigil("plugin", "verify", "manifests/alpha").status == 0)
         // Rollback state recorded in the private state home.
         #expect(String(decoding: try s.dir.read("state/vigil/rollback.json"), as: UTF8.self).contains("\"1.0.0\""))
 
-        let untrust = try s.vigil("plugin", "untrust", "alpha")
+        let untrust = try await s.vigil("plugin", "untrust", "alpha")
         #expect(untrust.status == 0)
         #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n\n[trusted_plugins]\n")
     }
 
-    @Test func trustWithPinnedFingerprintRefusesAnotherKey() throws {
+    @Test func trustWithPinnedFingerprintRefusesAnotherKey() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.makePlugin("alpha")
-        #expect(try s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
-        let r = try s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "other"))
+        try await s.makePlugin("alpha")
+        #expect(try await s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
+        let r = try await s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "other"))
         #expect(r.status == 1)
         #expect(r.stderr.contains("is not the expected"))
         #expect(!FileManager.default.fileExists(atPath: s.dir.url("work/vigil.toml")))
-        let ok = try s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "alpha"))
+        let ok = try await s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "alpha"))
         #expect(ok.status == 0, "\(ok.stderr)")
     }
 
-    @Test func trustRefusesWhatDoesNotVerify() throws {
+    @Test func trustRefusesWhatDoesNotVerify() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.makePlugin("alpha")
+        try await s.makePlugin("alpha")
         try s.dir.write("work/manifests/alpha/data.bin", [0])
-        let r = try s.vigil("plugin", "trust", "alpha", "--yes")
+        let r = try await s.vigil("plugin", "trust", "alpha", "--yes")
         #expect(r.status == 1)
         #expect(r.stderr.contains("resource"))
         #expect(!FileManager.default.fileExists(atPath: s.dir.url("work/vigil.toml")))
     }
 
-    @Test func keyRotationIsFlaggedWithBothFingerprintsAndTrustAcceptsADowngrade() throws {
+    @Test func keyRotationIsFlaggedWithBothFingerprintsAndTrustAcceptsADowngrade() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.makePlugin("alpha", version: "2.0.0")
+        try await s.makePlugin("alpha", version: "2.0.0")
         let old = try s.fingerprint(ofKey: "alpha")
-        #expect(try s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
+        #expect(try await s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
         // Downgrade with the same key: list reports the rollback; trust re-accepts it.
-        try s.makePlugin("alpha", version: "1.0.0")
-        let list = try s.vigil("plugin", "list", "--json")
+        try await s.makePlugin("alpha", version: "1.0.0")
+        let list = try await s.vigil("plugin", "list", "--json")
         #expect(list.stdout.contains("\"code\": \"rollback\""))
-        #expect(try s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
-        #expect(!(try s.vigil("plugin", "list", "--json")).stdout.contains("\"code\": \"rollback\""))
+        #expect(try await s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
+        #expect(!(try await s.vigil("plugin", "list", "--json")).stdout.contains("\"code\": \"rollback\""))
         // New key: KEY ROTATION with both fingerprints, in verify and in trust.
         try FileManager.default.removeItem(atPath: s.dir.url("work/manifests/alpha/plugin.pub"))
-        try s.makePlugin("alpha", version: "1.0.1", keyName: "rotated")
+        try await s.makePlugin("alpha", version: "1.0.1", keyName: "rotated")
         let new = try s.fingerprint(ofKey: "rotated")
-        let verify = try s.vigil("plugin", "verify", "manifests/alpha")
+        let verify = try await s.vigil("plugin", "verify", "manifests/alpha")
         #expect(verify.status == 1)
         #expect(verify.stderr.contains("KEY ROTATION") && verify.stderr.contains(old) && verify.stderr.contains(new))
-        let trust = try s.vigil("plugin", "trust", "alpha", "--yes")
+        let trust = try await s.vigil("plugin", "trust", "alpha", "--yes")
         #expect(trust.status == 0)
         #expect(trust.stdout.contains("KEY ROTATION") && trust.stdout.contains(old) && trust.stdout.contains(new))
         #expect(try s.text("vigil.toml").contains("alpha = \"\(new)\""))
     }
 
-    @Test func listJSONShape() throws {
+    @Test func listJSONShape() async throws {
         let s = try CLISandbox(realFirstParty: true)
         defer { s.remove() }
-        try s.makePlugin("alpha")
+        try await s.makePlugin("alpha")
         try s.dir.write(
             "work/vigil.toml",
             """
@@ -196,7 +196,7 @@ import VigilTestSupport
             supervisor = "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk="
 
             """)
-        let r = try s.vigil("plugin", "list", "--json")
+        let r = try await s.vigil("plugin", "list", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         #expect(doc["config"] as? String == s.dir.url("work/vigil.toml"))
@@ -204,7 +204,7 @@ import VigilTestSupport
         let byName = Dictionary(uniqueKeysWithValues: plugins.map { ($0["name"] as! String, $0) })
         #expect(Set(byName.keys) == ["alpha", "ghost", "silent-engine", "soundscape", "supervisor"])
         let supervisor = try #require(byName["supervisor"])
-        #expect(supervisor["version"] as? String == "0.1.0")
+        #expect(supervisor["version"] as? String == (try firstPartyVersion("supervisor")))
         #expect(supervisor["signature"] as? String == "valid")
         #expect(supervisor["trust"] as? String == "trusted")
         #expect(supervisor["activated"] as? Bool == true)
@@ -219,14 +219,14 @@ import VigilTestSupport
         #expect((alpha["error"] as? [String: Any])?["code"] as? String == "untrusted-key")
         let ghost = try #require(byName["ghost"])
         #expect((ghost["error"] as? [String: Any])?["code"] as? String == "plugin-not-found")
-        #expect(byName["silent-engine"]?["version"] as? String == "0.1.0")
+        #expect(byName["silent-engine"]?["version"] as? String == (try firstPartyVersion("silent-engine")))
 
-        let text = try s.vigil("plugin", "list")
+        let text = try await s.vigil("plugin", "list")
         #expect(text.status == 0)
-        #expect(text.stdout.contains("* supervisor 0.1.0"))
+        #expect(text.stdout.contains("* supervisor \(try firstPartyVersion("supervisor"))"))
     }
 
-    @Test func firstPartyManifestsVerifyWithTheirPublishedFingerprints() throws {
+    @Test func firstPartyManifestsVerifyWithTheirPublishedFingerprints() async throws {
         let s = try CLISandbox(realFirstParty: true)
         defer { s.remove() }
         let published = [
@@ -235,8 +235,15 @@ import VigilTestSupport
             "supervisor": "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=",
         ]
         for (name, fp) in published {
-            let r = try s.vigil("plugin", "verify", s.firstParty + "/" + name, "--fingerprint", fp)
+            let r = try await s.vigil("plugin", "verify", s.firstParty + "/" + name, "--fingerprint", fp)
             #expect(r.status == 0, "\(name): \(r.stderr)")
         }
     }
+}
+
+/// The version in the repository's first-party manifest `name`, read independently of Vigil's parser.
+private func firstPartyVersion(_ name: String) throws -> String {
+    let data = try Data(contentsOf: URL(fileURLWithPath: VigilExecutable.packageRoot + "/manifests/\(name)/plugin.json"))
+    let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    return try #require(object["version"] as? String)
 }

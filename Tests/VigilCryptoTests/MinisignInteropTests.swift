@@ -6,7 +6,7 @@ import VigilCrypto
 /// process in a private temporary directory.
 @Suite("Interop with the real minisign")
 struct MinisignInteropTests {
-    @Test func goldenFilesMadeByMinisignVerify() throws {
+    @Test func goldenFilesMadeByMinisignVerify() async throws {
         let signature = try MinisignSignature(fileContents: Golden.signatureFile())
         try signature.verify(Golden.message(), with: Golden.publicKey())
         try signature.verify(Golden.message(), with: Golden.publicKey().key)
@@ -14,21 +14,21 @@ struct MinisignInteropTests {
 
         // The committed fixtures are still what minisign itself accepts.
         let minisign = try Minisign.required()
-        let result = try minisign.run(
+        let result = try await minisign.run(
             ["-V", "-H", "-p", "golden.pub", "-m", "golden-message.txt", "-x", "golden-message.txt.minisig"],
             in: TestPaths.fixtures)
         #expect(result.status == 0, "\(result.output)")
     }
 
-    @Test func goldenLegacySignatureIsRefused() throws {
+    @Test func goldenLegacySignatureIsRefused() async throws {
         let legacy = try MinisignSignature(fileContents: Golden.legacySignatureFile())
         let error = expectError(.unsupportedAlgorithm) { try legacy.verify(Golden.message(), with: Golden.publicKey()) }
         #expect(error?.message.contains("re-sign") == true)
     }
 
-    @Test func minisignAcceptsWhatVigilSignsAndRejectsTampering() throws {
+    @Test func minisignAcceptsWhatVigilSignsAndRejectsTampering() async throws {
         let minisign = try Minisign.required()
-        try withTemporaryDirectory { directory in
+        try await withTemporaryDirectory { directory in
             let key = MinisignSecretKey.generate()
             let message = Array("{\"schema\": \"vigil.plugin-manifest/v1\", \"name\": \"interop\"}\n".utf8)
             let trustedComment = "interop@1.0.0\tsigned by vigil"
@@ -37,17 +37,17 @@ struct MinisignInteropTests {
             try write(message, to: directory.appendingPathComponent("plugin.json"))
             try write(signature.fileContents(), to: directory.appendingPathComponent("plugin.json.minisig"))
 
-            let accepted = try minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
+            let accepted = try await minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
             #expect(accepted.status == 0, "\(accepted.output)")
             #expect(accepted.output.contains("Trusted comment: \(trustedComment)"))
             // minisign also takes the key as the base64 line.
-            let inline = try minisign.run(["-V", "-H", "-P", key.publicKey.base64, "-m", "plugin.json"], in: directory)
+            let inline = try await minisign.run(["-V", "-H", "-P", key.publicKey.base64, "-m", "plugin.json"], in: directory)
             #expect(inline.status == 0, "\(inline.output)")
 
             // One byte of the file changed.
             try FileManager.default.removeItem(at: directory.appendingPathComponent("plugin.json"))
             try write(message.flipping(3), to: directory.appendingPathComponent("plugin.json"))
-            let tamperedFile = try minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
+            let tamperedFile = try await minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
             #expect(tamperedFile.status != 0, "\(tamperedFile.output)")
             #expect(tamperedFile.output.contains("Signature verification failed"))
 
@@ -58,15 +58,15 @@ struct MinisignInteropTests {
             lines.trusted = "interop@9.9.9\tsigned by vigil"
             try FileManager.default.removeItem(at: directory.appendingPathComponent("plugin.json.minisig"))
             try write(lines.file, to: directory.appendingPathComponent("plugin.json.minisig"))
-            let tamperedComment = try minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
+            let tamperedComment = try await minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
             #expect(tamperedComment.status != 0, "\(tamperedComment.output)")
             #expect(tamperedComment.output.contains("Comment signature verification failed"))
         }
     }
 
-    @Test func minisignSignsWithAKeyFileVigilWrote() throws {
+    @Test func minisignSignsWithAKeyFileVigilWrote() async throws {
         let minisign = try Minisign.required()
-        try withTemporaryDirectory { directory in
+        try await withTemporaryDirectory { directory in
             let key = MinisignSecretKey.generate()
             try write(key.fileContents(), to: directory.appendingPathComponent("vigil.key"))
             try write(key.publicKey.fileContents(), to: directory.appendingPathComponent("vigil.pub"))
@@ -74,7 +74,7 @@ struct MinisignInteropTests {
             try write(message, to: directory.appendingPathComponent("message.txt"))
 
             // No password is asked for a key with kdf 00 00 (stdin is empty and closed).
-            let signed = try minisign.run(
+            let signed = try await minisign.run(
                 ["-S", "-s", "vigil.key", "-p", "vigil.pub", "-m", "message.txt", "-t", "made by minisign"], in: directory)
             #expect(signed.status == 0, "\(signed.output)")
             let file = try Data(contentsOf: directory.appendingPathComponent("message.txt.minisig"))
@@ -86,17 +86,17 @@ struct MinisignInteropTests {
             expectError(.invalidSignature) { try signature.verify(message + [0], with: key.publicKey) }
 
             // minisign derives the same public key file from vigil's secret key.
-            let recreated = try minisign.run(["-R", "-s", "vigil.key", "-p", "recreated.pub"], in: directory)
+            let recreated = try await minisign.run(["-R", "-s", "vigil.key", "-p", "recreated.pub"], in: directory)
             #expect(recreated.status == 0, "\(recreated.output)")
             let recreatedText = try String(contentsOf: directory.appendingPathComponent("recreated.pub"), encoding: .utf8)
             #expect(recreatedText == key.publicKey.fileContents())
         }
     }
 
-    @Test func vigilSignsWithAnUnencryptedKeyMadeByMinisign() throws {
+    @Test func vigilSignsWithAnUnencryptedKeyMadeByMinisign() async throws {
         let minisign = try Minisign.required()
-        try withTemporaryDirectory { directory in
-            let generated = try minisign.run(["-G", "-W", "-p", "m.pub", "-s", "m.key"], in: directory)
+        try await withTemporaryDirectory { directory in
+            let generated = try await minisign.run(["-G", "-W", "-p", "m.pub", "-s", "m.key"], in: directory)
             #expect(generated.status == 0, "\(generated.output)")
             let publicText = try String(contentsOf: directory.appendingPathComponent("m.pub"), encoding: .utf8)
             let secretText = try String(contentsOf: directory.appendingPathComponent("m.key"), encoding: .utf8)
@@ -108,7 +108,7 @@ struct MinisignInteropTests {
             try write(
                 try MinisignSignature.sign(message, with: key, trustedComment: "vigil").fileContents(),
                 to: directory.appendingPathComponent("message.txt.minisig"))
-            let verified = try minisign.run(["-V", "-H", "-p", "m.pub", "-m", "message.txt"], in: directory)
+            let verified = try await minisign.run(["-V", "-H", "-p", "m.pub", "-m", "message.txt"], in: directory)
             #expect(verified.status == 0, "\(verified.output)")
         }
     }
@@ -116,11 +116,11 @@ struct MinisignInteropTests {
     /// minisign protects keys with scrypt at 1 GiB by default and halves the cost while the
     /// allocation fails; `ulimit -v` makes it settle at 128 MiB so the test stays fast. Vigil reads
     /// the cost parameters from the file either way.
-    @Test func passwordProtectedKeyMadeByMinisign() throws {
+    @Test func passwordProtectedKeyMadeByMinisign() async throws {
         let minisign = try Minisign.required()
-        try withTemporaryDirectory { directory in
+        try await withTemporaryDirectory { directory in
             let password = "correct horse battery staple ✓"
-            let generated = try minisign.run(
+            let generated = try await minisign.run(
                 ["-G", "-p", "enc.pub", "-s", "enc.key"], in: directory, input: "\(password)\n\(password)\n",
                 memoryLimitKiB: 200_000)
             #expect(generated.status == 0, "\(generated.output)")

@@ -1,4 +1,5 @@
 import Foundation
+import VigilTestSupport
 import Testing
 import VigilCrypto
 
@@ -52,6 +53,16 @@ func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
     return try body(url)
 }
 
+/// The same for an async body.
+func withTemporaryDirectory<R>(_ body: (URL) async throws -> R) async throws -> R {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("vigil-crypto-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false,
+                                            attributes: [.posixPermissions: 0o700])
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
 /// Writes `text` to a new file with mode 0600 (secret keys are written here too).
 func write(_ text: String, to url: URL) throws {
     try write(Array(text.utf8), to: url)
@@ -94,7 +105,22 @@ struct Minisign {
 
     /// Runs minisign with `arguments` in `directory`, feeding `input` on stdin (then EOF), and
     /// returns its exit status and combined output. `memoryLimitKiB` sets `ulimit -v` for it.
-    func run(_ arguments: [String], in directory: URL, input: String = "", memoryLimitKiB: Int? = nil) throws -> Result {
+    /// The wait happens on a dedicated thread so parallel tests never park Swift's cooperative pool.
+    func run(
+        _ arguments: [String], in directory: URL, input: String = "", memoryLimitKiB: Int? = nil
+    ) async throws -> Result {
+        let executable = self.executable
+        return try await blockingCall {
+            Swift.Result {
+                try Self.runBlocking(
+                    executable: executable, arguments, in: directory, input: input, memoryLimitKiB: memoryLimitKiB)
+            }
+        }.get()
+    }
+
+    private static func runBlocking(
+        executable: URL, _ arguments: [String], in directory: URL, input: String, memoryLimitKiB: Int?
+    ) throws -> Result {
         let process = Process()
         if let memoryLimitKiB {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")

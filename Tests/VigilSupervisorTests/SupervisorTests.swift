@@ -26,12 +26,13 @@ struct SupervisorTests {
         #expect(worker.reason?.contains("start limit") == true)
         let starts = events.times(of: "crasher") { if case .started = $0 { true } else { false } }
         #expect(starts.count == 6)
-        // Delays 50, 100, 200, 400 (cap), 400 ms: never early, and not much late.
+        // Delays 50, 100, 200, 400 (cap), 400 ms: never early, and not much late (1 s of slack for
+        // the worker's own start-up on a loaded two-core machine).
         let expected = [0.05, 0.1, 0.2, 0.4, 0.4]
         for (i, delay) in expected.enumerated() where i + 1 < starts.count {
             let gap = starts[i + 1] - starts[i]
             #expect(gap >= delay, "restart \(i + 1) came after \(gap) s, before its \(delay) s backoff")
-            #expect(gap < delay + 0.4, "restart \(i + 1) came after \(gap) s, long after its \(delay) s backoff")
+            #expect(gap < delay + 1.0, "restart \(i + 1) came after \(gap) s, long after its \(delay) s backoff")
         }
         #expect(events.count { if case .failed = $0 { true } else { false } } == 1)
     }

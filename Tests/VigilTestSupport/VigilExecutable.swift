@@ -36,14 +36,25 @@ public enum VigilExecutable {
     /// values, removed from) the current environment; stdin is /dev/null unless given.
     public static func run(
         _ arguments: [String], in directory: String, environment: [String: String?] = [:], stdin: String? = nil
-    ) throws -> Output {
-        try run(executable: path, arguments, in: directory, environment: environment, stdin: stdin)
+    ) async throws -> Output {
+        try await run(executable: path, arguments, in: directory, environment: environment, stdin: stdin)
     }
 
     /// Runs any executable the same way (for interop with the real `minisign`).
+    ///
+    /// The child is waited for on a dedicated thread, never on a Swift concurrency thread: tests run
+    /// in parallel, and parking the cooperative pool would starve code under test that relies on it
+    /// (the supervisor's watchdog pings do, by design).
     public static func run(
         executable: String, _ arguments: [String], in directory: String, environment: [String: String?] = [:],
         stdin: String? = nil
+    ) async throws -> Output {
+        try await blockingCall { Result { try runBlocking(executable: executable, arguments, in: directory, environment: environment, stdin: stdin) } }.get()
+    }
+
+    private static func runBlocking(
+        executable: String, _ arguments: [String], in directory: String, environment: [String: String?],
+        stdin: String?
     ) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
