@@ -2,6 +2,8 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import Vigil
+import VigilCore
 import VigilSupervisor
 
 /// `vigil run [--config PATH] [--restart POLICY] -- CMD ARGS…`: runs CMD under Vigil's supervisor.
@@ -86,27 +88,48 @@ struct Run: AsyncParsableCommand {
         let forwarding = SignalForwarding(supervisor: supervisor)
         defer { forwarding.cancel() }
 
-        // ── Host keep-alive: the lead wires VigilHost in here once the runtime branch is merged. ──
-        // let host = try VigilHost(configuration: options.config ...); try await host.keepAlive()
-        // and `await host.stop()` after `supervisor.stop()` below. The host's own `supervisor`
-        // plugin (workers from vigil.toml) runs alongside this ad-hoc worker.
-        // ─────────────────────────────────────────────────────────────────────────────────────────
+        // Keep-alive: the activated plugins of vigil.toml (--config, or the nearest one upward) run
+        // for as long as CMD is supervised. Without a vigil.toml, CMD runs supervised on its own.
+        let host = try await startHost(logger: logger)
 
         do {
             try await supervisor.start()
         } catch let error as SupervisorError {
             printError("vigil run: \(error.message)")
+            await host?.stop()
             throw ExitCode(127)
         }
         let final = await supervisor.waitUntilSettled()
         await supervisor.stop()
-        // (host.stop() goes here — see the marker above.)
+        await host?.stop()
 
         let status = final.first?.lastExit?.shellStatus ?? 0
         if restart != .never, let worker = final.first, worker.state == WorkerState.failed, let reason = worker.reason {
             printError("vigil run: \(worker.name) failed: \(reason)")
         }
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Builds the host from `--config` or the nearest vigil.toml and keeps it alive; reports every
+    /// plugin that is not running. Returns nil when there is no vigil.toml and none was asked for.
+    private func startHost(logger: Logger) async throws -> VigilHost? {
+        let configPath = options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
+        guard let configPath else {
+            printError("vigil run: no vigil.toml here or above; running the command without keep-alive plugins")
+            return nil
+        }
+        let host: VigilHost
+        do {
+            host = try VigilHost(configPath: configPath, logger: logger)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode.failure
+        }
+        let status = await host.keepAlive()
+        for plugin in status.plugins where plugin.state != .running {
+            printError("vigil run: [\(plugin.name)] \(plugin.state)")
+        }
+        return host
     }
 
     static func workerName(for program: String) -> String {
