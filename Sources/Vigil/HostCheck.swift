@@ -128,7 +128,7 @@ public struct HostCheck: Sendable {
                 let message =
                     unmet.requirement.isDeclaration
                     ? unmet.description
-                    : "will wait for \(Self.noun(unmet.requirement)) at start: \(unmet.description)"
+                    : "will wait for \(unmet.requirement.noun) at start: \(unmet.description)"
                 diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
             }
             if item.trust == .acknowledgedUnsigned {
@@ -144,17 +144,6 @@ public struct HostCheck: Sendable {
             plugins: plan.items.map { item in
                 if case .ready = item.entry { (item.name, true) } else { (item.name, false) }
             })
-    }
-
-    /// How a probed requirement reads in "will wait for … at start".
-    static func noun(_ requirement: HostRequirement) -> String {
-        switch requirement.kind {
-        case .audioOutput: "an audio output"
-        case .dbusSession: "a D-Bus session bus"
-        case .executable(let name): "the executable \"\(name)\""
-        case .backgroundMode(let mode): "background mode \"\(mode)\""
-        case .service(let service): "service \"\(service)\""
-        }
     }
 
     /// Drops a leading `[name] ` (the diagnostic prints the plugin itself).

@@ -132,7 +132,7 @@ actor StatusDisplay {
             reason = unmet.map { item in
                 item.requirement.isDeclaration
                     ? "\(plugin.name): blocked: \(item)"
-                    : "\(plugin.name): waits for \(Self.noun(item.requirement)): \(item)"
+                    : "\(plugin.name): waits for \(item.requirement.noun): \(item)"
             }.joined(separator: "\n")
         case .failed(let failure):
             reason = "\(plugin.name): failed: " + failure.message.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
@@ -145,16 +145,6 @@ actor StatusDisplay {
         guard lastReason[plugin.name] != reason else { return }
         lastReason[plugin.name] = reason
         emit(reason)
-    }
-
-    private static func noun(_ requirement: HostRequirement) -> String {
-        switch requirement.kind {
-        case .audioOutput: "an audio output"
-        case .dbusSession: "a D-Bus session bus"
-        case .executable(let name): "the executable \"\(name)\""
-        case .backgroundMode(let mode): "background mode \"\(mode)\""
-        case .service(let service): "service \"\(service)\""
-        }
     }
 
     static func line(for event: HostEvent) -> String {

@@ -56,4 +56,15 @@ public struct HostRequirement: Sendable, Hashable {
         case .audioOutput, .executable, .dbusSession: false
         }
     }
+
+    /// What is required, as a noun phrase for messages: `an audio output`, `the executable "pactl"`.
+    public var noun: String {
+        switch kind {
+        case .audioOutput: "an audio output"
+        case .dbusSession: "a D-Bus session bus"
+        case .executable(let name): "the executable \"\(name)\""
+        case .backgroundMode(let mode): "background mode \"\(mode)\""
+        case .service(let service): "service \"\(service)\""
+        }
+    }
 }
