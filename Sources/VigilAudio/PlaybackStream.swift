@@ -404,14 +404,21 @@ private struct Writer {
 
     /// Handles a failure: recovers in place or reopens with backoff. Returns the final state if
     /// the loop must end (stopped while retrying, or out of retries), else `nil`.
-    mutating func heal(_ failure: ALSAFailure) -> PlaybackStream.State? {
+    mutating func heal(_ initialFailure: ALSAFailure) -> PlaybackStream.State? {
+        var failure = initialFailure
         if let pcm, failure.code == -EPIPE || failure.code == -ESTRPIPE || failure.code == -EINTR {
             stream.update { $0.underruns += 1 }
             logger.warning(
                 "Keep-alive stream underran or was suspended; recovering",
                 metadata: ["audio.error": "\(alsaErrorText(failure.code))"])
             let rc = pcm.recover(failure.code)
-            if rc == 0, prime() == nil { return nil }
+            if rc == 0 {
+                guard let primeError = prime() else { return nil }
+                failure = ALSAFailure(code: -(primeError.errno ?? EIO), function: primeError.function ?? "snd_pcm_start")
+            } else {
+                // The underrun was a symptom (a dead server shows as one): report what remains.
+                failure = ALSAFailure(code: rc, function: "snd_pcm_recover")
+            }
         }
         let error: AudioError
         if let state = failure.state {

@@ -31,8 +31,22 @@ public final class ChildProcess: @unchecked Sendable {
         defer { for p in argv { free(p) } }
         let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in env { free(p) } }
+        // Children start with default signal handling and nothing blocked, whatever the thread
+        // that spawns them has (test runners block or ignore some signals).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, nil, argv, env)
+        let rc = posix_spawn(&child, executable, &actions, &attributes, argv, env)
         guard rc == 0 else { throw FixtureError("cannot start \(executable): \(String(cString: strerror(rc)))") }
         pid = child
     }
