@@ -107,11 +107,15 @@ public final class PlaybackStream: Sendable {
     /// The stream's current status.
     public var status: Status { shared.withLock { $0.status } }
 
-    /// The device `start()` opens: the configured one, else `pulse` when a sound server is
-    /// reachable, else `default`.
+    /// The device `start()` opens: the configured one, else `pulse` when a PulseAudio server is
+    /// configured or a sound server is reachable, else `default`.
+    ///
+    /// The choice is made once per `start()`: while the server is down for a restart the stream
+    /// keeps retrying `pulse` rather than grabbing the hardware through `default`.
     public var resolvedDevice: String {
         if let device = configuration.device { return device }
-        return SoundServer.isReachable(server: configuration.pulseServer) ? "pulse" : "default"
+        if configuration.pulseServer != nil { return "pulse" }
+        return SoundServer.isReachable() ? "pulse" : "default"
     }
 
     /// Opens the device, fills its buffer and returns once it is RUNNING.
