@@ -18,7 +18,12 @@ enum WriterThread {
         defer { pthread_attr_destroy(&attributes) }
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         pthread_attr_setstacksize(&attributes, 1 << 20)
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        let context = Unmanaged.passRetained(
+            Body {
+                nameCurrentThread("vigil-audio")
+                body()
+            }
+        ).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
             &thread, &attributes,
@@ -42,5 +47,14 @@ enum WriterThread {
         let text = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard let slash = text.lastIndex(of: "/") else { return nil }
         return Int32(text[text.index(after: slash)...])
+    }
+
+    /// Names the calling thread (as `top -H` and `/proc/self/task/TID/comm` show it).
+    static func nameCurrentThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
     }
 }
