@@ -119,6 +119,16 @@ final class PCMDevice {
         return snd_pcm_avail(pcm)
     }
 
+    /// Frames between now and the moment the next written frame is heard, or a negative ALSA
+    /// error. Unlike `avail`, the pulse plugin computes it from the server's interpolated clock,
+    /// so it does not lag by up to a period. The corresponding C function is `snd_pcm_delay`.
+    func delay() -> Int {
+        guard let pcm else { return Int(-EBADFD) }
+        var frames: snd_pcm_sframes_t = 0
+        let rc = snd_pcm_delay(pcm, &frames)
+        return rc < 0 ? Int(rc) : frames
+    }
+
     /// Writes `frames` interleaved frames from `samples`; returns frames written or a negative ALSA
     /// error. The corresponding C function is `snd_pcm_writei`.
     func write(_ samples: UnsafeBufferPointer<Int16>, frames: Int) -> Int {

@@ -331,6 +331,16 @@ private struct Writer {
         return .success(max(0, pcm.bufferFrames - avail))
     }
 
+    /// Frames still to be played before silence: `snd_pcm_delay` on clocked devices (never more
+    /// than `queuedFrames`), the wall-clock estimate on the null PCM.
+    func playedAheadFrames() -> Result<Int, ALSAFailure> {
+        let queued = queuedFrames()
+        guard let pcm, !pcm.isClockless, case .success(let fromAvail) = queued else { return queued }
+        let delay = pcm.delay()
+        if delay < 0 { return .failure(ALSAFailure(code: Int32(delay), function: "snd_pcm_delay")) }
+        return .success(max(0, min(delay, fromAvail)))
+    }
+
     /// Tops the buffer up; returns the failed call, if any.
     mutating func refill() -> ALSAFailure? {
         guard let pcm else { return nil }
@@ -373,8 +383,10 @@ private struct Writer {
         while true {
             guard let pcm else { return .stopped }
             // Sleep until about a quarter of the buffer is left (never less than 10 ms: no spinning).
+            // `avail` lags by up to a period on the pulse plugin (the server asks for audio once a
+            // period is free), so the sleep is measured with `snd_pcm_delay`, which does not.
             var delay: UInt64
-            switch queuedFrames() {
+            switch playedAheadFrames() {
             case .failure(let failure):
                 if let end = heal(failure) { return end }
                 continue
