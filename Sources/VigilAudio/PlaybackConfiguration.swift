@@ -16,8 +16,8 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     public var pulseServer: String?
 
     /// How much audio the device buffers, in milliseconds (100–10000). The writer thread tops
-    /// the buffer up when about a quarter of it is left, so a 2000 ms buffer costs one wakeup
-    /// every 1.5 s.
+    /// the buffer up when about a quarter of it is left, so a 2000 ms buffer costs about one
+    /// wakeup a second.
     public var bufferMilliseconds: Int
 
     /// How often the writer confirms that the PCM is RUNNING, in seconds (1–3600).
