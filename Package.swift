@@ -79,6 +79,12 @@ let package = Package(
             path: "Sources/VigilCLI",
             swiftSettings: strictSettings),
 
+        // A minimal host running silent-engine, for bench/silent-engine.sh and the restart-leak
+        // test (an executable target, not a product).
+        .executableTarget(
+            name: "SilentEngineBench", dependencies: ["VigilSilentEngine", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+
         // SwiftPM plugins for host packages.
         .plugin(
             name: "VigilBuildCheck", capability: .buildTool(), dependencies: ["vigil"]),

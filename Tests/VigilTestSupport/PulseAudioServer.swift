@@ -141,6 +141,13 @@ public final class PulseAudioServer: @unchecked Sendable {
                 "--channels=2",
             ],
             environment: environment, stdout: file.path)
+        // Time the capture from its first bytes: on a loaded machine parec may take a while to connect.
+        let started = Date()
+        while Date().timeIntervalSince(started) < 5,
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0) == 0
+        {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
         try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         p.signal(SIGINT)
         p.wait()

@@ -1,0 +1,102 @@
+internal import CALSA
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An error from the ALSA playback layer: what failed, the ALSA function and error behind it,
+/// and how to fix it.
+public struct AudioError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure, stable for callers and tests.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Storage: String, Hashable, Sendable {
+            case invalidConfiguration = "invalid-configuration"
+            case openFailed = "open-failed"
+            case configurationRejected = "configuration-rejected"
+            case streamFailed = "stream-failed"
+            case notRunning = "not-running"
+            case retryBudgetExhausted = "retry-budget-exhausted"
+        }
+        private let storage: Storage
+
+        /// A ``PlaybackConfiguration`` value is out of range.
+        public static let invalidConfiguration = Code(storage: .invalidConfiguration)
+        /// The PCM could not be opened (unknown device, no sound server, device busy).
+        public static let openFailed = Code(storage: .openFailed)
+        /// The device refused the format, rate, channel count or buffer size.
+        public static let configurationRejected = Code(storage: .configurationRejected)
+        /// A running stream failed in a way only closing and reopening can fix
+        /// (sound server gone, sink removed, device unplugged).
+        public static let streamFailed = Code(storage: .streamFailed)
+        /// The health check found the PCM in a state other than RUNNING.
+        public static let notRunning = Code(storage: .notRunning)
+        /// Reopening failed as many times as the retry budget allows.
+        public static let retryBudgetExhausted = Code(storage: .retryBudgetExhausted)
+
+        public var description: String { storage.rawValue }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The ALSA function that failed, for example `snd_pcm_open`, if any.
+    public let function: String?
+    /// The positive `errno` value ALSA returned (ALSA returns it negated), if any.
+    public let errno: Int32?
+    /// The full message: the cause and the remedy.
+    public let message: String
+
+    /// Creates an error with a message that states the cause and the remedy.
+    public init(code: Code, function: String? = nil, errno: Int32? = nil, message: String) {
+        self.code = code
+        self.function = function
+        self.errno = errno
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// Wraps a negative ALSA return code `result` from `function`, for `device`.
+    ///
+    /// The message carries `snd_strerror`'s text and a remedy chosen from the error number.
+    static func alsa(_ code: Code, function: String, result: Int32, device: String) -> AudioError {
+        let positive = result < 0 ? -result : result
+        let text = String(cString: snd_strerror(result))
+        let remedy = remedy(for: positive, code: code, device: device)
+        return AudioError(
+            code: code, function: function, errno: positive,
+            message: "\(function) on \"\(device)\" failed: \(text) (errno \(positive)) — \(remedy)")
+    }
+
+    private static func remedy(for errno: Int32, code: Code, device: String) -> String {
+        switch errno {
+        case ENOENT:
+            return "no PCM of that name exists: check the `device` setting (`aplay -L` lists the names), "
+                + "or start the sound server (PulseAudio or pipewire-pulse) so that `pulse`/`default` exist"
+        case ECONNREFUSED:
+            return "the sound server is not reachable: start PulseAudio or pipewire-pulse for this user "
+                + "(`pactl info` must answer) or choose another `device`"
+        case EBUSY:
+            return "the device is held exclusively by another program; `hw:` devices do not mix, "
+                + "so use `pulse` or `default` to share the output"
+        case EIO:
+            return "the sound server went away or the stream's sink was removed; check `pactl info` and "
+                + "`pactl list short sinks`"
+        case ENODEV:
+            return "the device was unplugged or disabled; plug it back in or choose another `device`"
+        case EINVAL where code == .configurationRejected:
+            return "the device does not accept 16-bit stereo at 48 kHz with this buffer size; "
+                + "try `pulse` or `default`, which convert, or another `buffer_ms`"
+        case EPIPE:
+            return "the stream underran and could not be restarted; check the system load"
+        case ESTRPIPE:
+            return "the device was suspended and could not be resumed"
+        default:
+            return "check that the device \"\(device)\" works with `aplay -D \(device) /dev/zero`"
+        }
+    }
+}
+
+/// `snd_strerror`'s text for a negative ALSA return code.
+func alsaErrorText(_ result: Int32) -> String {
+    String(cString: snd_strerror(result))
+}

@@ -1,0 +1,82 @@
+public import VigilPlugin
+import Logging
+import Synchronization
+import VigilAudio
+
+/// The silent-engine plugin: keeps the audio sink awake with an inaudible stream that mixes with
+/// other programs, costs almost nothing and heals itself.
+public enum SilentEnginePlugin {
+    /// The implementation for manifest entry `"silent-engine"`.
+    public static let implementation = PluginImplementation(entry: "silent-engine") { context in
+        try SilentEngine(context: context)
+    }
+}
+
+/// One silent-engine instance: one ``PlaybackStream`` while started.
+final class SilentEngine: KeepAlivePlugin {
+    let context: PluginContext
+    let settings: SilentEngineSettings
+    private let stream = Mutex<PlaybackStream?>(nil)
+
+    init(context: PluginContext) throws {
+        self.context = context
+        self.settings = try SilentEngineSettings(context.settings)
+    }
+
+    func start() async throws {
+        if stream.withLock({ $0 != nil }) { return }
+        let reporter = context.reporter
+        var logger = context.logger
+        logger[metadataKey: "audio.mode"] = "\(settings.mode.rawValue)"
+        let playback = PlaybackStream(
+            configuration: settings.playbackConfiguration(hostName: context.hostName),
+            source: settings.signal,
+            logger: logger
+        ) { event in
+            switch event {
+            case .interrupted(let error): reporter.report(.interrupted(reason: error.message))
+            case .resumed: reporter.report(.resumed)
+            case .resumeFailed(let error): reporter.report(.resumeFailed(reason: error.message))
+            }
+        }
+        do {
+            try await playback.start()
+        } catch {
+            throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
+        }
+        stream.withLock { $0 = playback }
+    }
+
+    func stop() async {
+        let playback = stream.withLock { current -> PlaybackStream? in
+            defer { current = nil }
+            return current
+        }
+        await playback?.stop()
+    }
+
+    func details() async -> [String: String] {
+        var details: [String: String] = ["mode": settings.mode.rawValue]
+        switch settings.mode {
+        case .zero: break
+        case .fluctuate: details["fluctuate_rate_hz"] = "\(settings.fluctuateRate)"
+        case .sine:
+            details["sine_frequency_hz"] = "\(settings.sineFrequency)"
+            details["sine_amplitude"] = "\(settings.sineAmplitude)"
+        case .noise: details["noise_level"] = "\(settings.noiseLevel)"
+        }
+        guard let status = stream.withLock({ $0?.status }) else {
+            details["state"] = "stopped"
+            details["device"] = settings.device ?? "auto"
+            return details
+        }
+        details["state"] = status.state.rawValue
+        details["device"] = status.device ?? settings.device ?? "auto"
+        details["buffer_ms"] = "\(status.bufferMilliseconds)"
+        details["frames_written"] = "\(status.framesWritten)"
+        details["interruptions"] = "\(status.interruptions)"
+        details["underruns"] = "\(status.underruns)"
+        if let error = status.lastError, status.state != .running { details["last_error"] = error.message }
+        return details
+    }
+}

@@ -1,0 +1,76 @@
+import Testing
+import VigilAudio
+import VigilPlugin
+@testable import VigilSilentEngine
+
+@Suite("silent-engine settings")
+struct SilentEngineSettingsTests {
+    /// The defaults in silent-engine's signed manifest.
+    static let manifestDefaults: [String: SettingValue] = [
+        "mode": .string("zero"), "device": .string(""), "buffer_ms": .integer(2000),
+        "sine_frequency_hz": .integer(30), "sine_amplitude": .double(0.01), "noise_level": .double(0.001),
+        "fluctuate_rate_hz": .integer(50), "health_check_s": .integer(30), "retry_initial_ms": .integer(100),
+        "retry_max_ms": .integer(3000), "retry_budget": .integer(0),
+    ]
+
+    static func settings(_ overrides: [String: SettingValue]) -> PluginSettings {
+        PluginSettings(pluginName: "silent-engine", defaults: manifestDefaults, overrides: overrides)
+    }
+
+    @Test("the manifest defaults give zero mode on an automatic device with a 2 s buffer")
+    func defaults() throws {
+        let s = try SilentEngineSettings(Self.settings([:]))
+        #expect(s.mode == .zero)
+        #expect(s.device == nil)
+        #expect(s.pulseServer == nil)
+        #expect(s.bufferMilliseconds == 2000)
+        #expect(s.retryBudget == 0)
+        let configuration = s.playbackConfiguration(hostName: "my-signer")
+        #expect(configuration.applicationName == "my-signer (Vigil keep-alive)")
+        #expect(configuration.retryMaxMilliseconds == 3000)
+        #expect(configuration.healthCheckSeconds == 30)
+    }
+
+    @Test(
+        "bad values are refused with the key and a remedy",
+        arguments: [
+            ("mode", SettingValue.string("loud"), "is not one of"),
+            ("mode", .integer(1), "expected a string"),
+            ("buffer_ms", .integer(50), "out of range"),
+            ("buffer_ms", .integer(20_000), "out of range"),
+            ("buffer_ms", .string("2s"), "expected an integer"),
+            ("sine_frequency_hz", .double(0), "out of range"),
+            ("sine_amplitude", .double(1.5), "out of range"),
+            ("noise_level", .double(-0.1), "out of range"),
+            ("fluctuate_rate_hz", .integer(5000), "out of range"),
+            ("health_check_s", .integer(0), "out of range"),
+            ("retry_initial_ms", .integer(1), "out of range"),
+            ("retry_max_ms", .integer(50), "out of range"),
+            ("retry_budget", .integer(-1), "out of range"),
+            ("device", .string("bad\"name"), "not an ALSA PCM name"),
+            ("pulse_server", .string("x\"y"), "not a PulseAudio server address"),
+        ])
+    func invalid(key: String, value: SettingValue, expected: String) throws {
+        let error = #expect(throws: PluginError.self) { try SilentEngineSettings(Self.settings([key: value])) }
+        #expect(error?.code == .invalidSetting)
+        #expect(error?.message.contains("`\(key)`") == true, "\(String(describing: error))")
+        #expect(error?.message.contains(expected) == true, "\(String(describing: error))")
+        #expect(error?.message.contains("vigil.toml") == true)
+    }
+
+    @Test("retry_max_ms below retry_initial_ms is refused")
+    func retryOrder() {
+        #expect(throws: PluginError.self) {
+            try SilentEngineSettings(Self.settings(["retry_initial_ms": .integer(2000), "retry_max_ms": .integer(1000)]))
+        }
+    }
+
+    @Test("the plugin's make() validates settings")
+    func makeValidates() {
+        let context = PluginContext(
+            pluginName: "silent-engine", hostName: "h", settings: Self.settings(["mode": .string("nope")]),
+            logger: quietLogger, reporter: PluginReporter { _ in }, stateDirectory: "/nonexistent")
+        #expect(SilentEnginePlugin.implementation.entry == "silent-engine")
+        #expect(throws: PluginError.self) { _ = try SilentEnginePlugin.implementation.make(context) }
+    }
+}
