@@ -25,4 +25,10 @@ if ! swift build --build-tests >"$log" 2>&1; then
   exit 1
 fi
 grep -E 'warning:' "$log" >&2 || true
-swift test --skip-build "$@"
+# Serial on purpose: the integration suites start real PulseAudio servers, dbus-daemons and
+# crash-looping workers and check timings (restart backoff, watchdog pings, sink state within 2 s).
+# Run in parallel on a two-core machine they starve each other; serially the suite takes about
+# two minutes. VIGIL_TEST_PARALLEL=1 runs it in parallel anyway.
+parallel=(--no-parallel)
+[[ "${VIGIL_TEST_PARALLEL:-0}" == 1 ]] && parallel=()
+swift test --skip-build "${parallel[@]}" "$@"

@@ -1,11 +1,13 @@
 import VigilPlugin
+import VigilSilentEngine
 import VigilSupervisor
 
 /// The first-party plugin implementations compiled into Vigil: the ONE place built-ins are listed.
 enum BuiltinPlugins {
     static var all: [PluginImplementation] {
         [
-            SupervisorPlugin.implementation
+            SilentEnginePlugin.implementation,
+            SupervisorPlugin.implementation,
         ]
     }
 }

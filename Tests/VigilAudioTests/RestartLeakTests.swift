@@ -84,7 +84,7 @@ struct RestartLeakTests {
             let interrupted = Self.lines(output).filter { $0.hasPrefix("event interrupted") }.count
             #expect(interrupted == 50)
             child.signal(SIGTERM)
-            child.wait()
+            _ = await blockingCall { child.wait() }
             #expect(Self.lines(output).last == "stopped")
         }
     }

@@ -150,7 +150,7 @@ public final class PulseAudioServer: @unchecked Sendable {
         }
         try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         p.signal(SIGINT)
-        p.wait()
+        _ = await blockingCall { p.wait() }
         let data = try Data(contentsOf: file)
         return data.withUnsafeBytes { raw in
             Array(raw.bindMemory(to: Int16.self)).map { Int16(littleEndian: $0) }
