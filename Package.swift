@@ -111,7 +111,11 @@ let package = Package(
             name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilTests", dependencies: ["Vigil", "VigilTestSupport"],
+            name: "VigilTests",
+            dependencies: [
+                "Vigil", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],

@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The per-user directory where running hosts publish their status: `$XDG_RUNTIME_DIR/vigil/`.
+///
+/// When `XDG_RUNTIME_DIR` is unset (a plain `su`, some containers), Vigil falls back to
+/// `/tmp/vigil-UID/`. Either way the directory must be a real directory (not a symlink) owned by
+/// this user with mode 0700; Vigil creates it so and refuses one that is not, so other users can
+/// neither read a host's status nor plant files for `vigil status` to read.
+public struct RuntimeDirectory: Sendable, Hashable {
+    /// The directory's path.
+    public let path: String
+    /// True when `XDG_RUNTIME_DIR` was unset and the `/tmp/vigil-UID` fallback is used.
+    public let isFallback: Bool
+
+    /// Resolves the directory for `environment` (default: this process's).
+    ///
+    /// - Parameter create: create the directory (0700) when it is missing.
+    /// - Returns: `nil` when the directory does not exist and `create` is false.
+    /// - Throws: ``VigilError/Code/runtimeDirectory`` when it cannot be created or is unsafe.
+    public static func resolve(
+        environment: [String: String], create: Bool
+    ) throws(VigilError) -> RuntimeDirectory? {
+        let directory: RuntimeDirectory
+        if let base = environment["XDG_RUNTIME_DIR"], base.hasPrefix("/") {
+            directory = RuntimeDirectory(path: base + "/vigil", isFallback: false)
+        } else {
+            directory = RuntimeDirectory(path: "/tmp/vigil-\(getuid())", isFallback: true)
+        }
+        if create, mkdir(directory.path, 0o700) != 0, errno != EEXIST {
+            let reason = String(cString: strerror(errno))
+            throw VigilError(
+                code: .runtimeDirectory,
+                message: "cannot create the runtime directory \(directory.path): \(reason) — "
+                    + "check that XDG_RUNTIME_DIR points at a writable directory you own")
+        }
+        var info = stat()
+        guard lstat(directory.path, &info) == 0 else {
+            if errno == ENOENT, !create { return nil }
+            let reason = String(cString: strerror(errno))
+            throw VigilError(
+                code: .runtimeDirectory, message: "cannot inspect the runtime directory \(directory.path): \(reason)")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw VigilError(
+                code: .runtimeDirectory,
+                message: "\(directory.path) is not a directory (a symlink or file?) — remove it; "
+                    + "Vigil recreates it with mode 0700")
+        }
+        guard info.st_uid == getuid() else {
+            throw VigilError(
+                code: .runtimeDirectory,
+                message: "\(directory.path) belongs to uid \(info.st_uid), not to you (uid \(getuid())) — "
+                    + "another user may have planted it; remove it or set XDG_RUNTIME_DIR")
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw VigilError(
+                code: .runtimeDirectory,
+                message: "\(directory.path) is readable or writable by other users (mode "
+                    + String(info.st_mode & 0o777, radix: 8) + ") — run `chmod 700 \(directory.path)`")
+        }
+        return directory
+    }
+
+    /// The status file of the host with process id `pid`.
+    public func statusFile(pid: Int32) -> String { "\(path)/host-\(pid).json" }
+}

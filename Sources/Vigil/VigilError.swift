@@ -1,0 +1,34 @@
+/// An error from the Vigil host runtime: what went wrong and how to fix it.
+public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure, stable for scripts and tests.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Storage: String, Hashable, Sendable {
+            case configuration = "configuration"
+            case runtimeDirectory = "runtime-directory"
+            case statusUnreadable = "status-unreadable"
+        }
+        private let storage: Storage
+
+        /// The host configuration could not be found or loaded.
+        public static let configuration = Code(storage: .configuration)
+        /// The runtime directory for status publication is missing, unsafe or unwritable.
+        public static let runtimeDirectory = Code(storage: .runtimeDirectory)
+        /// A published status file could not be read.
+        public static let statusUnreadable = Code(storage: .statusUnreadable)
+
+        public var description: String { storage.rawValue }
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// The full message: the cause and the remedy.
+    public let message: String
+
+    /// Creates an error with a message that states the cause and the remedy.
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

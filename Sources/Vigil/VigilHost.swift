@@ -1,0 +1,539 @@
+import Foundation
+public import Logging
+public import ServiceLifecycle
+public import VigilCore
+public import VigilPlugin
+
+/// Runs a host's keep-alive plugins: `keepAlive()`, `stop()`, `status()`, `events`.
+///
+/// ## Semantics
+/// - ``keepAlive()`` starts every activated plugin whose host requirements are met; ``stop()``
+///   stops them. Both are idempotent and safe to call concurrently from any number of tasks.
+///   Every call records the *desired* state with a generation number; one caller at a time (the
+///   "driver") reconciles the plugins towards the latest desired state while the others wait.
+///   A call made while a start or stop is in flight joins it, and every call returns only once
+///   the host has settled on the state of the **latest** call, so after any interleaving the final
+///   state matches the last call.
+/// - Plugins start one after another in `vigil.toml` order and stop in reverse order. If a newer
+///   call changes the desired state mid-way, the driver switches direction after the plugin it is
+///   working on.
+/// - **Instances are created per start and released on stop**: each start makes a fresh instance
+///   through the plugin's ``VigilPlugin/PluginImplementation`` and `stop()` (or a failed start,
+///   or a plugin giving up after an interruption) calls its `stop()` and drops it. At most one
+///   live instance per plugin exists at any time.
+/// - A plugin that fails to be created or started shows `failed` and does not affect the others.
+///   A plugin whose requirements are unmet shows `blocked` with each unmet requirement and its fix,
+///   and nothing of it is created. `blocked` and `failed` plugins are retried by the next
+///   `keepAlive()` (and, while the host runs as a `Service`, environment-blocked plugins are
+///   re-probed every ``Options/retryInterval``).
+/// - A plugin whose manifest did not verify (or whose `entry` is unknown) never gets an instance:
+///   it stays `failed` with the core's error, whatever is called.
+public actor VigilHost: Service {
+    /// Host behaviour that is not in `vigil.toml`.
+    public struct Options: Sendable {
+        /// Publish status under `$XDG_RUNTIME_DIR/vigil/` for `vigil status` (default true).
+        public var publishStatus: Bool
+        /// The environment probed for requirements and used for the runtime and state directories.
+        public var environment: RequirementChecker.Environment
+        /// How often a host running as a `Service` re-probes plugins blocked by their environment.
+        public var retryInterval: Duration
+
+        /// Creates options.
+        public init(
+            publishStatus: Bool = true,
+            environment: RequirementChecker.Environment = .current,
+            retryInterval: Duration = .seconds(5)
+        ) {
+            self.publishStatus = publishStatus
+            self.environment = environment
+            self.retryInterval = retryInterval
+        }
+    }
+
+    /// A plugin ready to run: what the config-based initializer makes from a verified manifest.
+    public struct PreparedPlugin: Sendable {
+        /// The plugin's name.
+        public var name: String
+        /// Its version, for status.
+        public var version: String?
+        /// Its host requirements.
+        public var requirements: [HostRequirement]
+        /// Its merged settings.
+        public var settings: PluginSettings
+        /// Its implementation.
+        public var implementation: PluginImplementation
+
+        /// Creates a prepared plugin.
+        public init(
+            name: String, version: String? = nil, requirements: [HostRequirement] = [],
+            settings: PluginSettings? = nil, implementation: PluginImplementation
+        ) {
+            self.name = name
+            self.version = version
+            self.requirements = requirements
+            self.settings = settings ?? PluginSettings(pluginName: name, values: [:])
+            self.implementation = implementation
+        }
+    }
+
+    /// A plugin that cannot run at all (did not verify, unknown entry); it shows `failed`.
+    struct UnavailablePlugin: Sendable {
+        var name: String
+        var version: String?
+        var failure: PluginFailure
+    }
+
+    /// A plugin as the config-based initializer found it.
+    enum Entry: Sendable {
+        case ready(PreparedPlugin)
+        case unavailable(UnavailablePlugin)
+    }
+
+    private struct Slot {
+        let name: String
+        let version: String?
+        let requirements: [HostRequirement]
+        let settings: PluginSettings
+        let implementation: PluginImplementation?
+        let unavailable: PluginFailure?
+        var state: PluginState
+        var since: Double
+        var instance: (any KeepAlivePlugin)?
+        var instanceID: UInt64 = 0
+        var details: [String: String] = [:]
+        var eventDuringStart: PluginEvent?
+        var needsRelease = false
+    }
+
+    /// The host application's name given to plugins.
+    public nonisolated let hostName: String
+    /// The `vigil.toml` this host was built from, if any.
+    public nonisolated let configPath: String?
+    /// Plugins loaded unsigned under `acknowledge_unsafe_plugins`; logged loudly at `keepAlive()`.
+    public nonisolated let unsafePlugins: [String]
+    /// The runtime directory status is published in, when publishing is on.
+    public nonisolated let runtimeDirectory: RuntimeDirectory?
+
+    private let declarations: HostDeclarations
+    private let options: Options
+    private let logger: Logger
+    private let hub = EventHub()
+    private let inbox = EventInbox()
+    private let publisher: StatusPublisher?
+    private let unsafeBanner: String?
+
+    private var slots: [Slot]
+    private var desiredUp = false
+    private var generation: UInt64 = 0
+    private var appliedGeneration: UInt64 = 0
+    private var driving = false
+    private var waiters: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    private var nextInstanceID: UInt64 = 0
+    private var draining = false
+    private var publishing = false
+    private var bannerLogged = false
+
+    /// Creates a host for plugins that are already prepared: no manifests, no verification.
+    ///
+    /// Meant for tests and for hosts that embed their own plugins; a `vigil.toml` host uses
+    /// ``init(configPath:registry:options:logger:)``.
+    public init(
+        plugins: [PreparedPlugin],
+        declarations: HostDeclarations = HostDeclarations(),
+        hostName: String? = nil,
+        options: Options = Options(),
+        logger: Logger
+    ) throws(VigilError) {
+        try self.init(
+            entries: plugins.map { .ready($0) }, declarations: declarations, hostName: hostName,
+            configPath: nil, unsafePlugins: [], unsafeBanner: nil, options: options, logger: logger)
+    }
+
+    init(
+        entries: [Entry],
+        declarations: HostDeclarations,
+        hostName: String?,
+        configPath: String?,
+        unsafePlugins: [String],
+        unsafeBanner: String?,
+        options: Options,
+        logger: Logger
+    ) throws(VigilError) {
+        let now = Date().timeIntervalSince1970
+        self.slots = entries.map { entry in
+            switch entry {
+            case .ready(let plugin):
+                Slot(
+                    name: plugin.name, version: plugin.version, requirements: plugin.requirements,
+                    settings: plugin.settings, implementation: plugin.implementation, unavailable: nil,
+                    state: .idle, since: now)
+            case .unavailable(let plugin):
+                Slot(
+                    name: plugin.name, version: plugin.version, requirements: [],
+                    settings: PluginSettings(pluginName: plugin.name, values: [:]), implementation: nil,
+                    unavailable: plugin.failure, state: .failed(plugin.failure), since: now)
+            }
+        }
+        self.declarations = declarations
+        self.hostName = hostName ?? declarations.name ?? Self.executableName()
+        self.configPath = configPath
+        self.unsafePlugins = unsafePlugins
+        self.unsafeBanner = unsafeBanner
+        self.options = options
+        self.logger = logger
+        if options.publishStatus {
+            guard let directory = try RuntimeDirectory.resolve(environment: options.environment.variables, create: true)
+            else {
+                throw VigilError(code: .runtimeDirectory, message: "the runtime directory could not be created")
+            }
+            self.runtimeDirectory = directory
+            self.publisher = StatusPublisher(directory: directory, pid: getpid())
+            if directory.isFallback {
+                logger.notice(
+                    "XDG_RUNTIME_DIR is not set; publishing status in \(directory.path) instead",
+                    metadata: ["vigil.runtime_dir": "\(directory.path)"])
+            }
+        } else {
+            self.runtimeDirectory = nil
+            self.publisher = nil
+        }
+    }
+
+    private static func executableName() -> String {
+        let path = CommandLine.arguments.first ?? "vigil-host"
+        return path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    // MARK: - Public API
+
+    /// Starts every activated plugin whose host requirements are met, and returns the status
+    /// once the host has settled on the latest `keepAlive()`/`stop()` request.
+    ///
+    /// Idempotent: running plugins are left alone; `failed` and `blocked` ones are retried.
+    @discardableResult
+    public func keepAlive() async -> HostStatus {
+        await request(up: true)
+        return await status()
+    }
+
+    /// Stops every running plugin and returns once the host has settled on the latest request.
+    /// Idempotent.
+    public func stop() async {
+        await request(up: false)
+    }
+
+    /// Each plugin's current status, with live details from running instances.
+    public func status() async -> HostStatus {
+        for index in slots.indices {
+            guard let instance = slots[index].instance, slots[index].state.isActive else { continue }
+            let id = slots[index].instanceID
+            let details = await instance.details()
+            if slots[index].instanceID == id, slots[index].instance != nil { slots[index].details = details }
+        }
+        return snapshot()
+    }
+
+    /// A new stream of state changes. Each subscriber gets its own stream, starting now; a
+    /// subscriber that falls more than 1024 events behind loses the oldest ones.
+    public nonisolated var events: AsyncStream<HostEvent> { hub.subscribe() }
+
+    /// `Service` conformance: `keepAlive()`, then wait for graceful shutdown or cancellation
+    /// (re-probing environment-blocked plugins every ``Options/retryInterval``), then `stop()`.
+    public func run() async throws {
+        await keepAlive()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try? await gracefulShutdown()
+            }
+            group.addTask { [options] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: options.retryInterval)
+                    if Task.isCancelled { break }
+                    await self.retryEnvironmentBlocked()
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await stop()
+    }
+
+    // MARK: - Reconciliation
+
+    /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
+    var requestCount: UInt64 { generation }
+
+    /// True when the latest request was `keepAlive()` (for tests).
+    var wantsUp: Bool { desiredUp }
+
+    private func request(up: Bool) async {
+        generation &+= 1
+        desiredUp = up
+        let mine = generation
+        if driving {
+            await withCheckedContinuation { continuation in
+                waiters.append((mine, continuation))
+            }
+        } else {
+            await drive()
+        }
+    }
+
+    private func retryEnvironmentBlocked() async {
+        let blockedByEnvironment = slots.contains { slot in
+            if case .blocked(let unmet) = slot.state { unmet.allSatisfy { !$0.requirement.isDeclaration } } else {
+                false
+            }
+        }
+        if desiredUp, blockedByEnvironment { await request(up: true) }
+    }
+
+    /// Runs reconciliation passes until the plugins match the latest request.
+    private func drive() async {
+        driving = true
+        while true {
+            if let index = slots.indices.first(where: { slots[$0].needsRelease }) {
+                await release(index)
+                continue
+            }
+            if appliedGeneration == generation { break }
+            let target = generation
+            if desiredUp { await bringUp(generation: target) } else { await bringDown(generation: target) }
+            if generation == target {
+                appliedGeneration = target
+                if !desiredUp {
+                    publishing = false
+                    bannerLogged = false
+                    publisher?.remove()
+                }
+            }
+            resumeSettledWaiters()
+        }
+        driving = false
+        resumeSettledWaiters()
+    }
+
+    private func resumeSettledWaiters() {
+        var pending: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        for waiter in waiters {
+            if waiter.generation <= appliedGeneration { waiter.continuation.resume() } else { pending.append(waiter) }
+        }
+        waiters = pending
+    }
+
+    private func bringUp(generation target: UInt64) async {
+        publishing = publisher != nil
+        if !bannerLogged {
+            bannerLogged = true
+            if let banner = unsafeBanner, !unsafePlugins.isEmpty {
+                logger.warning("\(banner)", metadata: ["vigil.unsafe_plugins": "\(unsafePlugins.joined(separator: ","))"])
+            }
+        }
+        for index in slots.indices {
+            guard generation == target, desiredUp else { return }
+            await startIfNeeded(index)
+        }
+        publish()
+    }
+
+    private func bringDown(generation target: UInt64) async {
+        for index in slots.indices.reversed() {
+            guard generation == target, !desiredUp else { return }
+            await stopIfNeeded(index)
+        }
+    }
+
+    private func startIfNeeded(_ index: Int) async {
+        if slots[index].needsRelease {
+            await release(index)
+            return
+        }
+        switch slots[index].state {
+        case .running, .interrupted, .starting, .stopping: return
+        case .idle, .failed, .blocked: break
+        }
+        if let failure = slots[index].unavailable {
+            if slots[index].state != .failed(failure) { transition(index, to: .failed(failure), event: .failed(failure)) }
+            return
+        }
+        guard let implementation = slots[index].implementation else { return }
+        let name = slots[index].name
+
+        let checker = RequirementChecker(declarations: declarations, environment: options.environment)
+        let unmet = checker.unmet(slots[index].requirements)
+        if !unmet.isEmpty {
+            if slots[index].state != .blocked(unmet) {
+                for item in unmet {
+                    logger.warning("[\(name)] blocked: \(item)", metadata: ["plugin.name": "\(name)"])
+                }
+                transition(index, to: .blocked(unmet), event: .blocked)
+            }
+            return
+        }
+
+        nextInstanceID &+= 1
+        let instanceID = nextInstanceID
+        var pluginLogger = logger
+        pluginLogger[metadataKey: "plugin.name"] = "\(name)"
+        let inbox = self.inbox
+        let reporter = PluginReporter { [weak self] event in
+            inbox.append(.init(slot: index, instanceID: instanceID, event: event))
+            guard let self else { return }
+            Task { await self.drainInbox() }
+        }
+        let context = PluginContext(
+            pluginName: name, hostName: hostName, settings: slots[index].settings, logger: pluginLogger,
+            reporter: reporter, stateDirectory: stateDirectory(for: name))
+
+        let instance: any KeepAlivePlugin
+        do {
+            instance = try implementation.make(context)
+        } catch {
+            let failure = Self.failure(from: error, plugin: name)
+            logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
+            transition(index, to: .failed(failure), event: .failed(failure))
+            return
+        }
+        slots[index].instance = instance
+        slots[index].instanceID = instanceID
+        slots[index].eventDuringStart = nil
+        transition(index, to: .starting, event: nil)
+        do {
+            try await instance.start()
+        } catch {
+            await instance.stop()
+            slots[index].instance = nil
+            slots[index].details = [:]
+            let failure = Self.failure(from: error, plugin: name)
+            logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
+            transition(index, to: .failed(failure), event: .failed(failure))
+            return
+        }
+        slots[index].details = await instance.details()
+        transition(index, to: .running, event: .started)
+        logger.info("[\(name)] running", metadata: ["plugin.name": "\(name)"])
+        if let pending = slots[index].eventDuringStart {
+            slots[index].eventDuringStart = nil
+            await apply(pending, to: index)
+        }
+    }
+
+    private func stopIfNeeded(_ index: Int) async {
+        if slots[index].unavailable != nil { return }
+        if let instance = slots[index].instance {
+            transition(index, to: .stopping, event: nil)
+            await instance.stop()
+            slots[index].instance = nil
+            slots[index].details = [:]
+            slots[index].needsRelease = false
+            transition(index, to: .idle, event: .stopped)
+            logger.info("[\(slots[index].name)] stopped", metadata: ["plugin.name": "\(slots[index].name)"])
+        } else if slots[index].state != .idle {
+            transition(index, to: .idle, event: .stopped)
+        }
+    }
+
+    /// Stops and drops the instance of a plugin that gave up; it stays `failed`.
+    private func release(_ index: Int) async {
+        slots[index].needsRelease = false
+        guard let instance = slots[index].instance else { return }
+        slots[index].instance = nil
+        slots[index].details = [:]
+        await instance.stop()
+        publish()
+    }
+
+    // MARK: - Plugin events
+
+    private func drainInbox() async {
+        guard !draining else { return }
+        draining = true
+        while true {
+            let entries = inbox.takeAll()
+            if entries.isEmpty { break }
+            for entry in entries {
+                guard slots.indices.contains(entry.slot), slots[entry.slot].instanceID == entry.instanceID,
+                    slots[entry.slot].instance != nil
+                else { continue }  // from an instance already released
+                switch slots[entry.slot].state {
+                case .starting:
+                    if entry.event != .detailsChanged { slots[entry.slot].eventDuringStart = entry.event }
+                case .running, .interrupted:
+                    await apply(entry.event, to: entry.slot)
+                default:
+                    continue
+                }
+            }
+        }
+        draining = false
+        if !driving, slots.contains(where: \.needsRelease) { await drive() }
+    }
+
+    private func apply(_ event: PluginEvent, to index: Int) async {
+        let name = slots[index].name
+        switch event {
+        case .interrupted(let reason):
+            logger.warning("[\(name)] interrupted: \(reason)", metadata: ["plugin.name": "\(name)"])
+            transition(index, to: .interrupted(reason: reason), event: .interrupted(reason: reason))
+        case .resumed:
+            logger.info("[\(name)] resumed", metadata: ["plugin.name": "\(name)"])
+            transition(index, to: .running, event: .resumed)
+        case .resumeFailed(let reason):
+            logger.error("[\(name)] gave up: \(reason)", metadata: ["plugin.name": "\(name)"])
+            let failure = PluginFailure(
+                code: "resume-failed", message: "[\(name)] gave up after an interruption: \(reason)")
+            slots[index].needsRelease = true
+            transition(index, to: .failed(failure), event: .resumeFailed(reason: reason))
+        case .detailsChanged:
+            guard let instance = slots[index].instance else { return }
+            let id = slots[index].instanceID
+            let details = await instance.details()
+            guard slots[index].instanceID == id, slots[index].instance != nil else { return }
+            slots[index].details = details
+            hub.publish(HostEvent(plugin: name, kind: .detailsChanged, state: slots[index].state))
+            publish()
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func transition(_ index: Int, to state: PluginState, event: HostEvent.Kind?) {
+        slots[index].state = state
+        slots[index].since = Date().timeIntervalSince1970
+        if let event { hub.publish(HostEvent(plugin: slots[index].name, kind: event, state: state)) }
+        publish()
+    }
+
+    private func publish() {
+        guard publishing, let publisher else { return }
+        if let problem = publisher.publish(snapshot()) {
+            logger.warning("cannot publish status for `vigil status`: \(problem)")
+        }
+    }
+
+    private func snapshot() -> HostStatus {
+        HostStatus(
+            pid: getpid(), hostName: hostName, configPath: configPath,
+            plugins: slots.map {
+                PluginStatus(name: $0.name, version: $0.version, state: $0.state, since: $0.since, details: $0.details)
+            })
+    }
+
+    private func stateDirectory(for name: String) -> String {
+        let variables = options.environment.variables
+        let base: String
+        if let state = variables["XDG_STATE_HOME"], state.hasPrefix("/") {
+            base = state
+        } else {
+            base = (variables["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+        }
+        return "\(base)/vigil/plugins/\(name)"
+    }
+
+    static func failure(from error: any Error, plugin: String) -> PluginFailure {
+        if let error = error as? PluginError {
+            return PluginFailure(code: error.code.description, message: error.message)
+        }
+        return PluginFailure(code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").message)
+    }
+}
