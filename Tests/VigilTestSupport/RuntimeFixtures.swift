@@ -1,7 +1,15 @@
 import Foundation
 
-/// Fixtures for the host-runtime tests (VigilTests, VigilCLITests): temp dirs, a private
-/// PulseAudio server, a private D-Bus session bus, and the built `vigil` binary.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fixtures for the host-runtime tests (VigilTests, VigilCLITests): temp dirs, a private D-Bus
+/// session bus, bounded waits and bounded child-process runs. The private PulseAudio server is
+/// ``PulseAudioServer`` (shared with the audio tests).
+///
+/// Every wait here has a deadline: a child that does not end is sent SIGTERM, then SIGKILL, and
+/// reaped, so a misbehaving server can fail a test but never hang the test process.
 public enum RuntimeFixtures {
     /// A fixture failure, with what went wrong.
     public struct Failure: Error, CustomStringConvertible {
@@ -44,48 +52,6 @@ public enum RuntimeFixtures {
         return try await body(dir)
     }
 
-    /// Runs a program to completion and returns its exit status, stdout and stderr.
-    public struct Output: Sendable {
-        public let status: Int32
-        public let stdout: String
-        public let stderr: String
-    }
-
-    public static func run(
-        _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        directory: String? = nil
-    ) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
-        let errData = LockedData()
-        let errThread = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        errThread.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !errData.isSet { usleep(1000) }
-        return Output(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.value, as: UTF8.self))
-    }
-
-    final class LockedData: @unchecked Sendable {
-        private let lock = NSLock()
-        private var data: Data?
-        func set(_ d: Data) { lock.withLock { data = d } }
-        var isSet: Bool { lock.withLock { data != nil } }
-        var value: Data { lock.withLock { data ?? Data() } }
-    }
-
     /// Finds an executable on PATH.
     public static func which(_ name: String) -> String? {
         for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
@@ -105,77 +71,62 @@ public enum RuntimeFixtures {
         return try condition()
     }
 
-    /// A private PulseAudio server with a null sink, in its own XDG_RUNTIME_DIR and HOME.
-    public final class PulseServer: @unchecked Sendable {
-        public let runtimeDirectory: TempDirectory
-        public let process: Process
-        public var socketPath: String { runtimeDirectory.path + "/pulse/native" }
+    /// What a bounded run produced.
+    public struct Output: Sendable {
+        /// The exit code, or 128 + signal number when the child was killed by a signal.
+        public let status: Int32
+        /// True when the child overran its time limit and was killed.
+        public let timedOut: Bool
+        public let stdout: String
+        public let stderr: String
+    }
 
-        /// The environment a client uses to reach this server.
-        public var environment: [String: String] {
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_RUNTIME_DIR"] = runtimeDirectory.path
-            env["HOME"] = runtimeDirectory.path
-            env["PULSE_SERVER"] = "unix:" + socketPath
-            return env
+    /// Runs `executable` to completion with output to temp files (no pipes to deadlock on),
+    /// killing it when it overruns `timeout` seconds.
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 30
+    ) async throws -> Output {
+        let base = NSTemporaryDirectory() + "/vigil-run-\(UUID().uuidString.prefix(8))"
+        defer {
+            unlink(base + ".out")
+            unlink(base + ".err")
         }
-
-        public init() async throws {
-            guard let pulseaudio = RuntimeFixtures.which("pulseaudio") else {
-                throw Failure("pulseaudio is not installed — run scripts/install-deps.sh")
-            }
-            runtimeDirectory = try TempDirectory("vigil-pulse")
-            let env: [String: String] = [
-                "XDG_RUNTIME_DIR": runtimeDirectory.path, "HOME": runtimeDirectory.path,
-                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-            ]
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: pulseaudio)
-            process.arguments = [
-                "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit", "--use-pid-file=no",
-                "--system=no", "-n", "--load=module-native-protocol-unix",
-                "--load=module-null-sink sink_name=vigil_test", "--log-target=stderr", "--log-level=error",
-            ]
-            process.environment = env
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let socket = runtimeDirectory.path + "/pulse/native"
-            let up = await RuntimeFixtures.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: socket) }
-            if !up {
-                stop()
-                throw Failure("private PulseAudio server did not create \(socket) within 10 s")
-            }
-        }
-
-        public func stop() {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-            runtimeDirectory.remove()
-        }
+        let child = try ChildProcess(
+            executable, arguments, environment: environment, stdout: base + ".out", stderr: base + ".err")
+        let finished = await child.waitForExit(timeout: timeout)
+        let status = finished ?? child.terminate(grace: 2)
+        return Output(
+            status: ChildProcess.exitCode(fromWaitStatus: status), timedOut: finished == nil,
+            stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
     }
 
     /// A private D-Bus session bus (`dbus-daemon --session`) on a socket in a temp dir.
-    public final class SessionBus: @unchecked Sendable {
+    public final class SessionBus: Sendable {
         public let directory: TempDirectory
-        public let process: Process
         public let address: String
+        private let child: ChildProcess
 
-        public init() async throws {
+        /// Runs `body` with a started bus, then stops it and removes its directory, even when `body` throws.
+        public static func with<T>(_ body: (SessionBus) async throws -> T) async throws -> T {
+            let bus = try await SessionBus()
+            defer { bus.stop() }
+            return try await body(bus)
+        }
+
+        private init() async throws {
             guard let daemon = RuntimeFixtures.which("dbus-daemon") else {
                 throw Failure("dbus-daemon is not installed — run scripts/install-deps.sh")
             }
             directory = try TempDirectory("vigil-dbus")
             let socket = directory.path + "/bus"
             address = "unix:path=" + socket
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: daemon)
-            process.arguments = ["--session", "--nofork", "--nopidfile", "--address=" + address]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            do {
+                child = try ChildProcess(daemon, ["--session", "--nofork", "--nopidfile", "--address=" + address])
+            } catch {
+                directory.remove()
+                throw error
+            }
             let up = await RuntimeFixtures.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: socket) }
             if !up {
                 stop()
@@ -183,29 +134,41 @@ public enum RuntimeFixtures {
             }
         }
 
+        /// Stops the daemon (SIGTERM, SIGKILL after 2 s), reaps it and removes the directory.
         public func stop() {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            child.terminate(grace: 2)
             directory.remove()
         }
     }
+}
 
-    /// The package root (found from this file's path).
-    public static var packageRoot: String {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
+extension ChildProcess {
+    /// Waits up to `timeout` seconds for the child to exit; its wait status, or `nil` when it is
+    /// still running.
+    public func waitForExit(timeout: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning {
+            if Date() >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return wait()  // already reaped by isRunning: returns at once
     }
 
-    /// The built `vigil` binary next to the test bundle (`swift build` puts both in the same directory).
-    public static func vigilBinary() throws -> String {
-        let candidates = [
-            Bundle.main.bundleURL.appendingPathComponent("vigil").path,
-            packageRoot + "/.build/debug/vigil",
-        ]
-        for path in candidates where access(path, X_OK) == 0 { return path }
-        throw Failure("the vigil binary is not built (looked at \(candidates.joined(separator: ", "))) — run `swift build`")
+    /// Ends the child: SIGTERM, then SIGKILL if it is still running after `grace` seconds; reaps
+    /// it and returns its wait status. Never blocks longer than `grace` plus the kill.
+    @discardableResult
+    public func terminate(grace: Double) -> Int32 {
+        if !isRunning { return wait() }
+        signal(SIGTERM)
+        let deadline = Date().addingTimeInterval(grace)
+        while isRunning, Date() < deadline { usleep(10_000) }
+        if isRunning { signal(SIGKILL) }
+        return wait()
+    }
+
+    /// The shell-style exit code of a wait status: the exit code, or 128 + the signal number.
+    public static func exitCode(fromWaitStatus status: Int32) -> Int32 {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 }

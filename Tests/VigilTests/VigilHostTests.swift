@@ -9,7 +9,7 @@ import VigilTestSupport
 
 @testable import Vigil
 
-@Suite("VigilHost state machine")
+@Suite("VigilHost state machine", .timeLimit(.minutes(1)))
 struct VigilHostTests {
     @Test("keepAlive starts every plugin once; repeated calls change nothing; stop releases every instance")
     func idempotentKeepAliveAndStop() async throws {

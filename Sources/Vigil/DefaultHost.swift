@@ -1,0 +1,63 @@
+public import Logging
+import Synchronization
+import VigilCore
+
+/// The process-wide host behind ``keepAlive(configPath:logger:)`` and ``stop()``.
+private let defaultHost = Mutex<VigilHost?>(nil)
+
+/// Starts keeping this process alive with the plugins of the nearest `vigil.toml` (or
+/// `configPath`): the one-call form of ``VigilHost``, `try await Vigil.keepAlive()`.
+///
+/// The first call loads and verifies the configuration and creates one shared host; later calls
+/// reuse it (so `vigil.toml` is read once per process) and are as idempotent and
+/// concurrency-safe as ``VigilHost/keepAlive()``. Plugins that fail, do not verify or wait for
+/// their requirements show in the returned host's ``VigilHost/status()``; they never throw here.
+///
+/// - Parameters:
+///   - configPath: the `vigil.toml`; `nil` finds the nearest one from the working directory upward.
+///   - logger: where the host and its plugins log (default: a `Logger` labelled `vigil`).
+/// - Returns: the shared host, for `status()`, `events` or a `ServiceGroup`.
+/// - Throws: ``VigilError`` when the configuration is missing or invalid, or when a shared host
+///   already runs from another `vigil.toml`.
+@discardableResult
+public func keepAlive(configPath: String? = nil, logger: Logger? = nil) async throws -> VigilHost {
+    let host = try sharedHost(configPath: configPath, logger: logger ?? Logger(label: "vigil"))
+    await host.keepAlive()
+    return host
+}
+
+/// Stops the plugins of the shared host started by ``keepAlive(configPath:logger:)``; does
+/// nothing when there is none. Idempotent; a later `keepAlive()` starts them again.
+public func stop() async {
+    let host = defaultHost.withLock { $0 }
+    await host?.stop()
+}
+
+/// The shared host, created on first use (under the lock, so concurrent first calls create one).
+func sharedHost(
+    configPath: String?, logger: Logger, registry: PluginRegistry = .builtin,
+    options: VigilHost.Options = VigilHost.Options()
+) throws -> VigilHost {
+    try defaultHost.withLock { (current: inout VigilHost?) throws -> VigilHost in
+        if let current {
+            if let configPath {
+                let wanted = try HostPlan.resolveConfigPath(configPath)
+                if let running = current.configPath, HostConfiguration(path: wanted).path != running {
+                    throw VigilError(
+                        code: .configuration,
+                        message: "the shared Vigil host already runs from \(running), not \(wanted) — call "
+                            + "Vigil.stop() and use a VigilHost of your own for a second configuration")
+                }
+            }
+            return current
+        }
+        let host = try VigilHost(configPath: configPath, registry: registry, options: options, logger: logger)
+        current = host
+        return host
+    }
+}
+
+/// Forgets the shared host (tests only; the caller stops it first).
+func resetSharedHost() {
+    defaultHost.withLock { $0 = nil }
+}

@@ -1,0 +1,127 @@
+import Foundation
+public import Logging
+import VigilCore
+import VigilPlugin
+
+/// What a `vigil.toml` amounts to: each activated plugin verified and mapped to its
+/// implementation, or unavailable with the reason. Shared by ``VigilHost`` and ``HostCheck``, so
+/// `keepAlive()`, `vigil check` and `vigil up` always agree.
+struct HostPlan: Sendable {
+    /// One activated plugin.
+    struct Item: Sendable {
+        var name: String
+        var entry: VigilHost.Entry
+        var trust: PluginTrust?
+    }
+
+    var configuration: HostConfiguration
+    var items: [Item]
+
+    /// Plugins admitted unsigned under `acknowledge_unsafe_plugins`.
+    var unsafePlugins: [String] { items.filter { $0.trust == .acknowledgedUnsigned }.map(\.name) }
+
+    /// The banner to show while unsigned plugins are admitted, or `nil`.
+    var unsafeBanner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
+
+    /// Verifies every activated plugin through the core loader (fail closed) and maps each
+    /// verified manifest's `entry` through `registry`.
+    ///
+    /// - Parameter record: record accepted versions in the rollback store (a running host does;
+    ///   `vigil check` only checks).
+    static func make(
+        configuration: HostConfiguration, registry: PluginRegistry, stateDirectory: String?, record: Bool
+    ) -> HostPlan {
+        let loader = PluginLoader(
+            configuration: configuration, rollbackStore: stateDirectory.map { RollbackStore(directory: $0) })
+        let items = configuration.plugins.map { name -> Item in
+            let loaded: LoadedPlugin
+            do throws(CoreError) {
+                loaded = try loader.loadOrThrow(name, record: record)
+            } catch {
+                // Never parsed further, never instantiated: it stays failed with the core's reason.
+                let failure = PluginFailure(code: error.code.description, message: error.description)
+                return Item(name: name, entry: .unavailable(.init(name: name, version: nil, failure: failure)), trust: nil)
+            }
+            let manifest = loaded.manifest
+            guard let implementation = registry.implementation(for: manifest.entry) else {
+                let error = PluginError.unknownEntry(plugin: name, entry: manifest.entry, known: registry.entries)
+                let failure = PluginFailure(code: error.code.description, message: error.message)
+                return Item(
+                    name: name,
+                    entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),
+                    trust: loaded.trust)
+            }
+            let settings = PluginSettings(
+                pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
+            let prepared = VigilHost.PreparedPlugin(
+                name: name, version: "\(manifest.version)", requirements: manifest.hostRequirements,
+                settings: settings, implementation: implementation)
+            return Item(name: name, entry: .ready(prepared), trust: loaded.trust)
+        }
+        return HostPlan(configuration: configuration, items: items)
+    }
+
+    /// The `vigil.toml` to use: `configPath`, else the nearest one from the working directory upward.
+    static func resolveConfigPath(_ configPath: String?) throws(VigilError) -> String {
+        if let configPath { return configPath }
+        let cwd = FileManager.default.currentDirectoryPath
+        guard let found = HostConfiguration.find(startingAt: cwd) else {
+            throw VigilError(
+                code: .configuration,
+                message: "no \(HostConfiguration.fileName) in \(cwd) or any parent directory — create one at your "
+                    + "project's root (see docs/host-runtime.md) or pass its path")
+        }
+        return found
+    }
+
+    /// The state directory (`$XDG_STATE_HOME/vigil`, else `$HOME/.local/state/vigil`) of `environment`.
+    static func stateDirectory(environment: [String: String]) -> String? {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/vigil" }
+        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/state/vigil" }
+        return nil
+    }
+}
+
+extension VigilHost {
+    /// Creates a host from a `vigil.toml`: every activated plugin is verified through the core
+    /// (fail closed) and its manifest's `entry` is looked up in `registry`.
+    ///
+    /// A plugin that does not verify, or whose `entry` is not in `registry`, never gets an
+    /// instance: it shows `failed` with the reason and the remedy, and the others run normally.
+    /// Versions accepted are recorded for rollback protection under the state directory of
+    /// `options.environment`.
+    ///
+    /// - Parameters:
+    ///   - configPath: the `vigil.toml`; `nil` finds the nearest one from the working directory upward.
+    ///   - registry: the plugin implementations this host provides (default: Vigil's built-ins).
+    /// - Throws: ``VigilError/Code/configuration`` when the file is missing or invalid (the message
+    ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published.
+    public init(
+        configPath: String? = nil, registry: PluginRegistry = .builtin, options: Options = Options(), logger: Logger
+    ) throws(VigilError) {
+        let path = try HostPlan.resolveConfigPath(configPath)
+        let configuration: HostConfiguration
+        do throws(CoreError) {
+            configuration = try HostConfiguration.load(path: path)
+        } catch {
+            throw VigilError(code: .configuration, message: error.description)
+        }
+        guard let stateDirectory = HostPlan.stateDirectory(environment: options.environment.variables) else {
+            throw VigilError(
+                code: .configuration,
+                message: "neither XDG_STATE_HOME nor HOME is set, so Vigil has no state directory for rollback "
+                    + "protection — set one of them")
+        }
+        let plan = HostPlan.make(
+            configuration: configuration, registry: registry, stateDirectory: stateDirectory, record: true)
+        for item in plan.items {
+            if case .unavailable(let plugin) = item.entry {
+                logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(item.name)"])
+            }
+        }
+        try self.init(
+            entries: plan.items.map(\.entry), declarations: configuration.host, hostName: nil,
+            configPath: configuration.path, unsafePlugins: plan.unsafePlugins, unsafeBanner: plan.unsafeBanner,
+            options: options, logger: logger)
+    }
+}

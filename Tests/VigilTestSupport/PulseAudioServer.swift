@@ -1,0 +1,163 @@
+import Foundation
+
+/// A private PulseAudio 16 server for integration tests: its own runtime directory, a null sink
+/// (48 kHz stereo, so nothing is resampled) and `module-suspend-on-idle` at a short timeout.
+///
+/// Nothing in the process environment is changed: clients are pointed at the server explicitly
+/// (``address`` for `PlaybackConfiguration.pulseServer`, ``environment`` for child processes),
+/// so tests using different servers can run side by side. Use ``with(sink:suspendTimeout:_:)``,
+/// which always stops the server and removes its directory, even when the test fails.
+public final class PulseAudioServer: @unchecked Sendable {
+    /// The private runtime directory (`XDG_RUNTIME_DIR` and `HOME` of the server).
+    public let directory: URL
+    /// The null sink created at start.
+    public let sinkName: String
+    /// The `module-suspend-on-idle` timeout in seconds.
+    public let suspendTimeout: Int
+
+    private let lock = NSLock()
+    private var process: ChildProcess?
+
+    /// The server's native socket.
+    public var socketPath: String { directory.appendingPathComponent("pulse/native").path }
+    /// The server address for libpulse (`PULSE_SERVER`).
+    public var address: String { "unix:" + socketPath }
+    /// The environment for child processes (`pactl`, `parec`, `aplay`) that talk to this server.
+    public var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["PULSE_SERVER"] = address
+        env["XDG_RUNTIME_DIR"] = directory.path
+        env["HOME"] = directory.path
+        return env
+    }
+
+    /// The process id of the running server, if any.
+    public var pid: Int32? { lock.withLock { process?.pid } }
+
+    /// Creates a server description and its directory; ``start()`` launches it.
+    public init(sink: String = "vigil_null", suspendTimeout: Int = 1) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-pa-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        self.directory = dir
+        self.sinkName = sink
+        self.suspendTimeout = suspendTimeout
+    }
+
+    /// Runs `body` with a started server, then stops it and removes its directory.
+    public static func with<T>(
+        sink: String = "vigil_null", suspendTimeout: Int = 1, _ body: (PulseAudioServer) async throws -> T
+    ) async throws -> T {
+        let server = try PulseAudioServer(sink: sink, suspendTimeout: suspendTimeout)
+        defer { server.shutDown() }
+        try await server.start()
+        return try await body(server)
+    }
+
+    /// Launches `pulseaudio` and waits (up to 10 s) until it accepts connections.
+    public func start() async throws {
+        let p = try ChildProcess(
+            "/usr/bin/pulseaudio",
+            [
+                "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=false", "--disallow-exit",
+                "-L", "module-native-protocol-unix auth-anonymous=1",
+                "-L", "module-null-sink sink_name=\(sinkName) rate=48000 channels=2 format=s16le",
+                "-L", "module-suspend-on-idle timeout=\(suspendTimeout)",
+            ],
+            environment: environment, stdout: logPath, stderr: logPath)
+        lock.withLock { process = p }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if !p.isRunning { break }
+            if (try? pactl(["info"])) != nil { return }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        throw FixtureError("pulseaudio did not come up; its log:\n" + ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""))
+    }
+
+    private var logPath: String { directory.appendingPathComponent("pulseaudio.log").path }
+
+    /// Kills the server at once (SIGKILL), as a crash would, and waits for it to end.
+    public func kill() {
+        let p = lock.withLock { () -> ChildProcess? in
+            defer { process = nil }
+            return process
+        }
+        guard let p else { return }
+        p.signal(SIGKILL)
+        p.wait()
+    }
+
+    /// Kills the server and starts a new one in the same directory (same socket, fresh null sink).
+    public func restart() async throws {
+        kill()
+        try await start()
+    }
+
+    /// Stops the server and removes its directory. Called by ``with(sink:suspendTimeout:_:)``.
+    public func shutDown() {
+        kill()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs `pactl ARGS` against this server and returns its standard output.
+    @discardableResult
+    public func pactl(_ arguments: [String]) throws -> String {
+        try ChildProcess.run("/usr/bin/pactl", arguments, environment: environment)
+    }
+
+    /// The state (`RUNNING`, `IDLE`, `SUSPENDED`) of `sink` (default: this server's null sink).
+    public func sinkState(_ sink: String? = nil) throws -> String? {
+        let name = sink ?? sinkName
+        for line in try pactl(["list", "short", "sinks"]).split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            if fields.count >= 5, fields[1] == name { return String(fields[4]) }
+        }
+        return nil
+    }
+
+    /// Waits up to `timeout` seconds for `sink` to reach `state`; returns whether it did.
+    public func waitForSink(_ sink: String? = nil, state: String, timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if (try? sinkState(sink)) == state { return true }
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        } while Date() < deadline
+        return false
+    }
+
+    /// The output of `pactl list sink-inputs`.
+    public func sinkInputs() throws -> String { try pactl(["list", "sink-inputs"]) }
+
+    /// Records `seconds` of `sink`'s monitor (default: the null sink) with `parec` as 48 kHz
+    /// stereo S16_LE and returns the interleaved samples. `parec` is stopped with SIGINT, which
+    /// flushes its buffer.
+    public func captureMonitor(of sink: String? = nil, seconds: Double) async throws -> [Int16] {
+        let file = directory.appendingPathComponent("capture-\(UUID().uuidString.prefix(6)).raw")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let p = try ChildProcess(
+            "/usr/bin/parec",
+            [
+                "--latency-msec=20", "-d", "\(sink ?? sinkName).monitor", "--raw", "--format=s16le", "--rate=48000",
+                "--channels=2",
+            ],
+            environment: environment, stdout: file.path)
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        p.signal(SIGINT)
+        p.wait()
+        let data = try Data(contentsOf: file)
+        return data.withUnsafeBytes { raw in
+            Array(raw.bindMemory(to: Int16.self)).map { Int16(littleEndian: $0) }
+        }
+    }
+
+    /// Starts a client process (for example `aplay -D pulse …`) that talks to this server.
+    public func launch(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(executable, arguments, environment: environment)
+    }
+}
+
+/// A test fixture could not do its job; the message says what happened.
+public struct FixtureError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
