@@ -82,17 +82,24 @@ enum VigilPluginSupport {
         return files.sorted { $0.path < $1.path }
     }
 
-    /// Runs `executable` with `arguments`, stdin from the terminal when there is one (a command
-    /// plugin's own stdin is SwiftPM's message channel), and returns its exit status.
-    static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> Int32 {
+    /// Runs `executable` with `arguments` and returns its exit status.
+    ///
+    /// A command plugin's own stdin and stdout are SwiftPM's message channel, not the user's
+    /// terminal. With `terminal: true` and a controlling terminal, the tool reads from and writes to
+    /// `/dev/tty` (so it can ask a question); otherwise its stdin is `/dev/null` and its output goes
+    /// to SwiftPM, which prints it.
+    static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], terminal: Bool = false
+    ) throws -> Int32 {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env
-        if let tty = FileHandle(forReadingAtPath: "/dev/tty") {
+        if terminal, let tty = FileHandle(forUpdatingAtPath: "/dev/tty") {
             process.standardInput = tty
+            process.standardOutput = tty
         } else {
             process.standardInput = FileHandle.nullDevice
         }

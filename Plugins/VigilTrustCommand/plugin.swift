@@ -26,7 +26,9 @@ struct VigilTrustCommand: CommandPlugin {
         {
             environment["VIGIL_FIRST_PARTY_MANIFESTS"] = vigil.appendingPathComponent("manifests").path
         }
-        let status = try VigilPluginSupport.run(tool.url, ["plugin", "trust"] + arguments, environment: environment)
+        // Without --yes, `vigil plugin trust` asks on the terminal, so give it the terminal if there is one.
+        let status = try VigilPluginSupport.run(
+            tool.url, ["plugin", "trust"] + arguments, environment: environment, terminal: !arguments.contains("--yes"))
         if status != 0 {
             Diagnostics.error("vigil plugin trust did not trust anything (exit status \(status)) — see the lines above")
         }
