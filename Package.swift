@@ -71,6 +71,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", log, lifecycle,
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/VigilCLI",
@@ -113,7 +114,7 @@ let package = Package(
         .testTarget(
             name: "VigilTests",
             dependencies: [
-                "Vigil", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings),

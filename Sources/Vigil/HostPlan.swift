@@ -12,6 +12,8 @@ struct HostPlan: Sendable {
         var name: String
         var entry: VigilHost.Entry
         var trust: PluginTrust?
+        /// The verified manifest's requirements (empty when it did not verify).
+        var requirements: [HostRequirement] = []
     }
 
     var configuration: HostConfiguration
@@ -49,14 +51,14 @@ struct HostPlan: Sendable {
                 return Item(
                     name: name,
                     entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),
-                    trust: loaded.trust)
+                    trust: loaded.trust, requirements: manifest.hostRequirements)
             }
             let settings = PluginSettings(
                 pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
             let prepared = VigilHost.PreparedPlugin(
                 name: name, version: "\(manifest.version)", requirements: manifest.hostRequirements,
                 settings: settings, implementation: implementation)
-            return Item(name: name, entry: .ready(prepared), trust: loaded.trust)
+            return Item(name: name, entry: .ready(prepared), trust: loaded.trust, requirements: manifest.hostRequirements)
         }
         return HostPlan(configuration: configuration, items: items)
     }

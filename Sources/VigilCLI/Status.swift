@@ -1,8 +1,83 @@
 import ArgumentParser
+import Foundation
+import Vigil
+import VigilCore
 
-// Placeholder: replaced by the real `vigil status` command.
+/// `vigil status`: the status the running host(s) of this user publish under `$XDG_RUNTIME_DIR/vigil/`.
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status")
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the status of this user's running Vigil hosts.",
+        discussion: """
+            Reads the status files running hosts publish in $XDG_RUNTIME_DIR/vigil/ (0700; /tmp/vigil-UID \
+            when XDG_RUNTIME_DIR is unset). Exits 1 when no host is running. With --config, only hosts \
+            started from that vigil.toml are shown.
+            """)
+
     @OptionGroup var options: ConfigOption
-    func run() async throws { throw ExitCode(70) }
+
+    @Flag(name: .long, help: "Print a JSON array of vigil.status/v1 documents, one per running host.")
+    var json = false
+
+    func run() async throws {
+        let directory: RuntimeDirectory?
+        do {
+            directory = try RuntimeDirectory.resolve(environment: ProcessInfo.processInfo.environment, create: false)
+        } catch {
+            CLI.printError("error: \(error.message)")
+            throw ExitCode.failure
+        }
+        var hosts: [HostStatus] = []
+        if let directory {
+            for result in PublishedHosts.read(from: directory) {
+                switch result {
+                case .success(let status): hosts.append(status)
+                case .failure(let error): CLI.printError("warning: \(error.message)")
+                }
+            }
+        }
+        if let config = options.config {
+            let wanted = HostConfiguration(path: config).path
+            hosts = hosts.filter { $0.configPath == wanted }
+        }
+        if json {
+            let documents = hosts.map { String(decoding: $0.jsonData(pretty: true), as: UTF8.self) }
+            print("[" + documents.joined(separator: ",\n") + "]")
+        } else {
+            for (index, host) in hosts.enumerated() {
+                if index > 0 { print("") }
+                print(Self.describe(host))
+            }
+        }
+        if hosts.isEmpty {
+            CLI.printError(
+                "no Vigil host is running"
+                    + (options.config.map { " from \($0)" } ?? "")
+                    + " — start one with `vigil up` or a host app that calls Vigil.keepAlive()")
+            throw ExitCode.failure
+        }
+    }
+
+    static func describe(_ host: HostStatus) -> String {
+        var lines = ["\(host.hostName) (pid \(host.pid), config \(host.configPath ?? "-"))"]
+        let width = host.plugins.map(\.name.count).max() ?? 0
+        let now = Date().timeIntervalSince1970
+        for plugin in host.plugins {
+            var line = "  " + plugin.name.padding(toLength: width, withPad: " ", startingAt: 0)
+            line += "  " + plugin.state.description
+            line += "  (since \(Self.duration(now - plugin.since)) ago)"
+            let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }
+            lines.append(line)
+        }
+        if host.plugins.isEmpty { lines.append("  no plugins activated") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = max(Int(seconds), 0)
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m\(s % 60)s" }
+        return "\(s / 3600)h\((s % 3600) / 60)m"
+    }
 }

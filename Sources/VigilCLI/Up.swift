@@ -1,8 +1,209 @@
 import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import Vigil
+import VigilCore
 
-// Placeholder: replaced by the real `vigil up` command.
+/// `vigil up`: runs the host's plugins in the foreground until SIGINT or SIGTERM.
 struct Up: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "up")
+    static let configuration = CommandConfiguration(
+        commandName: "up",
+        abstract: "Load and verify vigil.toml's plugins, keep them alive, and stop them on Ctrl-C or SIGTERM.",
+        discussion: """
+            Shows a live status line per plugin on a terminal and plain event lines otherwise. A plugin \
+            whose environment requirement is missing (no sound server, no session bus) says what it \
+            waits for and is re-probed every few seconds. `vigil status` reads the running host's status.
+            """)
+
     @OptionGroup var options: ConfigOption
-    func run() async throws { throw ExitCode(70) }
+
+    @Flag(name: .long, help: "Also log the host's and plugins' messages (info and above) to standard error.")
+    var verbose = false
+
+    @Option(name: .long, help: "Seconds between re-probes of plugins waiting for their environment (default 5).")
+    var retryInterval: Double = 5
+
+    func validate() throws {
+        guard retryInterval >= 0.1, retryInterval <= 3600 else {
+            throw ValidationError("--retry-interval must be between 0.1 and 3600 seconds")
+        }
+    }
+
+    func run() async throws {
+        // Plugin state changes are shown by the display below; logs repeat them, so they are opt-in.
+        let level: Logger.Level = verbose ? .info : .critical
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "vigil")
+        var hostOptions = VigilHost.Options()
+        hostOptions.retryInterval = .milliseconds(Int(retryInterval * 1000))
+        let host: VigilHost
+        do {
+            host = try VigilHost(configPath: options.config, options: hostOptions, logger: logger)
+        } catch {
+            CLI.printError("error: \(error.message)")
+            throw ExitCode.failure
+        }
+        if let banner = host.unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(host.unsafePlugins) {
+            CLI.printError(banner)
+        }
+        let display = StatusDisplay(host: host, live: isatty(1) == 1)
+        await display.header()
+        let events = host.events  // subscribe before anything starts
+        let displayTask = Task { await display.follow(events) }
+
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: host)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            displayTask.cancel()
+            CLI.printError("error: \(error)")
+            throw ExitCode.failure
+        }
+        displayTask.cancel()
+        _ = await displayTask.value
+        await display.footer()
+    }
+}
+
+/// Prints a host's plugins: a live block of status lines on a terminal, plain event lines otherwise.
+actor StatusDisplay {
+    private let host: VigilHost
+    private let live: Bool
+    private var renderedLines = 0
+    private var lastReason: [String: String] = [:]
+
+    init(host: VigilHost, live: Bool) {
+        self.host = host
+        self.live = live
+    }
+
+    func header() async {
+        let status = await host.status()
+        emit(
+            "vigil up: host \(status.hostName), pid \(status.pid), config \(status.configPath ?? "-"); "
+                + "\(status.plugins.count) plugin\(status.plugins.count == 1 ? "" : "s") — Ctrl-C or SIGTERM stops")
+        if let dir = host.runtimeDirectory { emit("status published in \(dir.path) (see `vigil status`)") }
+        for plugin in status.plugins { note(plugin) }
+        if status.plugins.isEmpty { emit("no plugins are activated in vigil.toml (plugins = [...])") }
+        render(status)
+    }
+
+    func follow(_ events: AsyncStream<HostEvent>) async {
+        for await event in events {
+            if Task.isCancelled { break }
+            let status = await host.status()
+            let plugin = status[plugin: event.plugin]
+            if live {
+                if let plugin { note(plugin) }
+                render(status)
+            } else if case .blocked = event.kind, let plugin {
+                note(plugin)
+            } else {
+                emit(Self.line(for: event))
+                if case .failed(let failure) = event.state { lastReason[event.plugin] = "\(event.plugin): failed: \(failure.message)" }
+                if event.kind == .stopped { lastReason[event.plugin] = nil }
+            }
+        }
+    }
+
+    func footer() async {
+        let status = await host.status()
+        render(status)
+        renderedLines = 0
+        emit("vigil up: stopped")
+    }
+
+    /// Prints the full reason of a blocked or failed plugin once (status lines are truncated).
+    private func note(_ plugin: PluginStatus) {
+        let reason: String?
+        switch plugin.state {
+        case .blocked(let unmet):
+            reason = unmet.map { item in
+                item.requirement.isDeclaration
+                    ? "\(plugin.name): blocked: \(item)"
+                    : "\(plugin.name): waits for \(Self.noun(item.requirement)): \(item)"
+            }.joined(separator: "\n")
+        case .failed(let failure): reason = "\(plugin.name): failed: \(failure.message)"
+        default: reason = nil
+        }
+        guard let reason else {
+            lastReason[plugin.name] = nil
+            return
+        }
+        guard lastReason[plugin.name] != reason else { return }
+        lastReason[plugin.name] = reason
+        emit(reason)
+    }
+
+    private static func noun(_ requirement: HostRequirement) -> String {
+        switch requirement.kind {
+        case .audioOutput: "an audio output"
+        case .dbusSession: "a D-Bus session bus"
+        case .executable(let name): "the executable \"\(name)\""
+        case .backgroundMode(let mode): "background mode \"\(mode)\""
+        case .service(let service): "service \"\(service)\""
+        }
+    }
+
+    static func line(for event: HostEvent) -> String {
+        switch event.kind {
+        case .started: "\(event.plugin): running"
+        case .stopped: "\(event.plugin): stopped"
+        case .failed(let failure): "\(event.plugin): failed: \(failure.message)"
+        case .blocked: "\(event.plugin): blocked"
+        case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
+        case .resumed: "\(event.plugin): resumed"
+        case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"
+        case .detailsChanged: "\(event.plugin): \(event.state.name)"
+        }
+    }
+
+    /// Prints a permanent line (above the live block on a terminal).
+    private func emit(_ text: String) {
+        if live, renderedLines > 0 {
+            print("\u{1B}[\(renderedLines)A\u{1B}[J", terminator: "")
+            renderedLines = 0
+        }
+        print(text)
+        fflush(nil)
+    }
+
+    /// Redraws the live block: one line per plugin, cut to the terminal width.
+    private func render(_ status: HostStatus) {
+        guard live else { return }
+        var out = renderedLines > 0 ? "\u{1B}[\(renderedLines)A\u{1B}[J" : ""
+        let width = max(Self.terminalWidth() - 1, 20)
+        let nameWidth = status.plugins.map(\.name.count).max() ?? 0
+        for plugin in status.plugins {
+            let mark =
+                switch plugin.state {
+                case .running: "\u{1B}[32m●\u{1B}[0m"
+                case .interrupted, .blocked, .starting, .stopping: "\u{1B}[33m●\u{1B}[0m"
+                case .failed: "\u{1B}[31m●\u{1B}[0m"
+                case .idle: "○"
+                }
+            var text = plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  " + plugin.state.description
+            let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            if !details.isEmpty { text += "  [\(details)]" }
+            if text.count > width - 2 { text = String(text.prefix(width - 3)) + "…" }
+            out += "\(mark) \(text)\n"
+        }
+        print(out, terminator: "")
+        fflush(nil)
+        renderedLines = status.plugins.count
+    }
+
+    private static func terminalWidth() -> Int {
+        var size = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 80
+    }
 }

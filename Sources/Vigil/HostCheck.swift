@@ -1,0 +1,191 @@
+import Foundation
+public import VigilCore
+import VigilPlugin
+
+/// One problem found by ``HostCheck``, printed like a compiler diagnostic:
+/// `vigil.toml:7:13: warning: [silent-engine] requires background_modes to include "audio" — add it under [host] …`.
+public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
+    /// How bad it is: errors fail `vigil check` and the build; warnings do not.
+    public enum Severity: String, Sendable, Hashable {
+        case warning
+        case error
+    }
+
+    /// How bad it is.
+    public let severity: Severity
+    /// Where in `vigil.toml` (path as the user gave it), when known.
+    public let location: SourceLocation?
+    /// The plugin concerned, if any.
+    public let plugin: String?
+    /// What is wrong and how to fix it (without the `[plugin]` prefix).
+    public let message: String
+
+    /// Creates a diagnostic.
+    public init(severity: Severity, location: SourceLocation?, plugin: String?, message: String) {
+        self.severity = severity
+        self.location = location
+        self.plugin = plugin
+        self.message = message
+    }
+
+    /// `path:line:column: severity: [plugin] message`.
+    public var description: String {
+        var text = location.map { "\($0): " } ?? ""
+        text += "\(severity.rawValue): "
+        if let plugin { text += "[\(plugin)] " }
+        return text + message
+    }
+}
+
+/// The one checker behind `vigil check`, the build-tool plugin and `vigil up`: loads `vigil.toml`,
+/// verifies every activated plugin exactly as ``VigilHost`` does (without recording rollback
+/// state), and reports
+/// - errors: a missing or invalid configuration, a plugin that does not verify or is not trusted,
+///   a manifest `entry` this Vigil does not provide;
+/// - warnings: declarations a plugin requires that `[host]` lacks, environment requirements not
+///   met on this machine (the plugin will wait for them at start), unsigned plugins admitted
+///   under `acknowledge_unsafe_plugins` (with ``Report/banner``).
+public struct HostCheck: Sendable {
+    /// What a check found.
+    public struct Report: Sendable {
+        /// The configuration file, as given (or as found), when there is one.
+        public let configPath: String?
+        /// Every problem, in `vigil.toml` order.
+        public let diagnostics: [Diagnostic]
+        /// The unsigned plugins admitted under `acknowledge_unsafe_plugins`.
+        public let unsafePlugins: [String]
+        /// The loud banner to print while unsigned plugins are admitted.
+        public var banner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
+        /// The activated plugins and, for each, `ready` or the failure code.
+        public let plugins: [(name: String, ready: Bool)]
+        /// True when any diagnostic is an error.
+        public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    }
+
+    /// The plugin implementations the host provides (for `entry` lookup).
+    public var registry: PluginRegistry
+    /// The environment probed for environment requirements and used for the state directory.
+    public var environment: RequirementChecker.Environment
+    /// False checks declarations only (what a build can know), skipping environment probes.
+    public var probeEnvironment: Bool
+
+    /// Creates a checker.
+    public init(
+        registry: PluginRegistry = .builtin, environment: RequirementChecker.Environment = .current,
+        probeEnvironment: Bool = true
+    ) {
+        self.registry = registry
+        self.environment = environment
+        self.probeEnvironment = probeEnvironment
+    }
+
+    /// Checks `configPath` (`nil`: the nearest `vigil.toml` from the working directory upward).
+    /// Locations use the path as given, or relative to the working directory when found.
+    public func run(configPath: String?) -> Report {
+        let path: String
+        do {
+            path = try HostPlan.resolveConfigPath(configPath)
+        } catch {
+            return Report(
+                configPath: nil, diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
+                unsafePlugins: [], plugins: [])
+        }
+        let display = configPath ?? Self.displayPath(found: path)
+        let configuration: HostConfiguration
+        do throws(CoreError) {
+            configuration = try HostConfiguration.load(path: path)
+        } catch {
+            return Report(
+                configPath: display, diagnostics: [Self.configDiagnostic(error, absolute: HostConfiguration(path: path).path, display: display)],
+                unsafePlugins: [], plugins: [])
+        }
+        return check(configuration, display: display)
+    }
+
+    /// Checks an already loaded configuration; locations use `display` as the file's path.
+    public func check(_ configuration: HostConfiguration, display: String? = nil) -> Report {
+        let display = display ?? configuration.path
+        func located(_ keyPath: [String]) -> SourceLocation? {
+            (configuration.location(of: keyPath) ?? configuration.location(of: Array(keyPath.prefix(1)))).map {
+                SourceLocation(path: display, line: $0.line, column: $0.column)
+            }
+        }
+        let plan = HostPlan.make(
+            configuration: configuration, registry: registry,
+            stateDirectory: HostPlan.stateDirectory(environment: environment.variables), record: false)
+        let checker = RequirementChecker(declarations: configuration.host, environment: environment)
+        var diagnostics: [Diagnostic] = []
+        for item in plan.items {
+            let location = located(["plugins", item.name])
+            if case .unavailable(let plugin) = item.entry {
+                diagnostics.append(
+                    .init(
+                        severity: .error, location: location, plugin: item.name,
+                        message: Self.strip(plugin.failure.message, item.name)))
+            }
+            // Requirements of every verified manifest, even one whose entry is unknown.
+            for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
+                let message =
+                    unmet.requirement.isDeclaration
+                    ? unmet.description
+                    : "will wait for \(Self.noun(unmet.requirement)) at start: \(unmet.description)"
+                diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
+            }
+            if item.trust == .acknowledgedUnsigned {
+                diagnostics.append(
+                    .init(
+                        severity: .warning, location: located(["acknowledge_unsafe_plugins", item.name]), plugin: item.name,
+                        message: "loads UNSIGNED under acknowledge_unsafe_plugins — sign it (vigil plugin sign), trust it "
+                            + "(vigil plugin trust \(item.name)) and remove it from acknowledge_unsafe_plugins before production"))
+            }
+        }
+        return Report(
+            configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
+            plugins: plan.items.map { item in
+                if case .ready = item.entry { (item.name, true) } else { (item.name, false) }
+            })
+    }
+
+    /// How a probed requirement reads in "will wait for … at start".
+    static func noun(_ requirement: HostRequirement) -> String {
+        switch requirement.kind {
+        case .audioOutput: "an audio output"
+        case .dbusSession: "a D-Bus session bus"
+        case .executable(let name): "the executable \"\(name)\""
+        case .backgroundMode(let mode): "background mode \"\(mode)\""
+        case .service(let service): "service \"\(service)\""
+        }
+    }
+
+    /// Drops a leading `[name] ` (the diagnostic prints the plugin itself).
+    static func strip(_ message: String, _ name: String) -> String {
+        let prefix = "[\(name)] "
+        return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
+    }
+
+    /// A found file's path as a compiler would print it: relative when below the working directory.
+    static func displayPath(found path: String) -> String {
+        let cwd = FileManager.default.currentDirectoryPath
+        let prefix = cwd.hasSuffix("/") ? cwd : cwd + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+
+    /// A configuration error as a located diagnostic: the core reports `ABSOLUTE:LINE:COL: problem`.
+    static func configDiagnostic(_ error: CoreError, absolute: String, display: String) -> Diagnostic {
+        var rest = Substring(error.message)
+        guard rest.hasPrefix(absolute) else {
+            return Diagnostic(severity: .error, location: nil, plugin: nil, message: error.message)
+        }
+        rest = rest.dropFirst(absolute.count)
+        let parts = rest.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        if parts.count == 4, parts[0].isEmpty, let line = Int(parts[1]), let column = Int(parts[2]) {
+            return Diagnostic(
+                severity: .error, location: SourceLocation(path: display, line: line, column: column), plugin: nil,
+                message: parts[3].drop(while: { $0 == " " }).description)
+        }
+        if rest.hasPrefix(": ") { rest = rest.dropFirst(2) }
+        return Diagnostic(
+            severity: .error, location: nil, plugin: nil,
+            message: error.code == .configNotFound ? error.message : "\(display): \(rest)")
+    }
+}

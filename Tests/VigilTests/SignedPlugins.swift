@@ -1,0 +1,58 @@
+import Foundation
+import VigilCore
+import VigilCrypto
+import VigilTestSupport
+
+/// A temp host project for config-based host tests: `vigil.toml`, plugins signed in place with
+/// fresh keys (through the core's `PluginSigner`), and private state and runtime directories.
+struct HostProject {
+    let dir: RuntimeFixtures.TempDirectory
+    var configPath: String { dir.path + "/vigil.toml" }
+    var environment: [String: String] {
+        ["XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path]
+    }
+
+    init() throws {
+        dir = try RuntimeFixtures.TempDirectory("vigil-host")
+        try FileManager.default.createDirectory(
+            atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    func remove() { dir.remove() }
+
+    /// Writes `manifests/NAME/plugin.json` and signs it with a fresh key (the signer fills in the
+    /// resource digests); returns the key's fingerprint. Unsigned plugins get no resources.
+    @discardableResult
+    func signedPlugin(
+        _ name: String, entry: String? = nil, requirements: String = "[]",
+        settings: String = #"{"mode": "zero", "level": 3}"#, sign: Bool = true
+    ) throws -> String {
+        try dir.write("manifests/\(name)/payload.txt", "payload of \(name)\n")
+        try dir.write(
+            "manifests/\(name)/plugin.json",
+            """
+            {"schema": "vigil.plugin-manifest/v1", "name": "\(name)", "version": "1.2.3",
+             "description": "test plugin \(name)", "entry": "\(entry ?? "ledger")",
+             "host_requirements": \(requirements), "resources": \(sign ? #"[{"path": "payload.txt"}]"# : "[]"), "settings": \(settings)}
+            """)
+        guard sign else { return "" }
+        let key = MinisignSecretKey.generate()
+        _ = try PluginSigner.sign(directory: dir.path + "/manifests/\(name)", with: key)
+        return key.publicKey.fingerprint.description
+    }
+
+    /// Flips one byte of a signed plugin's manifest (the signature no longer matches).
+    func tamper(_ name: String) throws {
+        let path = dir.path + "/manifests/\(name)/plugin.json"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        precondition(text.contains("\"1.2.3\""))
+        try text.replacingOccurrences(of: "\"1.2.3\"", with: "\"1.2.9\"").write(
+            toFile: path, atomically: false, encoding: .utf8)
+    }
+
+    /// Writes vigil.toml and returns its path.
+    @discardableResult
+    func config(_ text: String) throws -> String {
+        try dir.write("vigil.toml", text)
+    }
+}
