@@ -4,7 +4,8 @@ import PackagePlugin
 /// Runs `vigil check` on the host's `vigil.toml` during `swift build`.
 ///
 /// Apply it to the host's executable target. It finds `vigil.toml` at the package root (or in a
-/// parent directory) and adds a build command that runs `vigil check --config <path>`. The command's
+/// parent directory) and adds a build command that runs
+/// `vigil check --declarations-only --config <path>`. The command's
 /// inputs are `vigil.toml` and every file of the configured plugin directories and of Vigil's
 /// first-party manifests, so SwiftPM re-runs it — and prints its `vigil.toml:LINE:COL: warning: …`
 /// lines — whenever one of them changes. An error (a plugin that fails verification or trust, a
@@ -43,7 +44,10 @@ struct VigilBuildCheck: BuildToolPlugin {
         return .buildCommand(
             displayName: "Checking \(config.path) with vigil check",
             executable: tool,
-            arguments: ["check", "--config", config.path],
+            // Declarations, signatures and trust only: probing this machine's audio output or D-Bus at
+            // build time would describe the build machine, and SwiftPM would not re-run the check
+            // when the environment changes anyway (`vigil check` and `vigil up` probe at run time).
+            arguments: ["check", "--declarations-only", "--config", config.path],
             environment: environment,
             inputFiles: [config] + VigilPluginSupport.manifestFiles(in: directories),
             // No outputs: a declared output file would become a resource of the target (and a

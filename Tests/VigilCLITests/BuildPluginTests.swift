@@ -68,23 +68,31 @@ struct BuildPluginTests {
             return (r.status, r.stdout + r.stderr)
         }
 
-        // (a) Only a warning: the build succeeds and shows it at the right place in vigil.toml.
+        // (a) Only a warning: the build succeeds and shows it where silent-engine is activated.
+        let text = Self.config(trusting: Self.silentEngineKey)
+        let expectedLine = try #require(lineNumber(of: "plugins", in: text))
+        let expectedColumn = try #require(column(of: "\"silent-engine\"", onLine: expectedLine, in: text))
         let first = try build()
         #expect(first.status == 0, "the build failed:\n\(first.output)")
-        let warnings = diagnostics(in: first.output, severity: "warning", plugin: "silent-engine")
+        #expect(diagnostics(in: first.output, severity: "error", plugin: "silent-engine").isEmpty, "\(first.output)")
         let warning = try #require(
-            warnings.first { $0.path == configPath && $0.text.contains("background_modes") },
+            diagnostics(in: first.output, severity: "warning", plugin: "silent-engine").first {
+                $0.path == configPath && $0.text.contains("requires background_modes to include \"audio\"")
+            },
             "no located [silent-engine] background_modes warning for \(configPath) in:\n\(first.output)")
-        #expect(warning.line == lineNumber(of: "[host]", in: Self.config(trusting: Self.silentEngineKey)))
+        #expect(warning.line == expectedLine)
+        #expect(warning.column == expectedColumn)
 
-        // (b) The trusted key no longer matches the signature: the rebuild re-runs the check and fails.
+        // (b) The trusted key no longer matches the manifest's signer: the edit of vigil.toml re-runs
+        // the check, which fails, and so does the build.
         try dir.write("host/vigil.toml", Self.config(trusting: Self.soundscapeKey))
         let second = try build()
         #expect(second.status != 0, "the rebuild succeeded despite the wrong trusted key:\n\(second.output)")
-        let errors = diagnostics(in: second.output, severity: "error", plugin: "silent-engine")
-        #expect(
-            errors.contains { $0.path == configPath && $0.text.contains(Self.soundscapeKey) || $0.text.contains("trust") },
-            "no located [silent-engine] trust error for \(configPath) in:\n\(second.output)")
+        let error = diagnostics(in: second.output, severity: "error", plugin: "silent-engine").first {
+            $0.path == configPath && $0.text.contains(Self.soundscapeKey) && $0.text.contains(Self.silentEngineKey)
+        }
+        #expect(error != nil, "no located [silent-engine] trust error for \(configPath) in:\n\(second.output)")
+        #expect(error?.line == expectedLine)
     }
 
     struct Diagnostic {
@@ -111,6 +119,13 @@ struct BuildPluginTests {
     /// The 1-based number of the first line of `text` that starts with `prefix`.
     func lineNumber(of prefix: String, in text: String) -> Int? {
         text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.hasPrefix(prefix) }.map { $0 + 1 }
+    }
+
+    /// The 1-based column of `needle` on line `line` of `text`.
+    func column(of needle: String, onLine line: Int, in text: String) -> Int? {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard line >= 1, line <= lines.count, let range = lines[line - 1].range(of: needle) else { return nil }
+        return lines[line - 1].distance(from: lines[line - 1].startIndex, to: range.lowerBound) + 1
     }
 
     /// `value` as a Swift string literal.
