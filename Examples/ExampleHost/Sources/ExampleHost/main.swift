@@ -22,6 +22,20 @@ func shutdownSignals() -> AsyncStream<Int32> {
     }
 }
 
+/// One event as a short phrase.
+func describe(_ kind: HostEvent.Kind) -> String {
+    switch kind {
+    case .started: "started"
+    case .stopped: "stopped"
+    case .failed(let failure): "failed: \(failure.message)"
+    case .blocked: "blocked"
+    case .interrupted(let reason): "interrupted: \(reason)"
+    case .resumed: "resumed"
+    case .resumeFailed(let reason): "gave up: \(reason)"
+    case .detailsChanged: "details changed"
+    }
+}
+
 let signals = shutdownSignals()
 let host = try await Vigil.keepAlive()
 
@@ -29,12 +43,13 @@ let status = await host.status()
 print("\(status.hostName): keep-alive requested (pid \(status.pid), config \(status.configPath ?? "none"))")
 for plugin in status.plugins {
     print("  \(plugin.name) \(plugin.version ?? "?"): \(plugin.state)")
+    for (key, value) in plugin.details.sorted(by: { $0.key < $1.key }) { print("    \(key): \(value)") }
 }
 
 // Print every state change until a signal arrives, then stop.
 let watcher = Task {
     for await event in host.events {
-        print("event: \(event.plugin) \(event.kind) → \(event.state)")
+        print("event: \(event.plugin) \(describe(event.kind)) (now \(event.state.name))")
     }
 }
 for await signo in signals {
