@@ -1,26 +1,12 @@
-import Dispatch
-import Foundation
+import Logging
+import ServiceLifecycle
 import Vigil
 
-// An example host: keep the app alive and its audio output awake until SIGINT/SIGTERM.
+// An example host: keeps the app alive and its audio output awake until SIGINT or SIGTERM.
 //
 // `Vigil.keepAlive()` reads the nearest vigil.toml (from the working directory upward), verifies
 // each activated plugin's signature against [trusted_plugins], and starts every plugin whose host
 // requirements are met. Run it from this directory: `swift run`.
-
-/// SIGINT and SIGTERM as an async sequence (the default actions are turned off first).
-func shutdownSignals() -> AsyncStream<Int32> {
-    AsyncStream { continuation in
-        let sources = [SIGINT, SIGTERM].map { signo in
-            signal(signo, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
-            source.setEventHandler { continuation.yield(signo) }
-            source.resume()
-            return source
-        }
-        continuation.onTermination = { _ in sources.forEach { $0.cancel() } }
-    }
-}
 
 /// One event as a short phrase.
 func describe(_ kind: HostEvent.Kind) -> String {
@@ -36,26 +22,29 @@ func describe(_ kind: HostEvent.Kind) -> String {
     }
 }
 
-let signals = shutdownSignals()
-let host = try await Vigil.keepAlive()
+let logger = Logger(label: "example-host")
+let host = try await Vigil.keepAlive(logger: logger)
 
 let status = await host.status()
-print("\(status.hostName): keep-alive requested (pid \(status.pid), config \(status.configPath ?? "none"))")
+print("\(status.hostName): keep-alive started (pid \(status.pid), config \(status.configPath ?? "none"))")
 for plugin in status.plugins {
     print("  \(plugin.name) \(plugin.version ?? "?"): \(plugin.state)")
     for (key, value) in plugin.details.sorted(by: { $0.key < $1.key }) { print("    \(key): \(value)") }
 }
 
-// Print every state change until a signal arrives, then stop.
+// Print every state change while the app runs.
+let events = host.events
 let watcher = Task {
-    for await event in host.events {
+    for await event in events {
         print("event: \(event.plugin) \(describe(event.kind)) (now \(event.state.name))")
     }
 }
-for await signo in signals {
-    print("\(status.hostName): \(signo == SIGINT ? "SIGINT" : "SIGTERM") received, stopping")
-    break
-}
-await Vigil.stop()
+
+// The host is a swift-service-lifecycle Service: in a ServiceGroup it keeps the plugins alive,
+// re-probes plugins waiting for their environment (a sound server, a session bus), and on SIGINT
+// or SIGTERM shuts down gracefully, which stops every plugin. Add your app's own services here.
+let group = ServiceGroup(services: [host], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+try await group.run()
+await Vigil.stop()  // already stopped by the graceful shutdown; idempotent
 watcher.cancel()
 print("\(status.hostName): stopped")
