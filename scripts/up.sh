@@ -96,11 +96,11 @@ fi
 if command -v pactl >/dev/null; then
   # Give module-suspend-on-idle (1 s) time to suspend the idle private sink, for the contrast.
   [[ -n "$pulse_pid" ]] && sleep 2
-  say "sink state before vigil: $(pactl list short sinks 2>/dev/null | awk '{print $2, $NF}' | paste -sd ',' -)"
+  say "(a sink RUNNING is kept awake; SUSPENDED is idle) sink state before vigil: $(pactl list short sinks 2>/dev/null | awk '{print $2, $NF}' | paste -sd ',' -)"
   (
     sleep 3
     while true; do
-      echo "up.sh: sinks (name, state; RUNNING = kept awake, SUSPENDED = idle): $(pactl list short sinks 2>/dev/null | awk '{print $2, $NF}' | paste -sd ',' -)" >&2
+      echo "up.sh: sinks (name, state): $(pactl list short sinks 2>/dev/null | awk '{print $2, $NF}' | paste -sd ',' -)" >&2
       for _ in 1 2 3 4 5; do sleep 1; done
     done
   ) &
