@@ -108,7 +108,10 @@ actor StatusDisplay {
                 note(plugin)
             } else {
                 emit(Self.line(for: event))
-                if case .failed(let failure) = event.state { lastReason[event.plugin] = "\(event.plugin): failed: \(failure.message)" }
+                if case .failed(let failure) = event.state {
+                    lastReason[event.plugin] =
+                        "\(event.plugin): failed: " + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
+                }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
         }
@@ -131,7 +134,8 @@ actor StatusDisplay {
                     ? "\(plugin.name): blocked: \(item)"
                     : "\(plugin.name): waits for \(Self.noun(item.requirement)): \(item)"
             }.joined(separator: "\n")
-        case .failed(let failure): reason = "\(plugin.name): failed: \(failure.message)"
+        case .failed(let failure):
+            reason = "\(plugin.name): failed: " + failure.message.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
         default: reason = nil
         }
         guard let reason else {
@@ -157,7 +161,8 @@ actor StatusDisplay {
         switch event.kind {
         case .started: "\(event.plugin): running"
         case .stopped: "\(event.plugin): stopped"
-        case .failed(let failure): "\(event.plugin): failed: \(failure.message)"
+        case .failed(let failure):
+            "\(event.plugin): failed: " + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
         case .blocked: "\(event.plugin): blocked"
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
@@ -190,7 +195,7 @@ actor StatusDisplay {
                 case .failed: "\u{1B}[31m●\u{1B}[0m"
                 case .idle: "○"
                 }
-            var text = plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  " + plugin.state.description
+            var text = plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  " + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             if !details.isEmpty { text += "  [\(details)]" }
             if text.count > width - 2 { text = String(text.prefix(width - 3)) + "…" }

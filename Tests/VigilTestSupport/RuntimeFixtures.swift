@@ -22,7 +22,7 @@ public enum RuntimeFixtures {
         public let path: String
 
         public init(_ prefix: String = "vigil-test") throws {
-            var template = Array((NSTemporaryDirectory() + "/\(prefix)-XXXXXX").utf8CString)
+            var template = Array((FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX").utf8CString)
             guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
                 throw Failure("mkdtemp failed: \(String(cString: strerror(errno)))")
             }

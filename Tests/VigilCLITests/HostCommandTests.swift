@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vigil check`, `vigil up` and `vigil status` on the real binary, with private state and
+/// runtime directories and Vigil's real first-party manifests. Every run is time-bounded.
+@Suite("vigil check / up / status", .timeLimit(.minutes(1)))
+struct HostCommandTests {
+    /// A temp project: `vigil.toml`, private XDG dirs, the real first-party manifests.
+    struct Project {
+        let dir: RuntimeFixtures.TempDirectory
+        init() throws {
+            dir = try RuntimeFixtures.TempDirectory("vigil-cli-host")
+            try FileManager.default.createDirectory(
+                atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        var config: String { dir.path + "/vigil.toml" }
+        var runtimeDirectory: String { dir.path + "/run" }
+
+        /// The environment of every run: no sound server, no session bus, private dirs.
+        var environment: [String: String] {
+            var env = ProcessInfo.processInfo.environment
+            env["XDG_RUNTIME_DIR"] = runtimeDirectory
+            env["XDG_STATE_HOME"] = dir.path + "/state"
+            env["HOME"] = dir.path
+            env["PULSE_SERVER"] = "unix:" + dir.path + "/no-such-pulse-socket"
+            env["VIGIL_FIRST_PARTY_MANIFESTS"] = VigilExecutable.packageRoot + "/manifests"
+            env.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
+            return env
+        }
+
+        func vigil(_ arguments: String...) async throws -> RuntimeFixtures.Output {
+            try await RuntimeFixtures.run(VigilExecutable.path, arguments, environment: environment, timeout: 30)
+        }
+
+        /// Trusts first-party plugins through the real review workflow.
+        func trust(_ names: String...) async throws {
+            for name in names {
+                let r = try await vigil("plugin", "trust", name, "--yes", "--config", config)
+                #expect(r.status == 0, "\(r.stderr)")
+            }
+        }
+    }
+
+    static func json(_ text: String) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+
+    @Test("check: a clean config exits 0; an untrusted plugin is a located error and exits 1")
+    func checkExitCodes() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        try project.dir.write("vigil.toml", "plugins = []\n")
+        let clean = try await project.vigil("check", "--config", project.config)
+        #expect(clean.status == 0, "\(clean.stderr)")
+        #expect(clean.stderr.isEmpty)
+        #expect(clean.stdout.contains("0 plugins activated, 0 ready; 0 errors, 0 warnings"))
+
+        try project.dir.write("vigil.toml", "plugins = [\"supervisor\"]\n")
+        let untrusted = try await project.vigil("check", "--config", project.config)
+        #expect(untrusted.status == 1)
+        #expect(
+            untrusted.stderr.hasPrefix(
+                "\(project.config):1:12: error: [supervisor] it is signed with key ed25519:"))
+        #expect(untrusted.stderr.contains("run `vigil plugin trust supervisor`"))
+    }
+
+    @Test("check: unmet declarations are warnings at the plugin's entry; exit 1 only with errors; --json agrees")
+    func checkWarnings() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        try project.dir.write("vigil.toml", "plugins = [\"silent-engine\"]\n\n[host]\nname = \"kiosk\"\n")
+        try await project.trust("silent-engine")
+        let result = try await project.vigil("check", "--config", project.config)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(
+            lines.contains {
+                $0.hasPrefix(
+                    "\(project.config):1:12: warning: [silent-engine] requires background_modes to include \"audio\" — "
+                        + "add it under [host] in vigil.toml: background_modes = [\"audio\"]")
+            }, "\(result.stderr)")
+        #expect(
+            lines.contains {
+                $0.hasPrefix("\(project.config):1:12: warning: [silent-engine] will wait for an audio output at start: ")
+                    && $0.contains("no-such-pulse-socket (PULSE_SERVER)")
+            }, "\(result.stderr)")
+        let errors = lines.filter { $0.contains(": error: ") }
+        // While this build has no built-in implementation for an entry, that is the only possible error.
+        #expect(errors.allSatisfy { $0.contains("is not a plugin implementation this host provides") })
+        #expect(result.status == (errors.isEmpty ? 0 : 1))
+
+        let json = try await project.vigil("check", "--json", "--config", project.config)
+        #expect(json.status == result.status)
+        let document = try #require(try Self.json(json.stdout) as? [String: Any])
+        #expect(document["schema"] as? String == "vigil.check/v1")
+        #expect(document["warnings"] as? Int == 2)
+        #expect(document["errors"] as? Int == errors.count)
+        let diagnostics = try #require(document["diagnostics"] as? [[String: Any]])
+        #expect(diagnostics.contains { $0["line"] as? Int == 1 && $0["column"] as? Int == 12 && $0["severity"] as? String == "warning" })
+
+        // What a build can know: the audio probe is skipped.
+        let build = try await project.vigil("check", "--declarations-only", "--config", project.config)
+        #expect(!build.stderr.contains("will wait for"))
+        #expect(build.stderr.contains("requires background_modes"))
+    }
+
+    @Test("usage errors exit 64; status with no running host exits 1 and says so")
+    func usageAndNoHost() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        #expect(try await project.vigil("check", "--no-such-flag").status == 64)
+        #expect(try await project.vigil("up", "--retry-interval", "0").status == 64)
+        let status = try await project.vigil("status")
+        #expect(status.status == 1)
+        #expect(status.stderr.contains("no Vigil host is running"))
+        let missing = try await project.vigil("up", "--config", project.dir.path + "/missing.toml")
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("missing.toml does not exist"))
+    }
+
+    @Test("up end to end: starts, says what each plugin waits for, status shows it, SIGTERM stops it cleanly")
+    func upEndToEnd() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        try project.dir.write(
+            "vigil.toml", "plugins = [\"silent-engine\", \"supervisor\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
+        try await project.trust("silent-engine", "supervisor")
+        let output = project.dir.path + "/up.out"
+        let child = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", project.config, "--retry-interval", "0.5"],
+            environment: project.environment, stdout: output, stderr: project.dir.path + "/up.err")
+        defer { child.terminate(grace: 2) }  // never leave it running, whatever fails below
+
+        // Wait (bounded) until it publishes its status.
+        var document: [String: Any]?
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, document == nil, child.isRunning {
+            let status = try await project.vigil("status", "--json")
+            if status.status == 0, let array = try? Self.json(status.stdout) as? [[String: Any]], let first = array.first {
+                document = first
+            } else {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let host = try #require(document, "vigil up did not publish its status; stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
+        #expect(host["schema"] as? String == "vigil.status/v1")
+        #expect(host["pid"] as? Int == Int(child.pid))
+        #expect(host["config"] as? String == project.config)
+        let plugins = try #require(host["plugins"] as? [[String: Any]])
+        #expect(plugins.map { $0["name"] as? String } == ["silent-engine", "supervisor"])
+        for plugin in plugins {
+            let state = plugin["state"] as? String
+            if state == "failed" {
+                // Only until this build registers the first-party implementations (BuiltinPlugins).
+                #expect((plugin["error"] as? [String: Any])?["code"] as? String == "unknown-entry")
+            } else {
+                #expect(state == "blocked", "\(plugin)")
+            }
+        }
+        // supervisor's [host] services declaration is missing; silent-engine has no audio output.
+        if plugins[1]["state"] as? String == "blocked" {
+            let unmet = try #require(plugins[1]["unmet"] as? [[String: Any]])
+            #expect(unmet.contains { $0["kind"] as? String == "service" && $0["value"] as? String == "supervisor" })
+        }
+        if plugins[0]["state"] as? String == "blocked" {
+            let unmet = try #require(plugins[0]["unmet"] as? [[String: Any]])
+            #expect(unmet.map { $0["kind"] as? String } == ["audio-output"])
+        }
+        let human = try await project.vigil("status")
+        #expect(human.status == 0)
+        #expect(human.stdout.contains("(pid \(child.pid), config \(project.config))"))
+
+        let statusFile = project.runtimeDirectory + "/vigil/host-\(child.pid).json"
+        #expect(FileManager.default.fileExists(atPath: statusFile))
+        var mode = stat()
+        #expect(stat(statusFile, &mode) == 0 && mode.st_mode & 0o777 == 0o600)
+
+        child.signal(SIGTERM)
+        let exit = await child.waitForExit(timeout: 20)
+        #expect(exit.map(ChildProcess.exitCode(fromWaitStatus:)) == 0, "vigil up did not exit 0 after SIGTERM")
+        #expect(!FileManager.default.fileExists(atPath: statusFile))
+        #expect(try await project.vigil("status").status == 1)
+
+        let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(printed.contains("vigil up: host "))
+        #expect(printed.contains("vigil up: stopped"))
+        for plugin in plugins where plugin["state"] as? String == "blocked" {
+            // Plain (non-terminal) output says what each blocked plugin waits for.
+            #expect(printed.contains("\(plugin["name"] as! String): "), "\(printed)")
+        }
+        if plugins[0]["state"] as? String == "blocked" {
+            #expect(printed.contains("silent-engine: waits for an audio output: "), "\(printed)")
+        }
+    }
+}
