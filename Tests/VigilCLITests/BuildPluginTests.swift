@@ -32,7 +32,7 @@ struct BuildPluginTests {
     @Test(
         "swift build prints vigil.toml:LINE:COL warnings; a trust failure fails the rebuild",
         .timeLimit(.minutes(20)))
-    func warningsThenTrustFailure() throws {
+    func warningsThenTrustFailure() async throws {
         let dir = try TestDirectory("vigil-build-plugin")
         defer { dir.remove() }
         try dir.write(
@@ -56,8 +56,8 @@ struct BuildPluginTests {
         let configPath = try dir.write("host/vigil.toml", Self.config(trusting: Self.silentEngineKey))
         let swift = try #require(RuntimeFixtures.which("swift"), "swift is not on PATH")
 
-        func build() throws -> (status: Int32, output: String) {
-            let r = try VigilExecutable.run(
+        func build() async throws -> (status: Int32, output: String) {
+            let r = try await VigilExecutable.run(
                 executable: swift,
                 ["build", "--package-path", dir.url("host"), "--scratch-path", dir.url("scratch")],
                 in: dir.path,
@@ -72,7 +72,7 @@ struct BuildPluginTests {
         let text = Self.config(trusting: Self.silentEngineKey)
         let expectedLine = try #require(lineNumber(of: "plugins", in: text))
         let expectedColumn = try #require(column(of: "\"silent-engine\"", onLine: expectedLine, in: text))
-        let first = try build()
+        let first = try await build()
         #expect(first.status == 0, "the build failed:\n\(first.output)")
         #expect(diagnostics(in: first.output, severity: "error", plugin: "silent-engine").isEmpty, "\(first.output)")
         let warning = try #require(
@@ -86,7 +86,7 @@ struct BuildPluginTests {
         // (b) The trusted key no longer matches the manifest's signer: the edit of vigil.toml re-runs
         // the check, which fails, and so does the build.
         try dir.write("host/vigil.toml", Self.config(trusting: Self.soundscapeKey))
-        let second = try build()
+        let second = try await build()
         #expect(second.status != 0, "the rebuild succeeded despite the wrong trusted key:\n\(second.output)")
         let error = diagnostics(in: second.output, severity: "error", plugin: "silent-engine").first {
             $0.path == configPath && $0.text.contains(Self.soundscapeKey) && $0.text.contains(Self.silentEngineKey)
