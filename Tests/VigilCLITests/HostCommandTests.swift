@@ -12,9 +12,9 @@ import Glibc
 struct HostCommandTests {
     /// A temp project: `vigil.toml`, private XDG dirs, the real first-party manifests.
     struct Project {
-        let dir: RuntimeFixtures.TempDirectory
+        let dir: TestDirectory
         init() throws {
-            dir = try RuntimeFixtures.TempDirectory("vigil-cli-host")
+            dir = try TestDirectory("vigil-cli-host")
             try FileManager.default.createDirectory(
                 atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }

@@ -17,37 +17,11 @@ public enum RuntimeFixtures {
         public init(_ description: String) { self.description = description }
     }
 
-    /// A fresh private directory (0700) removed on `remove()`.
-    public final class TempDirectory: Sendable {
-        public let path: String
-
-        public init(_ prefix: String = "vigil-test") throws {
-            var template = Array((FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX").utf8CString)
-            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-                throw Failure("mkdtemp failed: \(String(cString: strerror(errno)))")
-            }
-            path = String(cString: made)
-        }
-
-        /// Writes `contents` to `name` under the directory (creating parents) and returns the path.
-        @discardableResult
-        public func write(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
-            let file = path + "/" + name
-            try FileManager.default.createDirectory(
-                atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try contents.write(toFile: file, atomically: true, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file)
-            return file
-        }
-
-        public func remove() { try? FileManager.default.removeItem(atPath: path) }
-    }
-
     /// Runs `body` with a temp directory that is removed afterwards, even when `body` throws.
     public static func withTempDirectory<T>(
-        _ prefix: String = "vigil-test", _ body: (TempDirectory) async throws -> T
+        _ prefix: String = "vigil-test", _ body: (TestDirectory) async throws -> T
     ) async throws -> T {
-        let dir = try TempDirectory(prefix)
+        let dir = try TestDirectory(prefix)
         defer { dir.remove() }
         return try await body(dir)
     }
@@ -99,46 +73,6 @@ public enum RuntimeFixtures {
             status: ChildProcess.exitCode(fromWaitStatus: status), timedOut: finished == nil,
             stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
-    }
-
-    /// A private D-Bus session bus (`dbus-daemon --session`) on a socket in a temp dir.
-    public final class SessionBus: Sendable {
-        public let directory: TempDirectory
-        public let address: String
-        private let child: ChildProcess
-
-        /// Runs `body` with a started bus, then stops it and removes its directory, even when `body` throws.
-        public static func with<T>(_ body: (SessionBus) async throws -> T) async throws -> T {
-            let bus = try await SessionBus()
-            defer { bus.stop() }
-            return try await body(bus)
-        }
-
-        private init() async throws {
-            guard let daemon = RuntimeFixtures.which("dbus-daemon") else {
-                throw Failure("dbus-daemon is not installed — run scripts/install-deps.sh")
-            }
-            directory = try TempDirectory("vigil-dbus")
-            let socket = directory.path + "/bus"
-            address = "unix:path=" + socket
-            do {
-                child = try ChildProcess(daemon, ["--session", "--nofork", "--nopidfile", "--address=" + address])
-            } catch {
-                directory.remove()
-                throw error
-            }
-            let up = await RuntimeFixtures.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: socket) }
-            if !up {
-                stop()
-                throw Failure("private dbus-daemon did not create \(socket) within 10 s")
-            }
-        }
-
-        /// Stops the daemon (SIGTERM, SIGKILL after 2 s), reaps it and removes the directory.
-        public func stop() {
-            child.terminate(grace: 2)
-            directory.remove()
-        }
     }
 }
 

@@ -28,10 +28,12 @@ public struct TestDirectory: Sendable {
         return full
     }
 
-    /// Writes UTF-8 text to `relative`.
+    /// Writes UTF-8 text to `relative`, with permission bits `mode` when given.
     @discardableResult
-    public func write(_ relative: String, _ text: String) throws -> String {
-        try write(relative, Array(text.utf8))
+    public func write(_ relative: String, _ text: String, mode: Int? = nil) throws -> String {
+        let full = try write(relative, Array(text.utf8))
+        if let mode { try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: full) }
+        return full
     }
 
     /// Reads `relative` (or an absolute path).

@@ -142,11 +142,11 @@ struct RequirementMatrixTests {
 
     @Test("dbus-session met by a real private dbus-daemon")
     func dbusSessionMet() async throws {
-        try await RuntimeFixtures.SessionBus.with { bus in
-            let (state, _) = try await run(
-                HostRequirement(kind: .dbusSession), environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address + ",guid=0"])
-            #expect(state == .running)
-        }
+        let bus = try await blockingCall { Result { try DBusDaemon() } }.get()
+        defer { bus.stop() }
+        let (state, _) = try await run(
+            HostRequirement(kind: .dbusSession), environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address + ",guid=0"])
+        #expect(state == .running)
     }
 
     @Test func dbusSessionUnmet() async throws {

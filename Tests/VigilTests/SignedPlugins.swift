@@ -6,14 +6,14 @@ import VigilTestSupport
 /// A temp host project for config-based host tests: `vigil.toml`, plugins signed in place with
 /// fresh keys (through the core's `PluginSigner`), and private state and runtime directories.
 struct HostProject {
-    let dir: RuntimeFixtures.TempDirectory
+    let dir: TestDirectory
     var configPath: String { dir.path + "/vigil.toml" }
     var environment: [String: String] {
         ["XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path]
     }
 
     init() throws {
-        dir = try RuntimeFixtures.TempDirectory("vigil-host")
+        dir = try TestDirectory("vigil-host")
         try FileManager.default.createDirectory(
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
