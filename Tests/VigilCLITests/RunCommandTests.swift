@@ -38,4 +38,43 @@ struct RunCommandTests {
         let after = try await project.vigil("status", "--config", project.config)
         #expect(after.status == 1)
     }
+
+    @Test("usage errors exit 64 and say what to fix; nothing is started")
+    func usageErrors() async throws {
+        let project = try HostCommandTests.Project()
+        defer { project.dir.remove() }
+        let marker = project.dir.path + "/ran"
+        let cases: [([String], String)] = [
+            (["run"], "Give the command to run after `--`"),
+            (["run", "--restart-delay-ms=-1", "--", "/bin/touch", marker], "--restart-delay-ms must be from 0"),
+            (["run", "--restart-delay-ms", "500", "--max-restart-delay-ms", "100", "--", "/bin/touch", marker],
+             "--max-restart-delay-ms must be at least --restart-delay-ms"),
+            (["run", "--start-limit-burst=-2", "--", "/bin/touch", marker], "--start-limit-burst must be 0 or more"),
+            (["run", "--stop-grace", "7200", "--", "/bin/touch", marker], "--stop-grace must be from 0 to 3600"),
+            (["run", "--restart", "sometimes", "--", "/bin/touch", marker], "sometimes"),
+        ]
+        for (arguments, message) in cases {
+            let r = try await RuntimeFixtures.run(VigilExecutable.path, arguments, environment: project.environment)
+            #expect(r.status == 64, "\(arguments): \(r.stderr)")
+            #expect(r.stderr.contains(message), "\(arguments): \(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: marker), "a refused invocation ran its command")
+    }
+
+    @Test("a --config that does not parse is refused with its location, exit 1, and the command never runs")
+    func brokenConfigIsRefused() async throws {
+        let project = try HostCommandTests.Project()
+        defer { project.dir.remove() }
+        try "plugins = [\"supervisor\"\n[host\n".write(toFile: project.config, atomically: true, encoding: .utf8)
+        let marker = project.dir.path + "/ran"
+        let r = try await project.vigil("run", "--config", project.config, "--", "/bin/touch", marker)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.contains(project.config), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker))
+
+        let missing = try await project.vigil(
+            "run", "--config", project.dir.path + "/nowhere/vigil.toml", "--", "/bin/touch", marker)
+        #expect(missing.status == 1, "\(missing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
 }
