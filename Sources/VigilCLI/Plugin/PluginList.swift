@@ -161,16 +161,10 @@ struct PluginList: ParsableCommand {
         }
         if let manifest {
             report.version = "\(manifest.version)"
+            let checker = RequirementChecker(declarations: configuration.host)
             report.requirements = manifest.hostRequirements.map { r in
-                let state: String
-                switch r.kind {
-                case .backgroundMode(let mode):
-                    state = configuration.host.backgroundModes.contains(mode) ? "declared" : "undeclared"
-                case .service(let service):
-                    state = configuration.host.services.contains(service) ? "declared" : "undeclared"
-                case .audioOutput, .executable, .dbusSession:
-                    state = "probed-at-start"
-                }
+                let state =
+                    !r.isDeclaration ? "probed-at-start" : checker.check(r) == nil ? "declared" : "undeclared"
                 return (r.kindTag, r.value, state)
             }
         }
