@@ -16,7 +16,7 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     public var pulseServer: String?
 
     /// How much audio the device buffers, in milliseconds (100–10000). The writer thread tops
-    /// the buffer up when about a quarter of it is left, so a 2000 ms buffer costs about one
+    /// the buffer up when about half of it is left, so a 2000 ms buffer costs about one
     /// wakeup a second.
     public var bufferMilliseconds: Int
 

@@ -8,7 +8,7 @@ import Glibc
 /// A keep-alive playback stream: one ALSA PCM fed from a ``SampleSource`` by a dedicated writer
 /// thread that sleeps between refills and reopens the device when it fails.
 ///
-/// The writer fills the device's buffer, sleeps until about a quarter of it is left, and tops
+/// The writer fills the device's buffer, sleeps until about half of it is left, and tops
 /// it up again, so it never busy-loops and never lets the stream underrun or pause (a paused
 /// PulseAudio stream is corked, and a sink with only corked streams suspends). On the clock-less
 /// ALSA `null` PCM it paces itself by the wall clock.
@@ -382,7 +382,9 @@ private struct Writer {
         var nextHealthCheck = Clock.now() + healthInterval
         while true {
             guard let pcm else { return .stopped }
-            // Sleep until about a quarter of the buffer is left (never less than 10 ms: no spinning).
+            // Sleep until about half of the buffer is left (never less than 10 ms: no spinning). Half,
+            // not a quarter: the measurement below can lag by up to a period (a quarter of the
+            // buffer), and a quarter of a buffer must remain for the writer's own wake-up delay.
             // `avail` lags by up to a period on the pulse plugin (the server asks for audio once a
             // period is free), so the sleep is measured with `snd_pcm_delay`, which does not.
             var delay: UInt64
@@ -391,7 +393,7 @@ private struct Writer {
                 if let end = heal(failure) { return end }
                 continue
             case .success(let queued):
-                let above = max(0, queued - pcm.bufferFrames / 4)
+                let above = max(0, queued - pcm.bufferFrames / 2)
                 delay = max(10_000_000, UInt64(above) * 1_000_000_000 / rate)
             }
             let now = Clock.now()
