@@ -35,6 +35,11 @@ let package = Package(
         .systemLibrary(
             name: "CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
+        // No `pkgConfig` here: libpulse.pc adds `-D_REENTRANT -pthread`, which SwiftPM refuses
+        // with a warning on every build; the headers and library are in the default paths.
+        .systemLibrary(
+            name: "CPulse",
+            providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
@@ -52,8 +57,9 @@ let package = Package(
                 .product(name: "Version", package: "Version"),
             ],
             swiftSettings: strictSettings),
-        // The ALSA playback layer shared by the audio plugins.
-        .target(name: "VigilAudio", dependencies: ["CALSA", log], swiftSettings: strictSettings),
+        // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
+        // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups.
+        .target(name: "VigilAudio", dependencies: ["CALSA", "CPulse", log], swiftSettings: strictSettings),
         // First-party plugins.
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],

@@ -3,6 +3,8 @@
 //
 //   SilentEngineBench [KEY=VALUE ...]     settings for the [silent-engine] table, for example
 //                                         mode=sine pulse_server=unix:/tmp/x/pulse/native
+//   SilentEngineBench --idle              the same host without starting the plugin: the
+//                                         baseline a Swift host costs by itself
 //
 // Prints, one per line and flushed: `rss_before_kb=N` (before keepAlive), `rss_after_kb=N`
 // (1 s after the plugin started), `ready`, then `event interrupted|resumed|resume-failed …` as
@@ -42,7 +44,12 @@ func residentKilobytes() -> Int {
 }
 
 var values: [String: SettingValue] = [:]
+var idle = false
 for argument in CommandLine.arguments.dropFirst() {
+    if argument == "--idle" {
+        idle = true
+        continue
+    }
     guard let eq = argument.firstIndex(of: "=") else {
         complain("expected KEY=VALUE, got \"\(argument)\"")
         exit(64)
@@ -98,7 +105,7 @@ for sig in [SIGTERM, SIGINT] {
 
 say("rss_before_kb=\(residentKilobytes())")
 do {
-    try await plugin.start()
+    if !idle { try await plugin.start() }
 } catch {
     complain("\(error)")
     exit(1)

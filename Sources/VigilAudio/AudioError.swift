@@ -4,8 +4,8 @@ internal import CALSA
 import Glibc
 #endif
 
-/// An error from the ALSA playback layer: what failed, the ALSA function and error behind it,
-/// and how to fix it.
+/// An error from the playback layer: what failed, the ALSA or libpulse function and error
+/// behind it, and how to fix it.
 public struct AudioError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure, stable for callers and tests.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -21,7 +21,7 @@ public struct AudioError: Error, Sendable, Hashable, CustomStringConvertible {
 
         /// A ``PlaybackConfiguration`` value is out of range.
         public static let invalidConfiguration = Code(storage: .invalidConfiguration)
-        /// The PCM could not be opened (unknown device, no sound server, device busy).
+        /// The output could not be opened (unknown device or sink, no sound server, device busy).
         public static let openFailed = Code(storage: .openFailed)
         /// The device refused the format, rate, channel count or buffer size.
         public static let configurationRejected = Code(storage: .configurationRejected)
@@ -38,9 +38,13 @@ public struct AudioError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The kind of failure.
     public let code: Code
-    /// The ALSA function that failed, for example `snd_pcm_open`, if any.
+    /// The ALSA or libpulse function that failed, for example `snd_pcm_open` or
+    /// `pa_context_connect`, if any.
     public let function: String?
-    /// The positive `errno` value ALSA returned (ALSA returns it negated), if any.
+    /// The positive `errno` value behind the failure, if any: ALSA's (which ALSA returns
+    /// negated), or the one a libpulse error corresponds to (`ECONNREFUSED` when no server
+    /// answers, `EIO` when the connection or stream was lost, `ENOENT` for a missing sink,
+    /// `EACCES`, `ETIMEDOUT`).
     public let errno: Int32?
     /// The full message: the cause and the remedy.
     public let message: String

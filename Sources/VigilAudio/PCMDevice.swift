@@ -17,12 +17,10 @@ final class PCMDevice {
     let isClockless: Bool
 
     private var pcm: OpaquePointer?
-    private var localConfig: OpaquePointer?
 
-    private init(name: String, pcm: OpaquePointer, localConfig: OpaquePointer?, bufferFrames: Int, periodFrames: Int) {
+    private init(name: String, pcm: OpaquePointer, bufferFrames: Int, periodFrames: Int) {
         self.name = name
         self.pcm = pcm
-        self.localConfig = localConfig
         self.bufferFrames = bufferFrames
         self.periodFrames = periodFrames
         self.isClockless = snd_pcm_type(pcm) == SND_PCM_TYPE_NULL
@@ -31,34 +29,17 @@ final class PCMDevice {
     deinit { close() }
 
     /// Opens `device` without waiting for a busy device, configures it and switches it to
-    /// blocking I/O. With `pulseServer`, `pulse` and `pulse:SINK` are opened through a private
-    /// configuration naming that server.
+    /// blocking I/O.
     ///
-    /// The corresponding C functions are `snd_pcm_open` / `snd_pcm_open_lconf` and `snd_pcm_set_params`.
-    static func open(device: String, pulseServer: String?, bufferMilliseconds: Int) throws(AudioError) -> PCMDevice {
+    /// The corresponding C functions are `snd_pcm_open` and `snd_pcm_set_params`.
+    static func open(device: String, bufferMilliseconds: Int) throws(AudioError) -> PCMDevice {
         var handle: OpaquePointer?
-        var localConfig: OpaquePointer?
-        let openResult: Int32
-        if let pulseServer, let sink = pulseSink(of: device) {
-            var text = "pcm.vigil_stream { type pulse server \"\(escape(pulseServer))\""
-            if let sink { text += " device \"\(escape(sink))\"" }
-            text += " }\n"
-            let (loaded, loadResult) = loadConfig(text)
-            guard let config = loaded else {
-                throw AudioError.alsa(.openFailed, function: "snd_config_load", result: loadResult, device: device)
-            }
-            localConfig = config
-            openResult = snd_pcm_open_lconf(&handle, "vigil_stream", SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK, config)
-        } else {
-            openResult = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
-        }
+        let openResult = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         guard openResult >= 0, let pcm = handle else {
-            if let localConfig { snd_config_delete(localConfig) }
             throw AudioError.alsa(.openFailed, function: "snd_pcm_open", result: openResult, device: device)
         }
         func fail(_ function: String, _ rc: Int32, _ code: AudioError.Code) -> AudioError {
             snd_pcm_close(pcm)
-            if let localConfig { snd_config_delete(localConfig) }
             return AudioError.alsa(code, function: function, result: rc, device: device)
         }
         var rc = snd_pcm_nonblock(pcm, 0)
@@ -72,45 +53,7 @@ final class PCMDevice {
         var period: snd_pcm_uframes_t = 0
         rc = snd_pcm_get_params(pcm, &buffer, &period)
         if rc < 0 { throw fail("snd_pcm_get_params", rc, .configurationRejected) }
-        return PCMDevice(
-            name: device, pcm: pcm, localConfig: localConfig,
-            bufferFrames: Int(buffer), periodFrames: max(1, Int(period)))
-    }
-
-    /// `nil` if `device` is not the pulse plugin; else the sink it names (`nil` for the default sink).
-    static func pulseSink(of device: String) -> String?? {
-        if device == "pulse" { return .some(nil) }
-        if device.hasPrefix("pulse:") { return .some(String(device.dropFirst("pulse:".count))) }
-        return nil
-    }
-
-    private static func escape(_ s: String) -> String {
-        var out = ""
-        for ch in s {
-            if ch == "\\" || ch == "\"" { out.append("\\") }
-            out.append(ch)
-        }
-        return out
-    }
-
-    /// Parses ALSA configuration text; returns the tree, or `nil` and the error.
-    private static func loadConfig(_ text: String) -> (OpaquePointer?, Int32) {
-        var top: OpaquePointer?
-        var rc = snd_config_top(&top)
-        guard rc >= 0, let top else { return (nil, rc) }
-        var input: OpaquePointer?
-        rc = text.withCString { snd_input_buffer_open(&input, $0, -1) }
-        guard rc >= 0, let input else {
-            snd_config_delete(top)
-            return (nil, rc)
-        }
-        rc = snd_config_load(top, input)
-        snd_input_close(input)
-        guard rc >= 0 else {
-            snd_config_delete(top)
-            return (nil, rc)
-        }
-        return (top, 0)
+        return PCMDevice(name: device, pcm: pcm, bufferFrames: Int(buffer), periodFrames: max(1, Int(period)))
     }
 
     /// Frames that can be written now, or a negative ALSA error. The corresponding C function is `snd_pcm_avail`.
@@ -169,10 +112,6 @@ final class PCMDevice {
             snd_pcm_drop(pcm)
             snd_pcm_close(pcm)
             self.pcm = nil
-        }
-        if let localConfig {
-            snd_config_delete(localConfig)
-            self.localConfig = nil
         }
     }
 }

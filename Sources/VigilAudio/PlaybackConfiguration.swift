@@ -3,11 +3,13 @@
 /// The stream always plays signed 16-bit little-endian stereo at 48 kHz; the device or sound
 /// server converts if it must.
 public struct PlaybackConfiguration: Sendable, Hashable {
-    /// The ALSA PCM to open, or `nil` to choose automatically: `pulse` when a sound server
-    /// (PulseAudio or pipewire-pulse) is reachable when the stream starts, else `default`.
+    /// The output, or `nil` to choose automatically: `pulse` when a sound server (PulseAudio or
+    /// pipewire-pulse) is reachable when the stream starts, else `default`.
     ///
-    /// `pulse`, `pulse:SINK` and `default` are shared with other programs (the server mixes);
-    /// a `hw:` device is exclusive and blocks every other program while the stream runs.
+    /// `pulse` (the server's default sink, followed when it changes) and `pulse:SINK` (one sink)
+    /// talk to the server over its native protocol. Every other name is an ALSA PCM: `default`,
+    /// `dmix` and the server-backed PCMs are shared with other programs; a `hw:` device is
+    /// exclusive and blocks every other program while the stream runs.
     public var device: String?
 
     /// The PulseAudio server to connect to (for example `unix:/run/user/1000/pulse/native`), or
@@ -15,9 +17,10 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     /// Only used when the device is `pulse` or `pulse:SINK`.
     public var pulseServer: String?
 
-    /// How much audio the device buffers, in milliseconds (100–10000). The writer thread tops
-    /// the buffer up when about half of it is left, so a 2000 ms buffer costs about one
-    /// wakeup a second.
+    /// How much audio is queued ahead, in milliseconds (100–10000). On the sound server, the
+    /// server asks for more each time its sink pulls a block (with a 2000 ms buffer, every 1.75 s;
+    /// with 10000 ms, every 4 s). On an ALSA PCM, the writer tops the buffer up when about
+    /// half of it is left, so a 2000 ms buffer costs about one wakeup a second.
     public var bufferMilliseconds: Int
 
     /// How often the writer confirms that the PCM is RUNNING, in seconds (1–3600).

@@ -5,22 +5,29 @@ import Synchronization
 import Glibc
 #endif
 
-/// A keep-alive playback stream: one ALSA PCM fed from a ``SampleSource`` by a dedicated writer
-/// thread that sleeps between refills and reopens the device when it fails.
+/// A keep-alive playback stream fed from a ``SampleSource`` by a dedicated writer thread that
+/// sleeps between refills and reopens the output when it fails.
 ///
-/// The writer fills the device's buffer, sleeps until about half of it is left, and tops
-/// it up again, so it never busy-loops and never lets the stream underrun or pause (a paused
-/// PulseAudio stream is corked, and a sink with only corked streams suspends). On the clock-less
-/// ALSA `null` PCM it paces itself by the wall clock.
+/// Two backends, chosen by the device name:
+/// - `pulse` and `pulse:SINK` talk to the sound server (PulseAudio or pipewire-pulse) over its
+///   native protocol, with a private libpulse main loop on the writer thread. The server asks
+///   for audio each time the sink pulls its next block (about every 7/8 of the buffer, at most
+///   every 2 s on most sinks); the writer sleeps in between. A silent source is sent as gaps, which the server
+///   plays as silence without copying a sample.
+/// - Every other name (`default`, `hw:…`, `plughw:…`, `dmix`, `null`, your own PCMs) is an
+///   ALSA PCM, filled with blocking writes and topped up when about half of it is left; on the
+///   clock-less `null` PCM the writer paces itself by the wall clock.
 ///
-/// Self-healing: an underrun (`-EPIPE`) or suspend (`-ESTRPIPE`) is recovered in place with
-/// `snd_pcm_recover`. Any other failure (`-EIO` when the sound server dies or the sink is removed,
-/// `-ENODEV` when a device is unplugged, a failed reopen) closes the PCM, reports
-/// ``Event/interrupted(_:)`` and reopens it with exponential backoff, reporting
-/// ``Event/resumed`` once it runs again, or ``Event/resumeFailed(_:)`` when the retry budget
-/// runs out. A periodic health check confirms the PCM is RUNNING.
+/// Neither ever pauses or corks the stream (a sink with only corked streams suspends).
 ///
-/// All blocking ALSA calls happen on the writer thread; `start()` and `stop()` only wait for it.
+/// Self-healing: an ALSA underrun (`-EPIPE`) or suspend (`-ESTRPIPE`) is recovered in place with
+/// `snd_pcm_recover`, and a PulseAudio underflow refills by itself. Any other failure (the sound
+/// server died, the sink was removed, the device was unplugged, a reopen failed) closes the
+/// output, reports ``Event/interrupted(_:)`` and reopens it with exponential backoff, reporting
+/// ``Event/resumed`` once it plays again, or ``Event/resumeFailed(_:)`` when the retry budget
+/// runs out. A periodic health check confirms the stream is really playing.
+///
+/// All blocking calls happen on the writer thread; `start()` and `stop()` only wait for it.
 public final class PlaybackStream: Sendable {
     /// Where the stream is in its life.
     public enum State: String, Sendable, Hashable, CustomStringConvertible {
@@ -34,6 +41,16 @@ public final class PlaybackStream: Sendable {
         case recovering
         /// Gave up after the retry budget ran out; `stop()` then `start()` to try again.
         case failed
+
+        public var description: String { rawValue }
+    }
+
+    /// How the stream reaches the output.
+    public enum Backend: String, Sendable, Hashable, CustomStringConvertible {
+        /// The sound server's native protocol (libpulse): devices `pulse` and `pulse:SINK`.
+        case pulseAudio = "pulseaudio"
+        /// An ALSA PCM: every other device name.
+        case alsa
 
         public var description: String { rawValue }
     }
@@ -54,9 +71,11 @@ public final class PlaybackStream: Sendable {
         public var state: State
         /// The device in use (after automatic choice), or `nil` before the first start.
         public var device: String?
+        /// The backend serving ``device``, or `nil` before the first start.
+        public var backend: Backend?
         /// Frames the device buffers (0 until opened).
         public var bufferFrames: Int
-        /// Frames per period (0 until opened).
+        /// Frames per period (0 until opened): an ALSA period, or the server's minimum request.
         public var periodFrames: Int
         /// Frames written since `start()`.
         public var framesWritten: UInt64
@@ -75,7 +94,7 @@ public final class PlaybackStream: Sendable {
 
     private struct Shared {
         var status = Status(
-            state: .stopped, device: nil, bufferFrames: 0, periodFrames: 0, framesWritten: 0,
+            state: .stopped, device: nil, backend: nil, bufferFrames: 0, periodFrames: 0, framesWritten: 0,
             interruptions: 0, underruns: 0, lastError: nil, writerThreadID: nil)
         var wake: WakePipe?
         var threadRunning = false
@@ -108,7 +127,8 @@ public final class PlaybackStream: Sendable {
     public var status: Status { shared.withLock { $0.status } }
 
     /// The device `start()` opens: the configured one, else `pulse` when a PulseAudio server is
-    /// configured or a sound server is reachable, else `default`.
+    /// configured or a sound server is reachable, else `default`. `pulse` and `pulse:SINK` use
+    /// the ``Backend/pulseAudio`` backend, every other name ``Backend/alsa``.
     ///
     /// The choice is made once per `start()`: while the server is down for a restart the stream
     /// keeps retrying `pulse` rather than grabbing the hardware through `default`.
@@ -141,7 +161,7 @@ public final class PlaybackStream: Sendable {
             shared.threadRunning = true
             shared.wake = wake
             shared.status = Status(
-                state: .starting, device: device, bufferFrames: 0, periodFrames: 0, framesWritten: 0,
+                state: .starting, device: device, backend: nil, bufferFrames: 0, periodFrames: 0, framesWritten: 0,
                 interruptions: 0, underruns: 0, lastError: nil, writerThreadID: nil)
             return false
         }
@@ -209,13 +229,19 @@ public final class PlaybackStream: Sendable {
             shared.status.writerThreadID = WriterThread.currentID()
             return shared.wake?.read ?? -1
         }
-        var writer = Writer(
-            stream: self, configuration: configuration, source: source, device: device, wakeFD: wakeFD,
-            logger: logger)
+        let driver: any PlaybackDriver
+        if let sink = PulseDriver.sink(of: device) {
+            driver = PulseDriver(
+                stream: self, configuration: configuration, source: source, sink: sink, wakeFD: wakeFD, logger: logger)
+        } else {
+            driver = ALSADriver(
+                stream: self, configuration: configuration, source: source, device: device, wakeFD: wakeFD, logger: logger)
+        }
+        update { $0.backend = driver.backend }
         do {
-            try writer.open()
+            try driver.open()
         } catch {
-            writer.release()
+            driver.release()
             shared.withLock { $0.status.lastError = error }
             logger.debug("Keep-alive stream did not start", metadata: ["audio.error": "\(error)"])
             finishThread(state: .stopped)
@@ -224,271 +250,96 @@ public final class PlaybackStream: Sendable {
         }
         update { $0.state = .running }
         started(.success(()))
-        let final = writer.run()
-        writer.release()
+        let final = keepPlaying(driver, device: device, wakeFD: wakeFD, logger: logger)
+        driver.release()
         finishThread(state: final)
     }
 
-    fileprivate func update(_ body: (inout Status) -> Void) {
+    /// Plays until stopped; after each failure that needs a reopen, closes the output, reports
+    /// ``Event/interrupted(_:)`` and reopens with exponential backoff. Returns the final state.
+    private func keepPlaying(_ driver: any PlaybackDriver, device: String, wakeFD: Int32, logger: Logger) -> State {
+        while true {
+            let error: AudioError
+            switch driver.play() {
+            case .stopped: return .stopped
+            case .failed(let failure): error = failure
+            }
+            driver.close()
+            update {
+                $0.state = .recovering
+                $0.interruptions += 1
+                $0.lastError = error
+            }
+            logger.warning("Keep-alive stream interrupted; reopening", metadata: ["audio.error": "\(error)"])
+            report(.interrupted(error))
+
+            var delay = UInt64(configuration.retryInitialMilliseconds) * 1_000_000
+            let maxDelay = UInt64(configuration.retryMaxMilliseconds) * 1_000_000
+            var attempts = 0
+            while true {
+                if WakePipe.wait(readFD: wakeFD, nanoseconds: delay) { return .stopped }
+                do {
+                    try driver.open()
+                    update { $0.state = .running }
+                    logger.info("Keep-alive stream resumed", metadata: ["audio.attempts": "\(attempts + 1)"])
+                    report(.resumed)
+                    break
+                } catch {
+                    if WakePipe.wait(readFD: wakeFD, nanoseconds: 0) { return .stopped }
+                    attempts += 1
+                    update { $0.lastError = error }
+                    logger.debug("Reopen failed", metadata: ["audio.error": "\(error)", "audio.attempts": "\(attempts)"])
+                    if configuration.retryBudget > 0 && attempts >= configuration.retryBudget {
+                        let final = AudioError(
+                            code: .retryBudgetExhausted, function: error.function, errno: error.errno,
+                            message: "gave up reopening \"\(device)\" after \(attempts) attempts (retry budget "
+                                + "\(configuration.retryBudget)); last error: \(error.message)")
+                        update { $0.lastError = final }
+                        logger.error("Keep-alive stream gave up", metadata: ["audio.error": "\(final)"])
+                        report(.resumeFailed(final))
+                        return .failed
+                    }
+                    delay = min(delay * 2, maxDelay)
+                }
+            }
+        }
+    }
+
+    func update(_ body: (inout Status) -> Void) {
         shared.withLock { body(&$0.status) }
     }
 
-    fileprivate func report(_ event: Event) {
+    private func report(_ event: Event) {
         onEvent(event)
     }
 }
 
-/// The writer thread's private state and loop.
-private struct Writer {
-    let stream: PlaybackStream
-    let configuration: PlaybackConfiguration
-    var source: any SampleSource
-    let device: String
-    let wakeFD: Int32
-    let logger: Logger
+/// How a playback driver's ``PlaybackDriver/play()`` ended.
+enum DriverExit {
+    /// `stop()` woke the writer.
+    case stopped
+    /// A failure only closing and reopening can fix.
+    case failed(AudioError)
+}
 
-    var pcm: PCMDevice?
-    /// Frames written since the PCM was (re)opened or recovered, and when: the clock of the null PCM.
-    var framesSinceStart = 0
-    var startedAt: UInt64 = 0
-    let chunkFrames = 4800
-    let scratch: UnsafeMutableBufferPointer<Int16>
-
-    init(
-        stream: PlaybackStream, configuration: PlaybackConfiguration, source: any SampleSource, device: String,
-        wakeFD: Int32, logger: Logger
-    ) {
-        self.stream = stream
-        self.configuration = configuration
-        self.source = source
-        self.device = device
-        self.wakeFD = wakeFD
-        self.logger = logger
-        self.scratch = .allocate(capacity: chunkFrames * PlaybackConfiguration.channels)
-        scratch.initialize(repeating: 0)
-    }
-
-    /// Closes the PCM and frees the scratch buffer; call exactly once, when the loop is over.
-    mutating func release() {
-        pcm?.close()
-        pcm = nil
-        scratch.deallocate()
-    }
-
-    /// Opens the device, fills its buffer and starts it.
-    mutating func open() throws(AudioError) {
-        let opened = try StreamIdentity.withIdentity(applicationName: configuration.applicationName) {
-            () throws(AudioError) -> PCMDevice in
-            try PCMDevice.open(
-                device: device, pulseServer: configuration.pulseServer,
-                bufferMilliseconds: configuration.bufferMilliseconds)
-        }
-        pcm = opened
-        stream.update {
-            $0.bufferFrames = opened.bufferFrames
-            $0.periodFrames = opened.periodFrames
-        }
-        if let failure = prime() {
-            opened.close()
-            pcm = nil
-            throw failure
-        }
-        logger.info(
-            "Keep-alive stream running",
-            metadata: [
-                "audio.buffer_frames": "\(opened.bufferFrames)", "audio.period_frames": "\(opened.periodFrames)",
-                "audio.clockless": "\(opened.isClockless)",
-            ])
-    }
-
-    /// Fills the buffer and starts the PCM; returns the error if that fails.
-    mutating func prime() -> AudioError? {
-        framesSinceStart = 0
-        startedAt = Clock.now()
-        if let rc = refill() { return AudioError.alsa(.streamFailed, function: rc.function, result: rc.code, device: device) }
-        guard let pcm else { return nil }
-        let rc = pcm.startIfPrepared()
-        if rc < 0 { return AudioError.alsa(.streamFailed, function: "snd_pcm_start", result: rc, device: device) }
-        let state = pcm.state
-        if state != .running {
-            return AudioError(
-                code: .notRunning, function: "snd_pcm_state",
-                message: "the PCM \"\(device)\" is \(state) after its buffer was filled, not RUNNING — "
-                    + "check the device with `aplay -D \(device) /dev/zero`")
-        }
-        return nil
-    }
-
-    /// Frames queued in the device, or a failed call.
-    func queuedFrames() -> Result<Int, ALSAFailure> {
-        guard let pcm else { return .success(0) }
-        if pcm.isClockless {
-            let played = Int((Clock.now() - startedAt) * UInt64(PlaybackConfiguration.sampleRate) / 1_000_000_000)
-            return .success(max(0, min(pcm.bufferFrames, framesSinceStart - played)))
-        }
-        let avail = pcm.avail()
-        if avail < 0 { return .failure(ALSAFailure(code: Int32(avail), function: "snd_pcm_avail")) }
-        return .success(max(0, pcm.bufferFrames - avail))
-    }
-
-    /// Frames still to be played before silence: `snd_pcm_delay` on clocked devices (never more
-    /// than `queuedFrames`), the wall-clock estimate on the null PCM.
-    func playedAheadFrames() -> Result<Int, ALSAFailure> {
-        let queued = queuedFrames()
-        guard let pcm, !pcm.isClockless, case .success(let fromAvail) = queued else { return queued }
-        let delay = pcm.delay()
-        if delay < 0 { return .failure(ALSAFailure(code: Int32(delay), function: "snd_pcm_delay")) }
-        return .success(max(0, min(delay, fromAvail)))
-    }
-
-    /// Tops the buffer up; returns the failed call, if any.
-    mutating func refill() -> ALSAFailure? {
-        guard let pcm else { return nil }
-        var free: Int
-        switch queuedFrames() {
-        case .failure(let failure): return failure
-        case .success(let queued): free = pcm.bufferFrames - queued
-        }
-        var written = 0
-        defer {
-            if written > 0 { stream.update { $0.framesWritten += UInt64(written) } }
-        }
-        while free > 0 {
-            let frames = min(free, chunkFrames)
-            let samples = UnsafeMutableBufferPointer(rebasing: scratch[0..<(frames * PlaybackConfiguration.channels)])
-            source.render(into: samples)
-            let result = pcm.write(UnsafeBufferPointer(samples), frames: frames)
-            if result < 0 { return ALSAFailure(code: Int32(result), function: "snd_pcm_writei") }
-            if result == 0 { break }
-            written += result
-            framesSinceStart += result
-            free -= result
-        }
-        return nil
-    }
-
-    /// Sleeps up to `nanoseconds`; returns true if `stop()` woke it.
-    func sleep(nanoseconds: UInt64) -> Bool {
-        var fds = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-        let ms = Int32(min(nanoseconds / 1_000_000 + 1, UInt64(Int32.max)))
-        let rc = poll(&fds, 1, ms)
-        return rc > 0
-    }
-
-    /// The refill loop. Returns the state the stream ends in.
-    mutating func run() -> PlaybackStream.State {
-        let rate = UInt64(PlaybackConfiguration.sampleRate)
-        let healthInterval = UInt64(configuration.healthCheckSeconds) * 1_000_000_000
-        var nextHealthCheck = Clock.now() + healthInterval
-        while true {
-            guard let pcm else { return .stopped }
-            // Sleep until about half of the buffer is left (never less than 10 ms: no spinning). Half,
-            // not a quarter: the measurement below can lag by up to a period (a quarter of the
-            // buffer), and a quarter of a buffer must remain for the writer's own wake-up delay.
-            // `avail` lags by up to a period on the pulse plugin (the server asks for audio once a
-            // period is free), so the sleep is measured with `snd_pcm_delay`, which does not.
-            var delay: UInt64
-            switch playedAheadFrames() {
-            case .failure(let failure):
-                if let end = heal(failure) { return end }
-                continue
-            case .success(let queued):
-                let above = max(0, queued - pcm.bufferFrames / 2)
-                delay = max(10_000_000, UInt64(above) * 1_000_000_000 / rate)
-            }
-            let now = Clock.now()
-            delay = min(delay, nextHealthCheck > now ? nextHealthCheck - now : 0)
-            if sleep(nanoseconds: delay) { return .stopped }
-            if Clock.now() >= nextHealthCheck {
-                nextHealthCheck = Clock.now() + healthInterval
-                let state = pcm.state
-                if state != .running {
-                    logger.warning("Health check: the keep-alive stream is not running", metadata: ["audio.state": "\(state)"])
-                    let failure: ALSAFailure
-                    switch state {
-                    case .xrun: failure = ALSAFailure(code: -EPIPE, function: "snd_pcm_state")
-                    case .suspended: failure = ALSAFailure(code: -ESTRPIPE, function: "snd_pcm_state")
-                    default: failure = ALSAFailure(code: 0, function: "snd_pcm_state", state: state)
-                    }
-                    if let end = heal(failure) { return end }
-                    continue
-                }
-            }
-            if let failure = refill() {
-                if let end = heal(failure) { return end }
-            }
-        }
-    }
-
-    /// Handles a failure: recovers in place or reopens with backoff. Returns the final state if
-    /// the loop must end (stopped while retrying, or out of retries), else `nil`.
-    mutating func heal(_ initialFailure: ALSAFailure) -> PlaybackStream.State? {
-        var failure = initialFailure
-        if let pcm, failure.code == -EPIPE || failure.code == -ESTRPIPE || failure.code == -EINTR {
-            stream.update { $0.underruns += 1 }
-            logger.warning(
-                "Keep-alive stream underran or was suspended; recovering",
-                metadata: ["audio.error": "\(alsaErrorText(failure.code))"])
-            let rc = pcm.recover(failure.code)
-            if rc == 0 {
-                guard let primeError = prime() else { return nil }
-                failure = ALSAFailure(code: -(primeError.errno ?? EIO), function: primeError.function ?? "snd_pcm_start")
-            } else {
-                // The underrun was a symptom (a dead server shows as one): report what remains.
-                failure = ALSAFailure(code: rc, function: "snd_pcm_recover")
-            }
-        }
-        let error: AudioError
-        if let state = failure.state {
-            error = AudioError(
-                code: .notRunning, function: failure.function,
-                message: "the health check found the PCM \"\(device)\" \(state), not RUNNING — Vigil reopens it")
-        } else {
-            error = AudioError.alsa(.streamFailed, function: failure.function, result: failure.code, device: device)
-        }
-        pcm?.close()
-        pcm = nil
-        stream.update {
-            $0.state = .recovering
-            $0.interruptions += 1
-            $0.lastError = error
-        }
-        logger.warning("Keep-alive stream interrupted; reopening", metadata: ["audio.error": "\(error)"])
-        stream.report(.interrupted(error))
-
-        var delay = UInt64(configuration.retryInitialMilliseconds) * 1_000_000
-        let maxDelay = UInt64(configuration.retryMaxMilliseconds) * 1_000_000
-        var attempts = 0
-        while true {
-            if sleep(nanoseconds: delay) { return .stopped }
-            do {
-                try open()
-                stream.update { $0.state = .running }
-                logger.info("Keep-alive stream resumed", metadata: ["audio.attempts": "\(attempts + 1)"])
-                stream.report(.resumed)
-                return nil
-            } catch {
-                attempts += 1
-                stream.update { $0.lastError = error }
-                logger.debug("Reopen failed", metadata: ["audio.error": "\(error)", "audio.attempts": "\(attempts)"])
-                if configuration.retryBudget > 0 && attempts >= configuration.retryBudget {
-                    let final = AudioError(
-                        code: .retryBudgetExhausted, function: error.function, errno: error.errno,
-                        message: "gave up reopening \"\(device)\" after \(attempts) attempts (retry budget "
-                            + "\(configuration.retryBudget)); last error: \(error.message)")
-                    stream.update { $0.lastError = final }
-                    logger.error("Keep-alive stream gave up", metadata: ["audio.error": "\(final)"])
-                    stream.report(.resumeFailed(final))
-                    return .failed
-                }
-                delay = min(delay * 2, maxDelay)
-            }
-        }
-    }
+/// One way to play: ALSA PCMs (``ALSADriver``) or the sound server's native protocol
+/// (``PulseDriver``). A driver lives on the writer thread only and reports through the stream's
+/// status; ``PlaybackStream`` owns the reopen-with-backoff loop around it.
+protocol PlaybackDriver: AnyObject {
+    /// Which backend this is, for the status.
+    var backend: PlaybackStream.Backend { get }
+    /// Opens the output, fills its buffer and starts playback; leaves nothing open if it throws.
+    func open() throws(AudioError)
+    /// Plays until `stop()` or a failure that needs a reopen. Recovers what it can in place.
+    func play() -> DriverExit
+    /// Closes the output, dropping what is queued; safe to call when closed.
+    func close()
+    /// Closes the output and frees everything; called once, when the writer ends.
+    func release()
 }
 
 /// The pipe through which `stop()` wakes the sleeping writer.
-private struct WakePipe: Sendable {
+struct WakePipe: Sendable {
     let read: Int32
     let write: Int32
 
@@ -501,13 +352,18 @@ private struct WakePipe: Sendable {
         _ = Glibc.close(read)
         _ = Glibc.close(write)
     }
-}
 
-/// A failed ALSA call on the writer thread.
-struct ALSAFailure: Error {
-    var code: Int32
-    var function: String
-    var state: PCMState? = nil
+    /// Waits up to `nanoseconds` for a wake-up on `readFD`; returns true if `stop()` signalled.
+    /// The byte is left in the pipe, so every later wait returns at once too.
+    static func wait(readFD: Int32, nanoseconds: UInt64) -> Bool {
+        var fds = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+        let ms = nanoseconds == 0 ? 0 : Int32(min(nanoseconds / 1_000_000 + 1, UInt64(Int32.max)))
+        while true {
+            let rc = poll(&fds, 1, ms)
+            if rc < 0 && Glibc.errno == EINTR { continue }
+            return rc > 0
+        }
+    }
 }
 
 /// The monotonic clock in nanoseconds.

@@ -7,12 +7,23 @@
 public protocol SampleSource: Sendable {
     /// Fills every sample of `buffer`.
     mutating func render(into buffer: UnsafeMutableBufferPointer<Int16>)
+
+    /// True when every sample this source will ever render is 0. The PulseAudio backend then
+    /// sends gaps instead of zeros, which the server plays as silence without copying a sample
+    /// (``render(into:)`` is never called). The default is `false`.
+    var isSilent: Bool { get }
+}
+
+extension SampleSource {
+    public var isSilent: Bool { false }
 }
 
 /// A source of digital silence: every sample is 0.
 public struct ZeroSource: SampleSource {
     /// Creates a silent source.
     public init() {}
+
+    public var isSilent: Bool { true }
 
     public func render(into buffer: UnsafeMutableBufferPointer<Int16>) {
         buffer.update(repeating: 0)

@@ -72,6 +72,7 @@ final class SilentEngine: KeepAlivePlugin {
         }
         details["state"] = status.state.rawValue
         details["device"] = status.device ?? settings.device ?? "auto"
+        if let backend = status.backend { details["backend"] = backend.rawValue }
         details["buffer_ms"] = "\(status.bufferMilliseconds)"
         details["frames_written"] = "\(status.framesWritten)"
         details["interruptions"] = "\(status.interruptions)"

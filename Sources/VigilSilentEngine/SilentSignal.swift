@@ -56,6 +56,9 @@ struct SilentSignal: SampleSource {
         return Int16(value.rounded())
     }
 
+    /// Zero mode is silent: the PulseAudio backend sends gaps instead of samples.
+    var isSilent: Bool { mode == .zero }
+
     mutating func render(into buffer: UnsafeMutableBufferPointer<Int16>) {
         let channels = PlaybackConfiguration.channels
         let frames = buffer.count / channels

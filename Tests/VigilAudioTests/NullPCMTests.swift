@@ -40,6 +40,7 @@ struct NullPCMTests {
         await stream.stop()
         #expect(status.state == .running)
         #expect(status.device == "null")
+        #expect(status.backend == .alsa)
         #expect(status.bufferMilliseconds == 1000)
         #expect(status.periodFrames == status.bufferFrames / 4)
         #expect(status.framesWritten >= UInt64(status.bufferFrames))

@@ -19,6 +19,11 @@ struct PulseIntegrationTests {
             let stream = PlaybackStream(configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
             try await stream.start()
             #expect(stream.status.state == .running)
+            #expect(stream.status.backend == .pulseAudio)
+            // The server took the buffer asked for: 1000 ms, with a minimum request of a sixteenth
+            // (PulseDriver.requestSizes).
+            #expect(stream.status.bufferMilliseconds == 1000)
+            #expect(stream.status.periodFrames == stream.status.bufferFrames / 16)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
             // Stays RUNNING well past the suspend timeout (1 s) and several refills.
             try await Task.sleep(nanoseconds: 2_500_000_000)
@@ -41,6 +46,7 @@ struct PulseIntegrationTests {
             #expect(inputs.contains("application.name = \"vigil-tests (Vigil keep-alive)\""), "\(inputs)")
             #expect(!inputs.contains("media.role"), "\(inputs)")
             #expect(inputs.contains("Corked: no"))
+            #expect(inputs.contains("media.name = \"keep-alive\""), "\(inputs)")
             // The host's environment is restored after the open.
             #expect(String(cString: getenv("PULSE_PROP")) == "media.role=music")
             #expect(getenv("PULSE_PROP_OVERRIDE") == nil)
@@ -145,6 +151,86 @@ struct PulseIntegrationTests {
             #expect(stream.status.state == .running)
             #expect(events.all.isEmpty)
             await stream.stop()
+        }
+    }
+
+    @Test("pulse:SINK plays to that sink and leaves the default sink alone")
+    func namedSink() async throws {
+        try await PulseAudioServer.with { server in
+            try server.pactl(["load-module", "module-null-sink", "sink_name=second", "rate=48000", "channels=2"])
+            var configuration = Self.configuration(server)
+            configuration.device = "pulse:second"
+            let stream = PlaybackStream(configuration: configuration, source: ZeroSource(), logger: quietLogger)
+            try await stream.start()
+            #expect(stream.status.device == "pulse:second")
+            #expect(await server.waitForSink("second", state: "RUNNING", timeout: 2))
+            #expect(try server.sinkState() != "RUNNING")
+            await stream.stop()
+            #expect(await server.waitForSink("second", state: "SUSPENDED", timeout: 4))
+        }
+    }
+
+    @Test("pulse:SINK naming no sink fails start() with ENOENT and says how to list sinks")
+    func unknownSink() async throws {
+        try await PulseAudioServer.with { server in
+            var configuration = Self.configuration(server)
+            configuration.device = "pulse:nowhere"
+            let stream = PlaybackStream(configuration: configuration, source: ZeroSource(), logger: quietLogger)
+            let error = await #expect(throws: AudioError.self) { try await stream.start() }
+            #expect(error?.code == .openFailed)
+            #expect(error?.errno == ENOENT)
+            #expect(error?.message.contains("no sink named \"nowhere\"") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("pactl list short sinks") == true)
+            #expect(stream.status.state == .stopped)
+            let inputs = try server.sinkInputs()
+            #expect(inputs.isEmpty, "\(inputs)")
+        }
+    }
+
+    @Test("the health check reopens a stream that stopped playing (sink suspended by hand), then it resumes")
+    func healthCheck() async throws {
+        try await PulseAudioServer.with { server in
+            var configuration = Self.configuration(server)
+            configuration.healthCheckSeconds = 1
+            let events = EventRecorder<PlaybackStream.Event>()
+            let stream = PlaybackStream(configuration: configuration, source: ZeroSource(), logger: quietLogger, onEvent: events.record)
+            try await stream.start()
+            #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
+            // A baseline and two healthy checks first: nothing to report.
+            try await Task.sleep(nanoseconds: 3_300_000_000)
+            #expect(events.all.isEmpty, "\(events.all)")
+            try server.pactl(["suspend-sink", "vigil_null", "1"])
+            #expect(await events.wait(timeout: 4) { $0.contains { if case .interrupted = $0 { true } else { false } } })
+            if case .interrupted(let error)? = events.all.first {
+                #expect(error.code == .notRunning, "\(error)")
+                #expect(error.message.contains("Vigil reopens it"), "\(error)")
+            }
+            try server.pactl(["suspend-sink", "vigil_null", "0"])
+            #expect(await events.wait(timeout: 4) { $0.last == .resumed }, "\(events.all)")
+            #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
+            #expect(stream.status.state == .running)
+            await stream.stop()
+        }
+    }
+}
+
+@Suite("PulseAudio request sizes")
+struct PulseRequestSizeTests {
+    @Test("up to 2.25 s a sixteenth of the buffer; above, whatever leaves 2 s of sink latency")
+    func requestSizes() {
+        let bytesPerMillisecond = UInt32(48 * 4)
+        let expected: [(buffer: Int, minimumBytes: UInt32)] = [
+            (100, 1200), (1000, 12_000), (2000, 24_000), (2250, 27_000), (4000, 192_000), (10_000, 768_000),
+        ]
+        for (buffer, minimumBytes) in expected {
+            let sizes = PulseDriver.requestSizes(bufferMilliseconds: buffer)
+            #expect(sizes.target == UInt32(buffer) * bytesPerMillisecond, "buffer \(buffer) ms")
+            #expect(sizes.minimum == minimumBytes, "buffer \(buffer) ms")
+            #expect(sizes.minimum % 4 == 0)
+            // The sink latency the server derives (target − 2·minimum) never falls below 1.75 s
+            // for buffers of 2 s and more, nor above 2 s for longer ones.
+            let sinkMilliseconds = Int(sizes.target - 2 * sizes.minimum) / Int(bytesPerMillisecond)
+            if buffer >= 2000 { #expect((1750...2000).contains(sinkMilliseconds), "buffer \(buffer) ms: sink \(sinkMilliseconds) ms") }
         }
     }
 }

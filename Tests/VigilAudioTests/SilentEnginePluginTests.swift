@@ -48,6 +48,7 @@ struct SilentEnginePluginTests {
             var details = await plugin.details()
             #expect(details["state"] == "running")
             #expect(details["device"] == "pulse")
+            #expect(details["backend"] == "pulseaudio")
             #expect(details["mode"] == "fluctuate")
             #expect(details["buffer_ms"] == "2000")
             #expect(details["interruptions"] == "0")
@@ -60,7 +61,8 @@ struct SilentEnginePluginTests {
                 Issue.record("events: \(events.all)")
                 return
             }
-            #expect(reason.contains("Input/output error"))
+            #expect(reason.contains("Connection terminated"), "\(reason)")
+            #expect(reason.contains("the sound server went away"), "\(reason)")
             #expect(events.all.dropFirst().first == .resumed)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
             details = await plugin.details()
@@ -78,7 +80,8 @@ struct SilentEnginePluginTests {
         let plugin = try Self.make(server, [:], events: EventRecorder<PluginEvent>())
         let error = await #expect(throws: PluginError.self) { try await plugin.start() }
         #expect(error?.code == .startFailed)
-        #expect(error?.message.contains("sound server is not reachable") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("Connection refused") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("no sound server answers at \(server.address)") == true, "\(String(describing: error))")
         await plugin.stop()
     }
 

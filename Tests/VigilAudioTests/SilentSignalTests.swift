@@ -23,6 +23,13 @@ struct SilentSignalTests {
         #expect(Self.render(&signal, frames: 5000).allSatisfy { $0 == 0 })
     }
 
+    @Test("only zero mode says it is silent (the PulseAudio backend then sends gaps, not samples)")
+    func silence() {
+        for mode in SilentSignal.Mode.allCases {
+            #expect(SilentSignal(mode: mode).isSilent == (mode == .zero), "\(mode)")
+        }
+    }
+
     @Test("fluctuate puts ±1 in both channels every 1/rate s with alternating sign, across chunk borders")
     func fluctuate() {
         var signal = SilentSignal(mode: .fluctuate, fluctuateRate: 50)
