@@ -14,7 +14,8 @@
 #   wakeups/s    voluntary context switches summed over /proc/PID/task/*/status
 #   server CPU   the PulseAudio process's run time over the window (ns)
 #   RSS          the client's VmRSS at the end
-# and prints the RSS the plugin added to its host (VmRSS before vs 1 s after start()).
+# and prints the RSS the plugin added to its host (VmRSS just before vs 1 s after start(), the
+# host having awaited once before, as every host has), and vigil's RSS minus the idle host's.
 # Needs: pulseaudio, aplay (alsa-utils), libasound2-plugins; builds SilentEngineBench (release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,7 +98,8 @@ echo "vigil = default PulseAudio backend (2 s buffer); vigil-10s = the same with
 echo "vigil-alsa = device=default through the ALSA pulse plugin;"
 echo "host-idle = the same Swift host with no plugin started (libdispatch's 1 s pool monitor lives in"
 echo "every Swift process that uses concurrency)."
-echo "RSS added to the host by keepAlive(): $((after - before)) kB (host VmRSS $before kB before start, $after kB after)"
+echo "RSS added to the host by keepAlive(): $((after - before)) kB (host VmRSS $before kB just before start, $after kB 1 s after);"
+echo "  at the end of the window, vigil's VmRSS is $((RSS[vigil] - RSS[host-idle])) kB above the idle host's"
 awk -v w="$added_wakeups" -v d="$duration" 'BEGIN { printf "Wakeups added by keepAlive() (vigil - host-idle): %.2f/s\n", w / d }'
 for n in vigil vigil-alsa; do
   echo "$n host threads, voluntary context switches over the whole run ($((duration + 3)) s):"

@@ -6,7 +6,7 @@
 //   SilentEngineBench --idle              the same host without starting the plugin: the
 //                                         baseline a Swift host costs by itself
 //
-// Prints, one per line and flushed: `rss_before_kb=N` (before keepAlive), `rss_after_kb=N`
+// Prints, one per line and flushed: `rss_before_kb=N` (1 s after launch, just before keepAlive), `rss_after_kb=N`
 // (1 s after the plugin started), `ready`, then `event interrupted|resumed|resume-failed …` as
 // they happen, and `stopped` on exit. Exit 1 if the plugin cannot start, 64 on a bad argument.
 import Logging
@@ -103,6 +103,10 @@ for sig in [SIGTERM, SIGINT] {
     }
 }
 
+// Every host has awaited something before it calls keepAlive(): the Swift runtime's executor
+// threads exist by then. Do the same, so that "before" does not count the runtime's warm-up
+// (about 1 MB: libdispatch worker threads and their stacks) as the plugin's cost.
+try? await Task.sleep(nanoseconds: 1_000_000_000)
 say("rss_before_kb=\(residentKilobytes())")
 do {
     if !idle { try await plugin.start() }

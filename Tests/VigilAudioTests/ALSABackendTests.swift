@@ -34,7 +34,7 @@ struct ALSABackendTests {
                 }
                 return lines().contains(where: predicate)
             }
-            try #require(try await waitForLine({ $0 == "ready" }, timeout: 5), "host output: \(lines())")
+            try #require(try await waitForLine({ $0 == "ready" }, timeout: 10), "host output: \(lines())")
             #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
             let inputs = try server.sinkInputs()
             #expect(inputs.contains("application.name = \"silent-engine-bench (Vigil keep-alive)\""), "\(inputs)")
