@@ -74,7 +74,9 @@ else
   private_dir=$(mktemp -d "${TMPDIR:-/tmp}/vigil-up-XXXXXX")
   chmod 700 "$private_dir"
   # HOME too, so the server reads and writes no file of yours (cookie, ~/.config/pulse).
-  XDG_RUNTIME_DIR="$private_dir" HOME="$private_dir" pulseaudio \
+  # In a session of its own: Ctrl-C reaches vigil only, which then stops its stream cleanly
+  # while the server is still up; the server is stopped after vigil, on exit.
+  XDG_RUNTIME_DIR="$private_dir" HOME="$private_dir" setsid pulseaudio \
     --daemonize=no --exit-idle-time=-1 --disallow-exit --use-pid-file=no --system=no -n \
     --load=module-native-protocol-unix \
     --load="module-null-sink sink_name=vigil_null sink_properties=device.description=Vigil-null-sink" \
