@@ -15,9 +15,9 @@ import Glibc
 /// with a 2 s buffer, that is 5–7 wakeups a second; this driver needs fewer than one.
 ///
 /// The stream asks for no timing updates. Its target length is the configured buffer and its
-/// minimum request is sized (``requestSizes(bufferMilliseconds:)``) so that the server asks for
-/// audio once per sink pull, or less often for buffers over 2 s: with a 2 s buffer, one wakeup
-/// every 1.75 s; with 10 s, one every 4 s. A silent source is written as a gap
+/// minimum request is sized for the server it finds (``requestSizes(bufferMilliseconds:server:)``):
+/// PulseAudio asks once per sink pull (2 s buffer: every 1.75 s; 10 s: every 4 s), pipewire-pulse
+/// once per minimum request (2 s buffer: every 0.9 s; 10 s: every 4.9 s). A silent source is written as a gap
 /// (one zero frame at the far end of each request), which the server plays as silence without
 /// copying a sample; other sources render straight into libpulse's shared-memory blocks.
 final class PulseDriver: PlaybackDriver {
@@ -42,6 +42,9 @@ final class PulseDriver: PlaybackDriver {
     private var timer: OpaquePointer?
 
     private var opening = false
+    private var connected = false
+    /// Which server answered (read from its server name before the stream is created).
+    private var server = Server.pulseAudio
     private var primed = false
     private var stopRequested = false
     private var failure: AudioError?
@@ -123,28 +126,13 @@ final class PulseDriver: PlaybackDriver {
         failure = nil
         opening = true
         defer { opening = false }
-        let properties = pa_proplist_new()
-        pa_proplist_sets(properties, PA_PROP_APPLICATION_NAME, configuration.applicationName)
-        context = pa_context_new_with_proplist(api, configuration.applicationName, properties)
-        pa_proplist_free(properties)
-        guard let context else {
-            throw AudioError(code: .openFailed, function: "pa_context_new", message: "libpulse could not create a client context — the process may be out of memory")
+        // libpulse reads the host's PULSE_PROP* variables while the client connects: keep them
+        // off (see StreamIdentity), until the server has the client's properties.
+        try StreamIdentity.withoutHostProperties { () throws(AudioError) -> Void in
+            try connect()
+            while !connected && failure == nil && !stopRequested { iterate() }
         }
-        pa_context_set_state_callback(
-            context, { _, userdata in PulseDriver.from(userdata).contextStateChanged() }, userdata)
-        if pa_context_connect(context, configuration.pulseServer, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-            let error = pulseError(.openFailed, "pa_context_connect", pa_context_errno(context))
-            close()
-            throw error
-        }
-        timer = pa_context_rttime_new(
-            context, pa_rtclock_now() + Self.connectTimeoutMicroseconds,
-            { _, _, _, userdata in PulseDriver.from(userdata).timerFired() }, userdata)
-        while !primed && failure == nil && !stopRequested {
-            if pa_mainloop_iterate(mainloop, 1, nil) < 0 {
-                failure = AudioError(code: .openFailed, function: "pa_mainloop_iterate", message: "libpulse's main loop failed — this is a bug; please report it")
-            }
-        }
+        while !primed && failure == nil && !stopRequested { iterate() }
         if !primed {
             let error =
                 failure
@@ -152,7 +140,7 @@ final class PulseDriver: PlaybackDriver {
             close()
             throw error
         }
-        if let timer {
+        if let timer, let context {
             pa_context_rttime_restart(context, timer, pa_rtclock_now() + healthCheckMicroseconds)
         }
         var bufferFrames = 0
@@ -174,6 +162,40 @@ final class PulseDriver: PlaybackDriver {
             ])
     }
 
+    /// Creates the context and starts connecting it, with the connect timeout armed.
+    private func connect() throws(AudioError) {
+        connected = false
+        let properties = pa_proplist_new()
+        pa_proplist_sets(properties, PA_PROP_APPLICATION_NAME, configuration.applicationName)
+        context = pa_context_new_with_proplist(api, configuration.applicationName, properties)
+        pa_proplist_free(properties)
+        guard let context else {
+            throw AudioError(
+                code: .openFailed, function: "pa_context_new",
+                message: "libpulse could not create a client context — the process may be out of memory")
+        }
+        pa_context_set_state_callback(
+            context, { _, userdata in PulseDriver.from(userdata).contextStateChanged() }, userdata)
+        if pa_context_connect(context, configuration.pulseServer, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+            let error = pulseError(.openFailed, "pa_context_connect", pa_context_errno(context))
+            close()
+            throw error
+        }
+        timer = pa_context_rttime_new(
+            context, pa_rtclock_now() + Self.connectTimeoutMicroseconds,
+            { _, _, _, userdata in PulseDriver.from(userdata).timerFired() }, userdata)
+    }
+
+    /// One blocking main-loop iteration; a failing main loop fails the stream.
+    private func iterate() {
+        if pa_mainloop_iterate(mainloop, 1, nil) < 0 {
+            fail(
+                AudioError(
+                    code: opening ? .openFailed : .streamFailed, function: "pa_mainloop_iterate",
+                    message: "libpulse's main loop failed — this is a bug; please report it"))
+        }
+    }
+
     private var healthCheckMicroseconds: UInt64 { UInt64(configuration.healthCheckSeconds) * 1_000_000 }
 
     private static let frameBytes = PlaybackConfiguration.channels * MemoryLayout<Int16>.size
@@ -187,14 +209,19 @@ final class PulseDriver: PlaybackDriver {
         guard let context else { return }
         switch pa_context_get_state(context) {
         case PA_CONTEXT_READY:
-            // A `media.role` from the host's environment (PULSE_PROP…) lands on the client and
-            // would be merged into the stream: remove it first, so role-based corking
-            // (module-role-cork) never silences the keep-alive.
-            let operation = "media.role".withCString { key in
-                var keys: [UnsafePointer<CChar>?] = [key, nil]
-                return pa_context_proplist_remove(
-                    context, &keys, { _, _, userdata in PulseDriver.from(userdata).createStream() }, userdata)
-            }
+            connected = true
+            // Which server is this? Request sizing differs (see requestSizes).
+            let operation = pa_context_get_server_info(
+                context,
+                { _, info, userdata in
+                    let driver = PulseDriver.from(userdata)
+                    if let name = info?.pointee.server_name, String(cString: name).contains("PipeWire") {
+                        driver.server = .pipeWire
+                    } else {
+                        driver.server = .pulseAudio
+                    }
+                    driver.createStream()
+                }, userdata)
             if let operation { pa_operation_unref(operation) } else { createStream() }
         case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
             fail(pulseError(opening ? .openFailed : .streamFailed, opening ? "pa_context_connect" : "pa_context", pa_context_errno(context)))
@@ -223,26 +250,44 @@ final class PulseDriver: PlaybackDriver {
         pa_stream_set_moved_callback(paStream, { _, userdata in PulseDriver.from(userdata).moved() }, userdata)
         pa_stream_set_suspended_callback(paStream, { _, userdata in PulseDriver.from(userdata).suspendedChanged() }, userdata)
 
-        let (bufferBytes, requestBytes) = Self.requestSizes(bufferMilliseconds: configuration.bufferMilliseconds)
+        let (bufferBytes, requestBytes) = Self.requestSizes(bufferMilliseconds: configuration.bufferMilliseconds, server: server)
         var attributes = pa_buffer_attr(
             maxlength: UInt32.max, tlength: bufferBytes, prebuf: UInt32.max, minreq: requestBytes, fragsize: UInt32.max)
         let rc = pa_stream_connect_playback(paStream, sink, &attributes, PA_STREAM_NOFLAGS, nil, nil)
         if rc < 0 { fail(pulseError(.openFailed, "pa_stream_connect_playback", pa_context_errno(context))) }
     }
 
+    /// The sound servers that speak the protocol, which size requests differently.
+    enum Server {
+        /// PulseAudio: sends a request when a sink pull leaves at least a minimum request missing.
+        case pulseAudio
+        /// pipewire-pulse: consumes a quantum at a time and sends a request each time a minimum
+        /// request is missing.
+        case pipeWire
+    }
+
     /// The stream's target length and minimum request, in bytes, for a buffer of `bufferMilliseconds`.
     ///
-    /// The server sets the sink's latency to the target length minus two minimum requests and
+    /// PulseAudio sets the sink's latency to the target length minus two minimum requests and
     /// sends a request when a sink pull leaves at least a minimum request missing. Sinks cap their
     /// latency (the null sink and most sound cards at 2 s), so: up to 2.25 s, a sixteenth of the
     /// buffer (a request per sink pull, the pull as large as the buffer allows); above, whatever
     /// leaves exactly 2 s of sink latency (a 10 s buffer: a request every 4 s, for 4 s of audio).
-    static func requestSizes(bufferMilliseconds: Int) -> (target: UInt32, minimum: UInt32) {
+    ///
+    /// pipewire-pulse caps the node latency at its quantum limit (8192 frames) and asks again
+    /// every minimum request, so the minimum request is as large as it can be while 200 ms stay
+    /// for that latency: half the buffer less 100 ms (2 s: every 0.9 s; 10 s: every 4.9 s), never
+    /// below a sixteenth.
+    static func requestSizes(bufferMilliseconds: Int, server: Server) -> (target: UInt32, minimum: UInt32) {
         let frame = Self.frameBytes
         let bytesPerMillisecond = PlaybackConfiguration.sampleRate / 1000 * frame
         let target = bufferMilliseconds * bytesPerMillisecond
-        let minimum = max(target / 16, (target - 2000 * bytesPerMillisecond) / 2) / frame * frame
-        return (UInt32(target), UInt32(max(frame, minimum)))
+        let minimum: Int
+        switch server {
+        case .pulseAudio: minimum = max(target / 16, (target - 2000 * bytesPerMillisecond) / 2)
+        case .pipeWire: minimum = max(target / 16, target / 2 - 100 * bytesPerMillisecond)
+        }
+        return (UInt32(target), UInt32(max(frame, minimum / frame * frame)))
     }
 
     private func streamStateChanged() {
@@ -265,11 +310,7 @@ final class PulseDriver: PlaybackDriver {
 
     /// Iterates the main loop until `stop()` or a failure.
     func play() -> DriverExit {
-        while failure == nil && !stopRequested {
-            if pa_mainloop_iterate(mainloop, 1, nil) < 0 {
-                fail(AudioError(code: .streamFailed, function: "pa_mainloop_iterate", message: "libpulse's main loop failed — this is a bug; please report it"))
-            }
-        }
+        while failure == nil && !stopRequested { iterate() }
         if stopRequested { return .stopped }
         return .failed(failure!)
     }

@@ -4,17 +4,23 @@ import Synchronization
 import Glibc
 #endif
 
-/// How the stream names itself to the sound server.
+/// How the stream names itself to the sound server, and keeps the host's stream properties off it.
 ///
-/// The ALSA pulse plugin takes no stream properties in its configuration: libpulse reads them
-/// from the environment when the plugin creates its context, inside `snd_pcm_open`. In
-/// PulseAudio 16, `PULSE_PROP_OVERRIDE` replaces what the plugin set (`application.name` =
-/// "ALSA plug-in [binary]"), while `PULSE_PROP` and `PULSE_PROP_*` only add missing keys and
-/// may carry a `media.role` from the host's environment. So, for the duration of the open
-/// only and under a process-wide lock, every `PULSE_PROP*` variable is set aside,
-/// `PULSE_PROP_OVERRIDE` carries our `application.name`, and afterwards the host's variables
-/// are put back exactly as they were. The stream gets no `media.role`, so role-based corking
-/// (`module-role-cork`) leaves it alone.
+/// libpulse reads stream properties from the environment (`PULSE_PROP`, `PULSE_PROP_*`,
+/// `PULSE_PROP_OVERRIDE`) into its *client* while it connects, and both servers copy the client's
+/// properties into each new stream: a host started with `PULSE_PROP=media.role=music` would give
+/// the keep-alive a role, and role-based corking (`module-role-cork`) or a role-based routing
+/// policy would then act on it. (PulseAudio honours `pa_context_proplist_remove` before the stream
+/// exists; pipewire-pulse does not, so removing the key afterwards is not enough.)
+///
+/// So, for the duration of the connection only and under a process-wide lock, every
+/// `PULSE_PROP*` variable is set aside and afterwards put back exactly as it was. A host thread
+/// that changes the environment at that very moment races with this, as with any `setenv`.
+///
+/// The ALSA pulse plugin also takes no stream properties in its configuration, and in PulseAudio
+/// 16 `PULSE_PROP_OVERRIDE` is the only variable that replaces what the plugin set
+/// (`application.name` = "ALSA plug-in [binary]"): for an ALSA open, it carries our
+/// `application.name`. The native backend names the client and the stream itself.
 enum StreamIdentity {
     private static let lock = Mutex<Void>(())
 
@@ -28,9 +34,19 @@ enum StreamIdentity {
         return "application.name=\"\(quoted)\""
     }
 
-    /// Runs `body` (an `snd_pcm_open`) with the environment set up to name the stream
-    /// `applicationName`, then restores the environment.
+    /// Runs `body` (an `snd_pcm_open`) with the host's `PULSE_PROP*` variables set aside and
+    /// `PULSE_PROP_OVERRIDE` naming `applicationName`, then restores the environment.
     static func withIdentity<T>(applicationName: String, _ body: () throws(AudioError) -> T) throws(AudioError) -> T {
+        try withEnvironment(override: overrideValue(applicationName: applicationName), body)
+    }
+
+    /// Runs `body` (a libpulse connection) with the host's `PULSE_PROP*` variables set aside,
+    /// then restores the environment.
+    static func withoutHostProperties<T>(_ body: () throws(AudioError) -> T) throws(AudioError) -> T {
+        try withEnvironment(override: nil, body)
+    }
+
+    private static func withEnvironment<T>(override: String?, _ body: () throws(AudioError) -> T) throws(AudioError) -> T {
         try lock.withLock { _ throws(AudioError) -> T in
             var saved: [(String, String)] = []
             var entry = environ
@@ -42,9 +58,9 @@ enum StreamIdentity {
                 entry += 1
             }
             for (name, _) in saved { unsetenv(name) }
-            setenv("PULSE_PROP_OVERRIDE", overrideValue(applicationName: applicationName), 1)
+            if let override { setenv("PULSE_PROP_OVERRIDE", override, 1) }
             defer {
-                unsetenv("PULSE_PROP_OVERRIDE")
+                if override != nil { unsetenv("PULSE_PROP_OVERRIDE") }
                 for (name, value) in saved { setenv(name, value, 1) }
             }
             return try body()

@@ -216,14 +216,14 @@ struct PulseIntegrationTests {
 
 @Suite("PulseAudio request sizes")
 struct PulseRequestSizeTests {
-    @Test("up to 2.25 s a sixteenth of the buffer; above, whatever leaves 2 s of sink latency")
+    @Test("on PulseAudio: up to 2.25 s a sixteenth of the buffer; above, whatever leaves 2 s of sink latency")
     func requestSizes() {
         let bytesPerMillisecond = UInt32(48 * 4)
         let expected: [(buffer: Int, minimumBytes: UInt32)] = [
             (100, 1200), (1000, 12_000), (2000, 24_000), (2250, 27_000), (4000, 192_000), (10_000, 768_000),
         ]
         for (buffer, minimumBytes) in expected {
-            let sizes = PulseDriver.requestSizes(bufferMilliseconds: buffer)
+            let sizes = PulseDriver.requestSizes(bufferMilliseconds: buffer, server: .pulseAudio)
             #expect(sizes.target == UInt32(buffer) * bytesPerMillisecond, "buffer \(buffer) ms")
             #expect(sizes.minimum == minimumBytes, "buffer \(buffer) ms")
             #expect(sizes.minimum % 4 == 0)
@@ -231,6 +231,20 @@ struct PulseRequestSizeTests {
             // for buffers of 2 s and more, nor above 2 s for longer ones.
             let sinkMilliseconds = Int(sizes.target - 2 * sizes.minimum) / Int(bytesPerMillisecond)
             if buffer >= 2000 { #expect((1750...2000).contains(sinkMilliseconds), "buffer \(buffer) ms: sink \(sinkMilliseconds) ms") }
+        }
+    }
+
+    @Test("on pipewire-pulse: half the buffer less 100 ms, never below a sixteenth")
+    func pipeWireRequestSizes() {
+        let expected: [(buffer: Int, minimumBytes: UInt32)] = [
+            (100, 1200), (1000, 76_800), (2000, 172_800), (10_000, 940_800),
+        ]
+        for (buffer, minimumBytes) in expected {
+            let sizes = PulseDriver.requestSizes(bufferMilliseconds: buffer, server: .pipeWire)
+            #expect(sizes.target == UInt32(buffer * 192), "buffer \(buffer) ms")
+            #expect(sizes.minimum == minimumBytes, "buffer \(buffer) ms")
+            // pipewire-pulse keeps the target length only if it exceeds two minimum requests.
+            #expect(sizes.target > 2 * sizes.minimum)
         }
     }
 }

@@ -1,0 +1,78 @@
+import Foundation
+
+/// What the tests do with any sound server that speaks PulseAudio's protocol (PulseAudio itself,
+/// or pipewire-pulse): query it with `pactl`, wait for sink states, record a sink's monitor and
+/// start clients, always through the fixture's own ``environment``.
+public protocol SoundServerFixture: Sendable {
+    /// The private runtime directory of the server.
+    var directory: URL { get }
+    /// The null sink the fixture created.
+    var sinkName: String { get }
+    /// The environment for child processes (`pactl`, `parec`, `aplay`) that talk to this server.
+    var environment: [String: String] { get }
+}
+
+extension SoundServerFixture {
+    /// Runs `pactl ARGS` against this server and returns its standard output.
+    @discardableResult
+    public func pactl(_ arguments: [String]) throws -> String {
+        try ChildProcess.run("/usr/bin/pactl", arguments, environment: environment)
+    }
+
+    /// The state (`RUNNING`, `IDLE`, `SUSPENDED`) of `sink` (default: this server's null sink).
+    public func sinkState(_ sink: String? = nil) throws -> String? {
+        let name = sink ?? sinkName
+        for line in try pactl(["list", "short", "sinks"]).split(separator: "\n") {
+            let fields = line.split(separator: "\t")
+            if fields.count >= 5, fields[1] == name { return String(fields[4]) }
+        }
+        return nil
+    }
+
+    /// Waits up to `timeout` seconds for `sink` to reach `state`; returns whether it did.
+    public func waitForSink(_ sink: String? = nil, state: String, timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if (try? sinkState(sink)) == state { return true }
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        } while Date() < deadline
+        return false
+    }
+
+    /// The output of `pactl list sink-inputs`.
+    public func sinkInputs() throws -> String { try pactl(["list", "sink-inputs"]) }
+
+    /// Records `seconds` of `sink`'s monitor (default: the null sink) with `parec` as 48 kHz
+    /// stereo S16_LE and returns the interleaved samples. `parec` is stopped with SIGINT, which
+    /// flushes its buffer.
+    public func captureMonitor(of sink: String? = nil, seconds: Double) async throws -> [Int16] {
+        let file = directory.appendingPathComponent("capture-\(UUID().uuidString.prefix(6)).raw")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let p = try ChildProcess(
+            "/usr/bin/parec",
+            [
+                "--latency-msec=20", "-d", "\(sink ?? sinkName).monitor", "--raw", "--format=s16le", "--rate=48000",
+                "--channels=2",
+            ],
+            environment: environment, stdout: file.path)
+        // Time the capture from its first bytes: on a loaded machine parec may take a while to connect.
+        let started = Date()
+        while Date().timeIntervalSince(started) < 5,
+            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0) == 0
+        {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        p.signal(SIGINT)
+        _ = await blockingCall { p.wait() }
+        let data = try Data(contentsOf: file)
+        return data.withUnsafeBytes { raw in
+            Array(raw.bindMemory(to: Int16.self)).map { Int16(littleEndian: $0) }
+        }
+    }
+
+    /// Starts a client process (for example `aplay -D pulse …`) that talks to this server.
+    public func launch(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(executable, arguments, environment: environment)
+    }
+}
