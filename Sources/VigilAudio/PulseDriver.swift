@@ -12,14 +12,16 @@ import Glibc
 /// Why not the ALSA `pulse` plugin, which talks to the same server: it connects its stream with
 /// automatic timing updates (a request and a reply every 1.5 s) and early requests (one request
 /// per ALSA period), on a libpulse thread of its own that then wakes the ALSA writer. Measured
-/// with a 2 s buffer, that is 5–7 wakeups a second; this driver needs fewer than one.
+/// with a 2 s buffer, that is 5–7 wakeups a second; this driver needs 0.6 on PulseAudio and
+/// about 1.1 on pipewire-pulse (docs/silent-engine.md).
 ///
 /// The stream asks for no timing updates. Its target length is the configured buffer and its
 /// minimum request is sized for the server it finds (``requestSizes(bufferMilliseconds:server:)``):
 /// PulseAudio asks once per sink pull (2 s buffer: every 1.75 s; 10 s: every 4 s), pipewire-pulse
-/// once per minimum request (2 s buffer: every 0.9 s; 10 s: every 4.9 s). A silent source is written as a gap
-/// (one zero frame at the far end of each request), which the server plays as silence without
-/// copying a sample; other sources render straight into libpulse's shared-memory blocks.
+/// once per minimum request (2 s buffer: every 0.9 s; 10 s: every 4.9 s). A silent source is
+/// written as a gap (one zero frame at the far end of each request), which the server plays as
+/// silence without copying a sample; other sources render straight into libpulse's
+/// shared-memory blocks.
 final class PulseDriver: PlaybackDriver {
     let backend = PlaybackStream.Backend.pulseAudio
     private let stream: PlaybackStream
