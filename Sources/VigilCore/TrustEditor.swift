@@ -9,7 +9,8 @@ public import VigilCrypto
 /// that does not parse is refused and left untouched. Before writing, the edited text is parsed
 /// again and compared with the original document plus the intended change, so an edit can never
 /// alter anything else. Writes are atomic (temporary file, `fsync`, `rename`) and keep the file's
-/// mode; an edit that changes nothing writes nothing.
+/// mode; an edit that changes nothing writes nothing. Concurrent edits of one file are serialised
+/// by a lock on its directory, so none is lost.
 public enum TrustEditor {
     /// What an edit did.
     public enum Outcome: Sendable, Hashable {
@@ -42,17 +43,36 @@ public enum TrustEditor {
             target = String(cString: resolved)
             free(resolved)
         }
-        let original: [UInt8]
-        if SystemCall.fileType(target) == nil {
-            guard value != nil else { return .unchanged }
-            original = []
-        } else {
-            original = try HostConfiguration.readConfig(target)
+        return try withDirectoryLock(of: target) { () throws(CoreError) -> Outcome in
+            let original: [UInt8]
+            if SystemCall.fileType(target) == nil {
+                guard value != nil else { return .unchanged }
+                original = []
+            } else {
+                original = try HostConfiguration.readConfig(target)
+            }
+            let (edited, outcome) = try self.edited(original, plugin: plugin, value: value, path: target)
+            if outcome == .unchanged { return outcome }
+            try AtomicFile.write(edited, to: target)
+            return outcome
         }
-        let (edited, outcome) = try self.edited(original, plugin: plugin, value: value, path: target)
-        if outcome == .unchanged { return outcome }
-        try AtomicFile.write(edited, to: target)
-        return outcome
+    }
+
+    /// Runs `body` (a read, edit and atomic replace of `path`) under an exclusive `flock` on the
+    /// directory holding `path`, so that concurrent edits (two `vigil plugin trust` runs, say)
+    /// each see the other's result instead of the last one silently winning. The file itself
+    /// cannot carry the lock, since the atomic rename replaces it; the directory stays put and
+    /// needs no extra file.
+    private static func withDirectoryLock<T>(of path: String, _ body: () throws(CoreError) -> T) throws(CoreError) -> T {
+        let directory = Path.directory(of: path)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw CoreError.io("open the directory of", path: path, errno: errno) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw CoreError.io("lock the directory of", path: path, errno: errno) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
     }
 
     /// The text of `bytes` with `plugin`'s trust entry set to `value` (or removed when `nil`).

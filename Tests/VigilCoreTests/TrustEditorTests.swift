@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import VigilCore
 import VigilCrypto
@@ -33,6 +34,30 @@ import VigilTestSupport
         // Idempotent: the same edit changes nothing.
         #expect(try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) == .unchanged)
         #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == expected)
+        #expect(try dir.list() == ["vigil.toml"])
+    }
+
+    @Test("concurrent edits of one file: every one lands, none is lost to a race")
+    func concurrentEditsAllLand() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", Self.original)
+        let names = (0..<24).map { "plugin-\($0)" }
+        let failures = Mutex<[String]>([])
+        // Threads, not tasks: each edit blocks in flock, which must not park the cooperative pool.
+        DispatchQueue.concurrentPerform(iterations: names.count) { i in
+            do {
+                _ = try TrustEditor.trust(plugin: names[i], fingerprint: i.isMultiple(of: 2) ? fpA : fpB, configPath: path)
+            } catch {
+                failures.withLock { $0.append("\(names[i]): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let trusted = try HostConfiguration.load(path: path).trustedPlugins
+        for (i, name) in names.enumerated() {
+            #expect(trusted[name] == (i.isMultiple(of: 2) ? fpA : fpB), "\(name) missing after concurrent edits")
+        }
+        #expect(trusted["silent-engine"] == fpA)
         #expect(try dir.list() == ["vigil.toml"])
     }
 
