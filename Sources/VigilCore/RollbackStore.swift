@@ -177,15 +177,8 @@ public struct RollbackStore: Sendable {
     /// Creates the directory (0700) if needed, checks it, and runs `body` under an exclusive lock.
     private func withLock<T>(_ body: () throws(CoreError) -> T) throws(CoreError) -> T {
         try ensureDirectory()
-        let lockPath = Path.join(directory, "rollback.lock")
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CoreError.io("open the lock file", path: lockPath, errno: errno) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw CoreError.io("lock", path: lockPath, errno: errno) }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        return try SystemCall.withExclusiveLock(
+            on: Path.join(directory, "rollback.lock"), flags: O_RDWR | O_CREAT | O_NOFOLLOW, what: "the lock file", body)
     }
 
     private func ensureDirectory() throws(CoreError) {

@@ -64,15 +64,8 @@ public enum TrustEditor {
     /// cannot carry the lock, since the atomic rename replaces it; the directory stays put and
     /// needs no extra file.
     private static func withDirectoryLock<T>(of path: String, _ body: () throws(CoreError) -> T) throws(CoreError) -> T {
-        let directory = Path.directory(of: path)
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw CoreError.io("open the directory of", path: path, errno: errno) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw CoreError.io("lock the directory of", path: path, errno: errno) }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        try SystemCall.withExclusiveLock(
+            on: Path.directory(of: path), flags: O_RDONLY | O_DIRECTORY, what: "the directory", body)
     }
 
     /// The text of `bytes` with `plugin`'s trust entry set to `value` (or removed when `nil`).

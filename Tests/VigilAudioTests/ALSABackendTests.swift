@@ -10,10 +10,7 @@ import VigilTestSupport
 struct ALSABackendTests {
     @Test("device=default: sink RUNNING, stream named with no media role, interrupted and resumed across a server restart")
     func throughThePulsePlugin() async throws {
-        let host = RestartLeakTests.benchHost
-        try #require(
-            FileManager.default.isExecutableFile(atPath: host.path),
-            "build the bench host first: swift build --build-tests (looked at \(host.path))")
+        let host = try RestartLeakTests.requireBenchHost()
         try await PulseAudioServer.with { server in
             let output = server.directory.appendingPathComponent("host.out").path
             var environment = server.environment

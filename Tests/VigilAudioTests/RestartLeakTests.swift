@@ -37,16 +37,22 @@ struct RestartLeakTests {
         return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("SilentEngineBench")
     }
 
+    /// The bench host, or a failed requirement saying how to build it.
+    static func requireBenchHost() throws -> URL {
+        let host = benchHost
+        try #require(
+            FileManager.default.isExecutableFile(atPath: host.path),
+            "build the bench host first: swift build --build-tests (looked at \(host.path))")
+        return host
+    }
+
     static func lines(_ path: String) -> [String] {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
     @Test("50 server restarts: every one interrupted and resumed, no fd/thread leak, stable memory")
     func fiftyRestarts() async throws {
-        let host = Self.benchHost
-        try #require(
-            FileManager.default.isExecutableFile(atPath: host.path),
-            "build the bench host first: swift build --build-tests (looked at \(host.path))")
+        let host = try Self.requireBenchHost()
         try await PulseAudioServer.with { server in
             let output = server.directory.appendingPathComponent("host.out").path
             let child = try ChildProcess(

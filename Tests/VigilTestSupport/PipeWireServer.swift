@@ -13,16 +13,9 @@ public final class PipeWireServer: SoundServerFixture, @unchecked Sendable {
     private let lock = NSLock()
     private var processes: [ChildProcess] = []
 
-    /// The pipewire-pulse socket.
-    public var socketPath: String { directory.appendingPathComponent("pulse/native").path }
-    /// The server address for libpulse (`PULSE_SERVER`).
-    public var address: String { "unix:" + socketPath }
-
+    /// The client environment plus the private session bus and PipeWire's runtime directory.
     public var environment: [String: String] {
-        var env = ProcessInfo.processInfo.environment
-        env["PULSE_SERVER"] = address
-        env["XDG_RUNTIME_DIR"] = directory.path
-        env["HOME"] = directory.path
+        var env = clientEnvironment
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         env["PIPEWIRE_RUNTIME_DIR"] = directory.path
         return env

@@ -18,18 +18,8 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
     private let lock = NSLock()
     private var process: ChildProcess?
 
-    /// The server's native socket.
-    public var socketPath: String { directory.appendingPathComponent("pulse/native").path }
-    /// The server address for libpulse (`PULSE_SERVER`).
-    public var address: String { "unix:" + socketPath }
     /// The environment for child processes (`pactl`, `parec`, `aplay`) that talk to this server.
-    public var environment: [String: String] {
-        var env = ProcessInfo.processInfo.environment
-        env["PULSE_SERVER"] = address
-        env["XDG_RUNTIME_DIR"] = directory.path
-        env["HOME"] = directory.path
-        return env
-    }
+    public var environment: [String: String] { clientEnvironment }
 
     /// The process id of the running server, if any.
     public var pid: Int32? { lock.withLock { process?.pid } }

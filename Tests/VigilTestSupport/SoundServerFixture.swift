@@ -13,6 +13,21 @@ public protocol SoundServerFixture: Sendable {
 }
 
 extension SoundServerFixture {
+    /// The server's native socket (`pulse/native` in its runtime directory).
+    public var socketPath: String { directory.appendingPathComponent("pulse/native").path }
+    /// The server address for libpulse (`PULSE_SERVER`, `PlaybackConfiguration.pulseServer`).
+    public var address: String { "unix:" + socketPath }
+
+    /// This process's environment pointed at the server: `PULSE_SERVER`, and the runtime
+    /// directory as `XDG_RUNTIME_DIR` and `HOME` (so nothing of the user's is read or written).
+    public var clientEnvironment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["PULSE_SERVER"] = address
+        env["XDG_RUNTIME_DIR"] = directory.path
+        env["HOME"] = directory.path
+        return env
+    }
+
     /// Runs `pactl ARGS` against this server and returns its standard output.
     @discardableResult
     public func pactl(_ arguments: [String]) throws -> String {
