@@ -6,12 +6,13 @@
 # For each client — the SilentEngineBench host running silent-engine (zero mode, 2 s buffer) on
 # its default PulseAudio backend; the same with buffer_ms=10000; the same host on the ALSA
 # backend (`device=default`, which reaches the server through the ALSA pulse plugin, like
-# aplay); the same host idle (no plugin started: what any Swift host costs by itself);
+# aplay); `vigil up` itself, with the signed silent-engine manifest; the same host idle (no
+# plugin started: what any Swift host costs by itself);
 # `aplay -D pulse` of /dev/zero at its defaults; and the same with --buffer-time=2000000 — it
 # starts a FRESH PulseAudio server (so the server's CPU is attributable to that one client),
-# lets the client settle for 3 s, then measures over the same window of SECONDS:
-#   client CPU   sum of /proc/PID/task/*/schedstat run time (ns)
-#   wakeups/s    voluntary context switches summed over /proc/PID/task/*/status
+# lets the client settle for 8 s, then measures over the same window of SECONDS:
+#   client CPU   run time (ns) from /proc/PID/task/*/schedstat, per-thread deltas summed
+#   wakeups/s    voluntary context switches from /proc/PID/task/*/status, per-thread deltas summed
 #   server CPU   the PulseAudio process's run time over the window (ns)
 #   RSS          the client's VmRSS at the end
 # and prints the RSS the plugin added to its host (VmRSS just before vs 1 s after start(), the
@@ -22,7 +23,9 @@ cd "$(dirname "$0")/.."
 duration=${1:-60}
 
 swift build -c release --product SilentEngineBench >/dev/null
+swift build -c release --product vigil >/dev/null
 host=$(swift build -c release --show-bin-path)/SilentEngineBench
+vigil=$(swift build -c release --show-bin-path)/vigil
 
 work=$(mktemp -d)
 chmod 700 "$work"
@@ -36,7 +39,6 @@ cleanup() {
 trap cleanup EXIT
 
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
-wakeups() { grep -h '^voluntary_ctxt_switches' /proc/"$1"/task/*/status 2>/dev/null | awk '{s += $2} END {print s + 0}'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' /proc/"$1"/status; }
 
 start_server() {
@@ -54,7 +56,23 @@ start_server() {
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 
-declare -A CPU WAKE SCPU RSS
+tids() { ls /proc/"$1"/task 2>/dev/null | sort; }
+# One line per thread: TID, run time (ns), voluntary context switches.
+snapshot() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s %s\n' "${t##*/}" "$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)" \
+      "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null)"
+  done
+}
+# Per-thread deltas between two snapshots, summed: threads present at both ends count their
+# difference, threads born in between count fully, threads that ended count nothing (their
+# switches inside the window are lost: the "threads gone" column says how many). Prints "CPU WAKE".
+delta() {
+  awk 'NR == FNR { c[$1] = $2; w[$1] = $3; next } { dc += $2 - c[$1]; dw += $3 - w[$1] } END { print dc + 0, dw + 0 }' "$1" "$2"
+}
+
+declare -A CPU WAKE SCPU RSS GONE
 measure() { # NAME COMMAND...
   local name=$1; shift
   start_server
@@ -63,17 +81,24 @@ measure() { # NAME COMMAND...
   sleep 3
   local state; state=$(PULSE_SERVER=unix:$work/rt/pulse/native pactl list short sinks | awk -F'\t' '$2 == "bench" {print $5}')
   [[ "$state" == RUNNING || "$name" == host-idle ]] || { echo "$name: sink is $state, not RUNNING" >&2; cat "$work/$name.out" >&2; exit 1; }
-  local c0 w0 s0 c1 w1 s1
-  c0=$(cpu_ns "$client_pid"); w0=$(wakeups "$client_pid"); s0=$(cpu_ns "$server_pid")
+  # Let start-up settle: libdispatch retires its start-up workers after a few idle seconds.
+  sleep 5
+  local s0 s1 t0 t1
+  t0=$(tids "$client_pid")
+  snapshot "$client_pid" >"$work/before"; s0=$(cpu_ns "$server_pid")
   sleep "$duration"
-  c1=$(cpu_ns "$client_pid"); w1=$(wakeups "$client_pid"); s1=$(cpu_ns "$server_pid")
+  snapshot "$client_pid" >"$work/after"; s1=$(cpu_ns "$server_pid")
+  t1=$(tids "$client_pid")
+  # Threads that ended inside the window take their counts with them (the sums undercount then).
+  GONE[$name]=$(comm -23 <(echo "$t0") <(echo "$t1") | grep -c . || true)
   RSS[$name]=$(rss_kb "$client_pid")
   if [[ "$name" == vigil* ]]; then # per-thread wakeups over the whole run, to see who wakes
     for t in /proc/"$client_pid"/task/*; do
       printf '%s %s\n' "$(cat "$t/comm")" "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")"
     done >"$work/threads-$name"
   fi
-  CPU[$name]=$((c1 - c0)); WAKE[$name]=$((w1 - w0)); SCPU[$name]=$((s1 - s0))
+  read -r "CPU[$name]" "WAKE[$name]" < <(delta "$work/before" "$work/after")
+  SCPU[$name]=$((s1 - s0))
   kill -TERM "$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=""
   stop_server
 }
@@ -83,26 +108,41 @@ measure vigil "$host" "pulse_server=unix:$work/rt/pulse/native"
 measure vigil-10s "$host" buffer_ms=10000
 measure vigil-alsa "$host" device=default
 measure host-idle "$host" --idle
+# The real CLI host: `vigil up` with the signed, trusted silent-engine manifest from manifests/.
+cat >"$work/vigil.toml" <<EOF
+plugins = ["silent-engine"]
+plugin_paths = ["$PWD/manifests"]
+
+[host]
+name = "bench-host"
+background_modes = ["audio"]
+
+[trusted_plugins]
+silent-engine = "$(sed -n 's/^silent-engine = "\(.*\)"$/\1/p' Examples/ExampleHost/vigil.toml)"
+EOF
+XDG_STATE_HOME=$work/state measure vigil-up "$vigil" up --config "$work/vigil.toml"
 measure aplay-default aplay -q -D pulse -f S16_LE -r 48000 -c 2 -t raw /dev/zero
 measure aplay-2s aplay -q -D pulse -f S16_LE -r 48000 -c 2 -t raw --buffer-time=2000000 /dev/zero
 
-printf '\n%-14s %14s %9s %10s %14s %9s %9s\n' client "client CPU ns" "CPU %" wakeups/s "server CPU ns" "server %" "RSS kB"
-for n in vigil vigil-10s vigil-alsa host-idle aplay-default aplay-2s; do
-  awk -v n="$n" -v c="${CPU[$n]}" -v w="${WAKE[$n]}" -v s="${SCPU[$n]}" -v r="${RSS[$n]}" -v d="$duration" \
-    'BEGIN { printf "%-14s %14d %8.4f%% %10.2f %14d %8.4f%% %9d\n", n, c, c / (d * 1e7), w / d, s, s / (d * 1e7), r }'
+printf '\n%-14s %14s %9s %10s %14s %9s %9s %s\n' client "client CPU ns" "CPU %" wakeups/s "server CPU ns" "server %" "RSS kB" "threads gone"
+for n in vigil vigil-10s vigil-alsa vigil-up host-idle aplay-default aplay-2s; do
+  awk -v n="$n" -v c="${CPU[$n]}" -v w="${WAKE[$n]}" -v s="${SCPU[$n]}" -v r="${RSS[$n]}" -v g="${GONE[$n]}" -v d="$duration" \
+    'BEGIN { printf "%-14s %14d %8.4f%% %10.2f %14d %8.4f%% %9d %d\n", n, c, c / (d * 1e7), w / d, s, s / (d * 1e7), r, g }'
 done
 before=$(sed -n 's/^rss_before_kb=//p' "$work/vigil.out"); after=$(sed -n 's/^rss_after_kb=//p' "$work/vigil.out")
 added_wakeups=$((WAKE[vigil] - WAKE[host-idle]))
 echo
 echo "vigil = default PulseAudio backend (2 s buffer); vigil-10s = the same with buffer_ms=10000;"
-echo "vigil-alsa = device=default through the ALSA pulse plugin;"
+echo "vigil-alsa = device=default through the ALSA pulse plugin; vigil-up = the vigil CLI (vigil up) with the"
+echo "signed silent-engine manifest; threads gone = threads that ended inside the window (their"
+echo "switches and CPU in it are not counted, so that row undercounts);"
 echo "host-idle = the same Swift host with no plugin started (libdispatch's 1 s pool monitor lives in"
 echo "every Swift process that uses concurrency)."
 echo "RSS added to the host by keepAlive(): $((after - before)) kB (host VmRSS $before kB just before start, $after kB 1 s after);"
 echo "  at the end of the window, vigil's VmRSS is $((RSS[vigil] - RSS[host-idle])) kB above the idle host's"
 awk -v w="$added_wakeups" -v d="$duration" 'BEGIN { printf "Wakeups added by keepAlive() (vigil - host-idle): %.2f/s\n", w / d }'
 for n in vigil vigil-alsa; do
-  echo "$n host threads, voluntary context switches over the whole run ($((duration + 3)) s):"
+  echo "$n host threads, voluntary context switches over the whole run ($((duration + 8)) s):"
   sed 's/^/  /' "$work/threads-$n"
 done
 echo

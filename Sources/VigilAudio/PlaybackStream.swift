@@ -138,7 +138,8 @@ public final class PlaybackStream: Sendable {
         return SoundServer.isReachable() ? "pulse" : "default"
     }
 
-    /// Opens the device, fills its buffer and returns once it is RUNNING.
+    /// Opens the output, fills its buffer and returns once it plays: on an ALSA PCM once the PCM
+    /// is RUNNING, on the sound server once the server has the first buffer.
     ///
     /// Calling it on a stream that already runs does nothing.
     /// - Throws: ``AudioError`` if the configuration is invalid or the device cannot be opened,
