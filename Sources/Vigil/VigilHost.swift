@@ -132,6 +132,9 @@ public actor VigilHost: Service {
     private var draining = false
     private var publishing = false
     private var bannerLogged = false
+    /// Told (by ``transition(_:to:event:)``) when a plugin starts waiting for its environment,
+    /// so `run()` re-probes only while one does, and sleeps without a timer otherwise.
+    private var environmentBlockedSignal: AsyncStream<Void>.Continuation?
 
     /// Creates a host for plugins that are already prepared: no manifests, no verification.
     ///
@@ -238,23 +241,31 @@ public actor VigilHost: Service {
     public nonisolated var events: AsyncStream<HostEvent> { hub.subscribe() }
 
     /// `Service` conformance: `keepAlive()`, then wait for graceful shutdown or cancellation
-    /// (re-probing environment-blocked plugins every ``Options/retryInterval``), then `stop()`.
+    /// (re-probing environment-blocked plugins every ``Options/retryInterval`` while there are
+    /// any — no timer runs otherwise), then `stop()`.
     public func run() async throws {
+        let (blocked, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        environmentBlockedSignal = signal
+        if hasEnvironmentBlocked { signal.yield() }
         await keepAlive()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 try? await gracefulShutdown()
             }
             group.addTask { [options] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: options.retryInterval)
-                    if Task.isCancelled { break }
-                    await self.retryEnvironmentBlocked()
+                for await _ in blocked {
+                    repeat {
+                        try? await Task.sleep(for: options.retryInterval)
+                        if Task.isCancelled { return }
+                        await self.retryEnvironmentBlocked()
+                    } while await self.hasEnvironmentBlocked
                 }
             }
             await group.next()
             group.cancelAll()
         }
+        signal.finish()
+        environmentBlockedSignal = nil
         await stop()
     }
 
@@ -280,12 +291,17 @@ public actor VigilHost: Service {
     }
 
     private func retryEnvironmentBlocked() async {
-        let blockedByEnvironment = slots.contains { slot in
-            if case .blocked(let unmet) = slot.state { unmet.allSatisfy { !$0.requirement.isDeclaration } } else {
-                false
-            }
-        }
-        if desiredUp, blockedByEnvironment { await request(up: true) }
+        if hasEnvironmentBlocked { await request(up: true) }
+    }
+
+    /// True while the host is wanted up and some plugin waits only for its environment (a
+    /// sound server, a session bus…), not for a declaration only the developer can add.
+    private var hasEnvironmentBlocked: Bool {
+        desiredUp && slots.contains { Self.waitsForEnvironment($0.state) }
+    }
+
+    private static func waitsForEnvironment(_ state: PluginState) -> Bool {
+        if case .blocked(let unmet) = state { unmet.allSatisfy { !$0.requirement.isDeclaration } } else { false }
     }
 
     /// Runs reconciliation passes until the plugins match the latest request.
@@ -499,6 +515,7 @@ public actor VigilHost: Service {
 
     private func transition(_ index: Int, to state: PluginState, event: HostEvent.Kind?) {
         slots[index].state = state
+        if Self.waitsForEnvironment(state) { environmentBlockedSignal?.yield() }
         slots[index].since = Date().timeIntervalSince1970
         if let event { hub.publish(HostEvent(plugin: slots[index].name, kind: event, state: state)) }
         publish()

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceLifecycleTestKit
 import Testing
 import VigilCore
 import VigilPlugin
@@ -177,6 +178,45 @@ struct RequirementMatrixTests {
             try dir.write("bin/late-tool", "#!/bin/sh\n", mode: 0o755)
             #expect(await host.keepAlive()[plugin: "late"]?.state == .running)
             await host.stop()
+        }
+    }
+
+    @Test("as a Service: run() re-probes a plugin blocked by its environment and starts it once the environment appears")
+    func serviceRetriesEnvironmentBlocked() async throws {
+        try await RuntimeFixtures.withTempDirectory { dir in
+            let ledger = InstanceLedger()
+            let options = VigilHost.Options(
+                publishStatus: false,
+                environment: RequirementChecker.Environment(variables: ["PATH": dir.path + "/bin"]),
+                retryInterval: .milliseconds(100))
+            let host = try VigilHost(
+                plugins: [TestPlugins.prepared("late", ledger: ledger, requirements: [.init(kind: .executable("late-tool"))])],
+                options: options, logger: TestPlugins.quietLogger)
+            let events = host.events
+            try await testGracefulShutdown { trigger in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await host.run() }
+                    var iterator = events.makeAsyncIterator()
+                    #expect(await iterator.next()?.state.name == "blocked")
+                    // Several retry intervals pass with the tool still missing: nothing starts.
+                    try await Task.sleep(for: .milliseconds(350))
+                    #expect(ledger.snapshot.made == 0)
+                    try dir.write("bin/late-tool", "#!/bin/sh\n", mode: 0o755)
+                    // No keepAlive() call: the service's own re-probe starts it.
+                    var started = false
+                    while let event = await iterator.next() {
+                        if event.kind == .started {
+                            started = true
+                            break
+                        }
+                    }
+                    #expect(started)
+                    #expect(await host.status()[plugin: "late"]?.state == .running)
+                    trigger.triggerGracefulShutdown()
+                    try await group.waitForAll()
+                }
+            }
+            #expect(ledger.snapshot.live == 0)
         }
     }
 
