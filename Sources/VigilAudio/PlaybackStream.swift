@@ -310,6 +310,23 @@ public final class PlaybackStream: Sendable {
         shared.withLock { body(&$0.status) }
     }
 
+    /// A driver rides out an interruption in place (the stream stays open; nothing is reopened):
+    /// the state becomes ``State/recovering`` and ``Event/interrupted(_:)`` is reported.
+    func interruptedInPlace(_ error: AudioError) {
+        update {
+            $0.state = .recovering
+            $0.interruptions += 1
+            $0.lastError = error
+        }
+        report(.interrupted(error))
+    }
+
+    /// The interruption a driver rode out in place is over: ``State/running``, ``Event/resumed``.
+    func resumedInPlace() {
+        update { $0.state = .running }
+        report(.resumed)
+    }
+
     private func report(_ event: Event) {
         onEvent(event)
     }

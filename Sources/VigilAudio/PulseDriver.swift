@@ -52,6 +52,9 @@ final class PulseDriver: PlaybackDriver {
     private var failure: AudioError?
     /// The server's read index at the last health check: it must move between checks.
     private var lastReadIndex: Int64?
+    /// True while the stream's sink is suspended by someone else (reported as an interruption
+    /// ridden out in place: reopening would not help).
+    private var sinkSuspended = false
 
     /// How long to wait for the server to accept the client and the stream.
     static let connectTimeoutMicroseconds: UInt64 = 5_000_000
@@ -118,6 +121,7 @@ final class PulseDriver: PlaybackDriver {
         context = nil
         primed = false
         lastReadIndex = nil
+        sinkSuspended = false
     }
 
     // MARK: Opening
@@ -362,13 +366,33 @@ final class PulseDriver: PlaybackDriver {
         logger.info("Keep-alive stream moved to another sink", metadata: ["audio.sink": "\(currentSinkName ?? "?")"])
     }
 
+    /// The server says the stream's sink was suspended or resumed. A playing keep-alive keeps
+    /// its sink from suspending on idle, so a suspension comes from someone else (`pactl
+    /// suspend-sink`, a system policy): it is an interruption the stream rides out connected.
     private func suspendedChanged() {
-        guard let paStream else { return }
+        guard let paStream, !opening else { return }
         if pa_stream_is_suspended(paStream) > 0 {
-            logger.warning("The keep-alive stream's sink was suspended by someone else", metadata: ["audio.sink": "\(currentSinkName ?? "?")"])
-        } else {
+            enterSuspension()
+        } else if sinkSuspended {
+            sinkSuspended = false
+            lastReadIndex = nil
             logger.info("The keep-alive stream's sink resumed", metadata: ["audio.sink": "\(currentSinkName ?? "?")"])
+            stream.resumedInPlace()
         }
+    }
+
+    private func enterSuspension() {
+        guard !sinkSuspended else { return }
+        sinkSuspended = true
+        lastReadIndex = nil
+        let sinkName = currentSinkName ?? "unknown"
+        logger.warning("The keep-alive stream's sink was suspended by someone else", metadata: ["audio.sink": "\(sinkName)"])
+        stream.interruptedInPlace(
+            AudioError(
+                code: .notRunning, function: "pa_stream_is_suspended",
+                message: "the sink \(sinkName) of the stream to \"\(device)\" was suspended by another program "
+                    + "(for example `pactl suspend-sink \(sinkName) 1`) — the stream stays connected and plays "
+                    + "again when the sink resumes (`pactl suspend-sink \(sinkName) 0`)"))
     }
 
     /// While opening: the connect timeout. While playing: the health check, which asks the
@@ -390,6 +414,11 @@ final class PulseDriver: PlaybackDriver {
 
     private func checkHealth(success: Bool) {
         guard success, let paStream, let info = pa_stream_get_timing_info(paStream) else { return }
+        if pa_stream_is_suspended(paStream) > 0 {
+            enterSuspension()
+            return
+        }
+        if sinkSuspended { return }
         let readIndex = info.pointee.read_index
         let corked = pa_stream_is_corked(paStream) > 0
         // The first check after an open only takes a baseline: a sink that was suspended takes
