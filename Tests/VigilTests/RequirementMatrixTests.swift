@@ -164,16 +164,25 @@ struct RequirementMatrixTests {
             remedy: "start the session bus (systemctl --user start dbus) or fix DBUS_SESSION_BUS_ADDRESS")
     }
 
+    /// A host with one plugin, "late", that needs the executable `late-tool` on a PATH of
+    /// `dir/bin` (empty until the test writes the tool).
+    private static func hostWaitingForLateTool(
+        in dir: TestDirectory, ledger: InstanceLedger, retryInterval: Duration
+    ) throws -> VigilHost {
+        let options = VigilHost.Options(
+            publishStatus: false,
+            environment: RequirementChecker.Environment(variables: ["PATH": dir.path + "/bin"]),
+            retryInterval: retryInterval)
+        return try VigilHost(
+            plugins: [TestPlugins.prepared("late", ledger: ledger, requirements: [.init(kind: .executable("late-tool"))])],
+            options: options, logger: TestPlugins.quietLogger)
+    }
+
     @Test("a blocked plugin starts once its environment appears (re-probed by the next keepAlive)")
     func blockedPluginStartsWhenEnvironmentAppears() async throws {
         try await RuntimeFixtures.withTempDirectory { dir in
             let ledger = InstanceLedger()
-            let options = VigilHost.Options(
-                publishStatus: false,
-                environment: RequirementChecker.Environment(variables: ["PATH": dir.path + "/bin"]))
-            let host = try VigilHost(
-                plugins: [TestPlugins.prepared("late", ledger: ledger, requirements: [.init(kind: .executable("late-tool"))])],
-                options: options, logger: TestPlugins.quietLogger)
+            let host = try Self.hostWaitingForLateTool(in: dir, ledger: ledger, retryInterval: .seconds(5))
             #expect(await host.keepAlive()[plugin: "late"]?.state.name == "blocked")
             try dir.write("bin/late-tool", "#!/bin/sh\n", mode: 0o755)
             #expect(await host.keepAlive()[plugin: "late"]?.state == .running)
@@ -185,13 +194,7 @@ struct RequirementMatrixTests {
     func serviceRetriesEnvironmentBlocked() async throws {
         try await RuntimeFixtures.withTempDirectory { dir in
             let ledger = InstanceLedger()
-            let options = VigilHost.Options(
-                publishStatus: false,
-                environment: RequirementChecker.Environment(variables: ["PATH": dir.path + "/bin"]),
-                retryInterval: .milliseconds(100))
-            let host = try VigilHost(
-                plugins: [TestPlugins.prepared("late", ledger: ledger, requirements: [.init(kind: .executable("late-tool"))])],
-                options: options, logger: TestPlugins.quietLogger)
+            let host = try Self.hostWaitingForLateTool(in: dir, ledger: ledger, retryInterval: .milliseconds(100))
             let events = host.events
             try await testGracefulShutdown { trigger in
                 try await withThrowingTaskGroup(of: Void.self) { group in
