@@ -12,6 +12,18 @@ struct PulseIntegrationTests {
             retryInitialMilliseconds: 100, retryMaxMilliseconds: 1000, applicationName: "vigil-tests (Vigil keep-alive)")
     }
 
+    /// Starts a zero-mode stream that records its events, and expects the server's sink to run.
+    static func startRecording(
+        _ configuration: PlaybackConfiguration, on server: PulseAudioServer,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (PlaybackStream, EventRecorder<PlaybackStream.Event>) {
+        let events = EventRecorder<PlaybackStream.Event>()
+        let stream = PlaybackStream(configuration: configuration, source: ZeroSource(), logger: quietLogger, onEvent: events.record)
+        try await stream.start()
+        #expect(await server.waitForSink(state: "RUNNING", timeout: 2), sourceLocation: sourceLocation)
+        return (stream, events)
+    }
+
     @Test("the sink runs while the stream plays and suspends after stop()")
     func runningThenSuspended() async throws {
         try await PulseAudioServer.with { server in
@@ -93,11 +105,7 @@ struct PulseIntegrationTests {
     @Test("killing and restarting the server: interrupted, then resumed with the sink RUNNING within 2 s")
     func serverRestart() async throws {
         try await PulseAudioServer.with { server in
-            let events = EventRecorder<PlaybackStream.Event>()
-            let stream = PlaybackStream(
-                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger, onEvent: events.record)
-            try await stream.start()
-            #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
+            let (stream, events) = try await Self.startRecording(Self.configuration(server), on: server)
             server.kill()
             #expect(await events.wait(timeout: 3) { $0.contains { if case .interrupted = $0 { true } else { false } } })
             #expect(stream.status.state == .recovering)
@@ -121,11 +129,7 @@ struct PulseIntegrationTests {
     @Test("unloading the sink and loading a new one: interrupted, then resumed on the new sink")
     func sinkReplaced() async throws {
         try await PulseAudioServer.with { server in
-            let events = EventRecorder<PlaybackStream.Event>()
-            let stream = PlaybackStream(
-                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger, onEvent: events.record)
-            try await stream.start()
-            #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
+            let (stream, events) = try await Self.startRecording(Self.configuration(server), on: server)
             try server.pactl(["unload-module", "module-null-sink"])
             #expect(await events.wait(timeout: 3) { $0.contains { if case .interrupted = $0 { true } else { false } } })
             try server.pactl(["load-module", "module-null-sink", "sink_name=replacement", "rate=48000", "channels=2"])
@@ -139,11 +143,7 @@ struct PulseIntegrationTests {
     func followsDefaultSink() async throws {
         try await PulseAudioServer.with { server in
             try server.pactl(["load-module", "module-null-sink", "sink_name=second", "rate=48000", "channels=2"])
-            let events = EventRecorder<PlaybackStream.Event>()
-            let stream = PlaybackStream(
-                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger, onEvent: events.record)
-            try await stream.start()
-            #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
+            let (stream, events) = try await Self.startRecording(Self.configuration(server), on: server)
             #expect(try server.sinkState("second") != "RUNNING")
             try server.pactl(["set-default-sink", "second"])
             #expect(await server.waitForSink("second", state: "RUNNING", timeout: 2))
@@ -192,10 +192,7 @@ struct PulseIntegrationTests {
         try await PulseAudioServer.with { server in
             var configuration = Self.configuration(server)
             configuration.healthCheckSeconds = 1
-            let events = EventRecorder<PlaybackStream.Event>()
-            let stream = PlaybackStream(configuration: configuration, source: ZeroSource(), logger: quietLogger, onEvent: events.record)
-            try await stream.start()
-            #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
+            let (stream, events) = try await Self.startRecording(configuration, on: server)
             // A baseline and two healthy checks first: nothing to report.
             try await Task.sleep(nanoseconds: 3_300_000_000)
             #expect(events.all.isEmpty, "\(events.all)")
