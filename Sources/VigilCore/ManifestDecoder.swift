@@ -145,7 +145,7 @@ public enum ManifestDecoder {
             let description = try at(.key("description")) { r throws(CoreError) in
                 try fields["description"].map { v throws(CoreError) in try r.plainText(v, max: 1024, allowEmpty: true) } ?? ""
             }
-            let entry = try at(.key("entry")) { r throws(CoreError) in try r.plainText(fields["entry"]!, max: 256) }
+            let (entry, sharedLibrary) = try at(.key("entry")) { r throws(CoreError) in try r.entry(fields["entry"]!) }
             let requirements = try at(.key("host_requirements")) { r throws(CoreError) in
                 try r.requirements(fields["host_requirements"] ?? .array([]))
             }
@@ -158,9 +158,44 @@ public enum ManifestDecoder {
                 guard case .table(let t) = try r.setting(v) else { return [:] }
                 return t
             }
-            return PluginManifest(
+            let manifest = PluginManifest(
                 name: name, version: version, description: description, entry: entry,
-                hostRequirements: requirements, resources: resources, settings: settings)
+                hostRequirements: requirements, resources: resources, settings: settings, sharedLibrary: sharedLibrary)
+            if let sharedLibrary, !resources.contains(where: { $0.path == sharedLibrary.path }) {
+                throw fail(
+                    at: .key("entry"),
+                    "the shared library \(sharedLibrary.path) is not listed in \"resources\"; list it (and every "
+                        + "non-system library it needs) there so its size and SHA-256 are signed")
+            }
+            return manifest
+        }
+
+        /// `entry`: a built-in implementation's name, or `{"kind": "shared-library", "path": …, "abi": N}`.
+        mutating func entry(_ value: JSONValue) throws(CoreError) -> (String, PluginManifest.SharedLibraryEntry?) {
+            if case .string = value { return (try plainText(value, max: 256), nil) }
+            guard case .object = value else {
+                throw fail("expected a built-in implementation's name or a {\"kind\": \"shared-library\", …} object, "
+                    + "found \(value.kindName)")
+            }
+            let fields = try members(value, allowed: ["kind", "path", "abi"], required: ["kind", "path", "abi"])
+            let kind = try at(.key("kind")) { r throws(CoreError) in try r.string(fields["kind"]!) }
+            guard kind == "shared-library" else {
+                throw fail(
+                    at: .key("kind"),
+                    "unknown entry kind \(JSONValue.quote(Sanitizer.display(kind))) (known: shared-library)")
+            }
+            let path = try at(.key("path")) { r throws(CoreError) in
+                let p = try r.string(fields["path"]!)
+                if let problem = ManifestDecoder.resourcePathProblem(p) { throw r.fail(problem) }
+                return p
+            }
+            let abi = try at(.key("abi")) { r throws(CoreError) in
+                guard case .number(let n) = fields["abi"]!, let abi = Int(n), (1...65535).contains(abi) else {
+                    throw r.fail("expected the plugin ABI major version, a whole number from 1")
+                }
+                return abi
+            }
+            return ("shared-library", PluginManifest.SharedLibraryEntry(path: path, abi: abi))
         }
 
         mutating func requirements(_ value: JSONValue) throws(CoreError) -> [HostRequirement] {

@@ -23,14 +23,33 @@ public struct PluginManifest: Sendable, Hashable {
         }
     }
 
+    /// A manifest `entry` of kind `shared-library`: a third-party implementation in a shared library
+    /// shipped in the plugin directory (`{"kind": "shared-library", "path": "libfoo.so", "abi": 1}`).
+    /// The library and every non-system library it needs are listed in ``resources``.
+    public struct SharedLibraryEntry: Sendable, Hashable {
+        /// The library's path inside the plugin directory; one of ``resources``.
+        public let path: String
+        /// The plugin ABI major version the library is built for.
+        public let abi: Int
+
+        /// Creates a shared-library entry.
+        public init(path: String, abi: Int) {
+            self.path = path
+            self.abi = abi
+        }
+    }
+
     /// The plugin's name; equals its directory name and its `[trusted_plugins]` key.
     public let name: String
     /// The plugin's version (SemVer).
     public let version: Version
     /// A one-line description.
     public let description: String
-    /// Which plugin implementation runs it (a built-in implementation's name).
+    /// Which plugin implementation runs it: a built-in implementation's name, or
+    /// `"shared-library"` when ``sharedLibrary`` is set.
     public let entry: String
+    /// The shared library that implements the plugin, when `entry` is of kind `shared-library`.
+    public let sharedLibrary: SharedLibraryEntry?
     /// What the host must declare or provide.
     public let hostRequirements: [HostRequirement]
     /// Every file the plugin loads.
@@ -41,8 +60,10 @@ public struct PluginManifest: Sendable, Hashable {
     /// Creates a manifest value.
     public init(
         name: String, version: Version, description: String, entry: String,
-        hostRequirements: [HostRequirement], resources: [Resource], settings: [String: SettingValue]
+        hostRequirements: [HostRequirement], resources: [Resource], settings: [String: SettingValue],
+        sharedLibrary: SharedLibraryEntry? = nil
     ) {
+        self.sharedLibrary = sharedLibrary
         self.name = name
         self.version = version
         self.description = description
