@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 import VigilCore
 import VigilPlugin
+import VigilSharedLibrary
 
 /// What a `vigil.toml` amounts to: each activated plugin verified and mapped to its
 /// implementation, or unavailable with the reason. Shared by ``VigilHost`` and ``HostCheck``, so
@@ -45,6 +46,20 @@ struct HostPlan: Sendable {
                 return Item(name: name, entry: .unavailable(.init(name: name, version: nil, failure: failure)), trust: nil)
             }
             let manifest = loaded.manifest
+            if manifest.sharedLibrary != nil {
+                // A third-party library: every check that needs no mapping runs now (so `vigil check`
+                // reports it); the verified bytes are mapped only when the plugin starts.
+                do throws(SharedLibraryError) {
+                    let implementation = try SharedLibraryPlugins.implementation(for: loaded)
+                    return ready(name, loaded, implementation, configuration)
+                } catch {
+                    let failure = PluginFailure(code: error.code.description, message: error.description)
+                    return Item(
+                        name: name,
+                        entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),
+                        trust: loaded.trust, requirements: manifest.hostRequirements)
+                }
+            }
             guard let implementation = registry.implementation(for: manifest.entry) else {
                 let error = PluginError.unknownEntry(plugin: name, entry: manifest.entry, known: registry.entries)
                 let failure = PluginFailure(code: error.code.description, message: error.message)
@@ -53,14 +68,21 @@ struct HostPlan: Sendable {
                     entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),
                     trust: loaded.trust, requirements: manifest.hostRequirements)
             }
-            let settings = PluginSettings(
-                pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
-            let prepared = VigilHost.PreparedPlugin(
-                name: name, version: "\(manifest.version)", requirements: manifest.hostRequirements,
-                settings: settings, implementation: implementation)
-            return Item(name: name, entry: .ready(prepared), trust: loaded.trust, requirements: manifest.hostRequirements)
+            return ready(name, loaded, implementation, configuration)
         }
         return HostPlan(configuration: configuration, items: items)
+    }
+
+    private static func ready(
+        _ name: String, _ loaded: LoadedPlugin, _ implementation: PluginImplementation, _ configuration: HostConfiguration
+    ) -> Item {
+        let manifest = loaded.manifest
+        let settings = PluginSettings(
+            pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
+        let prepared = VigilHost.PreparedPlugin(
+            name: name, version: "\(manifest.version)", requirements: manifest.hostRequirements,
+            settings: settings, implementation: implementation)
+        return Item(name: name, entry: .ready(prepared), trust: loaded.trust, requirements: manifest.hostRequirements)
     }
 
     /// The `vigil.toml` to use: `configPath`, else the nearest one from the working directory upward.

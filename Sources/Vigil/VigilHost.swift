@@ -3,6 +3,7 @@ public import Logging
 public import ServiceLifecycle
 public import VigilCore
 public import VigilPlugin
+import VigilSharedLibrary
 
 /// Runs a host's keep-alive plugins: `keepAlive()`, `stop()`, `status()`, `events`.
 ///
@@ -550,6 +551,9 @@ public actor VigilHost: Service {
     static func failure(from error: any Error, plugin: String) -> PluginFailure {
         if let error = error as? PluginError {
             return PluginFailure(code: error.code.description, message: error.message)
+        }
+        if let error = error as? SharedLibraryError {
+            return PluginFailure(code: error.code.description, message: error.description)
         }
         return PluginFailure(code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").message)
     }

@@ -4,7 +4,7 @@ import Synchronization
 
 /// A thread of our own that runs jobs in order: for blocking C calls (sd-bus), which must never
 /// run on Swift's cooperative pool.
-final class DedicatedThread: Sendable {
+package final class DedicatedThread: Sendable {
     private struct Queue {
         var jobs: [@Sendable () -> Void] = []
         var closed = false
@@ -12,7 +12,7 @@ final class DedicatedThread: Sendable {
     private let queue = Mutex(Queue())
     private let available = DispatchSemaphore(value: 0)
 
-    init(name: String) {
+    package init(name: String) {
         Thread { [self] in
             vigil_set_thread_name(name)
             loop()
@@ -21,7 +21,7 @@ final class DedicatedThread: Sendable {
 
     /// Queues `job`; returns false once the thread was closed.
     @discardableResult
-    func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
         let accepted = queue.withLock { q in
             guard !q.closed else { return false }
             q.jobs.append(job)
@@ -32,14 +32,14 @@ final class DedicatedThread: Sendable {
     }
 
     /// Runs `body` on the thread and returns its result.
-    func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
+    package func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
         await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             if !enqueue({ continuation.resume(returning: body()) }) { continuation.resume(returning: nil) }
         }
     }
 
     /// Lets the thread finish the queued jobs and exit.
-    func close() {
+    package func close() {
         queue.withLock { $0.closed = true }
         available.signal()
     }

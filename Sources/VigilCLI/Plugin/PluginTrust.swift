@@ -60,7 +60,11 @@ struct PluginTrust: ParsableCommand {
             print("  directory:     \(Sanitizer.display(directory))")
             print("  fingerprint:   \(key)")
             print("  minisign key:  \(keyID)")
-            print("  entry:         \(Sanitizer.display(m.entry))")
+            if let library = m.sharedLibrary {
+                print("  entry:         shared library \(Sanitizer.display(library.path)) (plugin ABI \(library.abi)) — native code that runs with this program's rights")
+            } else {
+                print("  entry:         \(Sanitizer.display(m.entry))")
+            }
             if m.hostRequirements.isEmpty {
                 print("  requirements:  none")
             } else {

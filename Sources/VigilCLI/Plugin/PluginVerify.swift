@@ -1,6 +1,7 @@
 import ArgumentParser
 import VigilCore
 import VigilCrypto
+import VigilSharedLibrary
 
 /// `vigil plugin verify PLUGIN_DIR [--fingerprint FP]`.
 struct PluginVerify: ParsableCommand {
@@ -9,8 +10,9 @@ struct PluginVerify: ParsableCommand {
         abstract: "Verify a plugin directory's signature, manifest and resources.",
         discussion: """
             Uses the key given with --fingerprint, else the key trusted for the plugin (the directory's name) in
-            vigil.toml. Exits 0 when everything verifies, 1 with the specific error otherwise. The rollback
-            store is not consulted.
+            vigil.toml. For a shared-library plugin it also checks, without loading it, the library's ELF shape,
+            SONAME, dependencies and plugin ABI. Exits 0 when everything verifies, 1 with the specific error
+            otherwise. The rollback store is not consulted.
             """)
 
     @OptionGroup var options: ConfigOption
@@ -50,9 +52,20 @@ struct PluginVerify: ParsableCommand {
             let plugin = try PluginLoader.verify(
                 directory: pluginDirectory, name: name, policy: policy, rollback: nil, record: false)
             guard case .trusted(let key) = plugin.trust else { return }
+            var library = ""
+            if let entry = plugin.manifest.sharedLibrary {
+                // The checks that need no mapping: ELF, SONAME, dependencies, descriptor ABI.
+                do throws(SharedLibraryError) {
+                    try SharedLibraryPlugins.check(plugin)
+                } catch {
+                    CLI.printError("error: \(error.description)")
+                    throw ExitCode.failure
+                }
+                library = ", shared library \(entry.path) loadable (plugin ABI \(SharedLibraryPlugins.abiVersion))"
+            }
             print(
                 "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(key), "
-                    + "\(plugin.manifest.resources.count) resource(s) match")
+                    + "\(plugin.manifest.resources.count) resource(s) match" + library)
         }
     }
 }

@@ -1,0 +1,181 @@
+import Glibc
+internal import CVigilLoader
+
+/// One library mapped from a sealed memfd holding its verified bytes.
+///
+/// The route: `memfd_create(MFD_CLOEXEC|MFD_ALLOW_SEALING[|MFD_EXEC])`, write the bytes, seal
+/// against write, shrink, grow and further seals, then `dlopen("/proc/self/fd/N")`. The file on
+/// disk is never opened again, so what is mapped is exactly what was verified, whatever happens to
+/// the plugin directory. The memfd stays open while the object is mapped (see ``LibraryRegistry``).
+struct SealedLibrary: Sendable {
+    /// The SONAME it was registered under.
+    let soname: String
+    /// `/proc/self/fd/N`.
+    let path: String
+    /// The `dlopen` handle, as a bit pattern (`dlclose` it through ``close()``).
+    let handleBits: UInt
+
+    var handle: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: handleBits)! }
+
+    /// Maps `library` of `plugin`, or takes an idle mapping of the same bytes this process kept.
+    ///
+    /// - Parameter keepLoaded: mark the object never to be unloaded (`RTLD_NODELETE`).
+    static func open(
+        _ library: VerifiedLibrarySet.Library, plugin: String, keepLoaded: Bool
+    ) throws(SharedLibraryError) -> SealedLibrary {
+        func fail(_ code: SharedLibraryError.Code, _ message: String) -> SharedLibraryError {
+            SharedLibraryError(code: code, plugin: plugin, message: message)
+        }
+        if let kept = LibraryRegistry.shared.acquire(soname: library.soname, plugin: plugin, sha256: library.sha256) {
+            // Still mapped from an earlier start: take a reference without mapping anything.
+            if let handle = dlopen(kept.path, RTLD_NOW | RTLD_NOLOAD) {
+                return SealedLibrary(soname: library.soname, path: kept.path, handleBits: UInt(bitPattern: handle))
+            }
+            LibraryRegistry.shared.release(soname: library.soname, stillMapped: false)
+            Glibc.close(kept.fd)
+        }
+        if SystemLibraries.isLoaded(library.soname) || LibraryRegistry.shared.record(soname: library.soname) != nil {
+            throw fail(
+                .sonameConflict,
+                "its library \(library.path) has the SONAME \(library.soname), which is already loaded in this process "
+                    + "(by another plugin or the host) — give each plugin's libraries unique SONAMEs")
+        }
+
+        let fd = try makeSealedMemfd(library, plugin: plugin)
+        let path = "/proc/self/fd/\(fd)"
+        if let stale = dlopen(path, RTLD_LAZY | RTLD_NOLOAD) {
+            dlclose(stale)
+            Glibc.close(fd)
+            throw fail(
+                .staleHandle,
+                "an object named \(path) is still loaded although its descriptor was closed, so glibc would return it "
+                    + "instead of \(library.path) — this is a bug in the host, which must keep each memfd open while "
+                    + "its library is loaded; restart the host")
+        }
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
+            Glibc.close(fd)
+            throw fail(
+                .loadFailed,
+                "the dynamic linker refused its verified library \(library.path): \(reason) — a symbol it needs may be "
+                    + "missing from the libraries it lists; ask the publisher for a build for this system")
+        }
+        // The SONAME must now resolve to exactly this object, so DT_NEEDED of what follows binds here.
+        let bySoname = dlopen(library.soname, RTLD_LAZY | RTLD_NOLOAD)
+        if let bySoname { dlclose(bySoname) }
+        guard bySoname == handle else {
+            dlclose(handle)
+            if dlopen(path, RTLD_LAZY | RTLD_NOLOAD) == nil { Glibc.close(fd) }
+            throw fail(
+                .staleHandle,
+                "after mapping \(library.path) its SONAME \(library.soname) resolves to another object — give each "
+                    + "plugin's libraries unique SONAMEs")
+        }
+        if keepLoaded, let pinned = dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) { dlclose(pinned) }
+        LibraryRegistry.shared.insert(
+            soname: library.soname, .init(plugin: plugin, sha256: library.sha256, path: path, fd: fd, inUse: true))
+        return SealedLibrary(soname: library.soname, path: path, handleBits: UInt(bitPattern: handle))
+    }
+
+    /// Drops this reference; when glibc unmapped the object, closes its memfd, else keeps both
+    /// (a library that stays mapped keeps its descriptor, so its path is never reused).
+    func close() {
+        dlclose(handle)
+        if let still = dlopen(path, RTLD_LAZY | RTLD_NOLOAD) {
+            dlclose(still)
+            LibraryRegistry.shared.release(soname: soname, stillMapped: true)
+        } else {
+            let fd = LibraryRegistry.shared.record(soname: soname)?.fd
+            LibraryRegistry.shared.release(soname: soname, stillMapped: false)
+            if let fd { Glibc.close(fd) }
+        }
+    }
+
+    /// The address of `symbol` in this object, and whether it lies in this object (not in one it needs).
+    func ownSymbol(_ symbol: String) -> UnsafeRawPointer? {
+        guard let address = dlsym(handle, symbol) else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard vigil_object_path(address, &buffer, buffer.count) == 0 else { return nil }
+        let owner = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return owner == path ? UnsafeRawPointer(address) : nil
+    }
+
+    /// What `vm.memfd_noexec` says, or `nil` on kernels before 6.3 (no such sysctl).
+    static func memfdNoexecPolicy() -> Int? {
+        let fd = Glibc.open("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 15) }
+        guard n > 0 else { return nil }
+        return Int(String(decoding: buffer[0..<n], as: UTF8.self).filter(\.isNumber))
+    }
+
+    private static func execRefused(_ plugin: String, _ why: String) -> SharedLibraryError {
+        SharedLibraryError(
+            code: .memfdExecRefused, plugin: plugin,
+            message: "this system refuses executable memfds (\(why)), and Vigil maps plugin code only from a sealed "
+                + "memfd holding the verified bytes — allow them with `sysctl vm.memfd_noexec=1` (or 0; 1 still makes "
+                + "memfds non-executable by default for other programs), or check the security module's policy for "
+                + "this program; built-in plugins are not affected")
+    }
+
+    /// A memfd holding `library`'s bytes, sealed, checked to allow an executable mapping.
+    private static func makeSealedMemfd(
+        _ library: VerifiedLibrarySet.Library, plugin: String
+    ) throws(SharedLibraryError) -> Int32 {
+        func fail(_ what: String, _ e: Int32) -> SharedLibraryError {
+            SharedLibraryError(
+                code: .memfdFailed, plugin: plugin,
+                message: "cannot \(what) the memfd for \(library.path): \(String(cString: strerror(e))) — check the "
+                    + "process's memory and descriptor limits")
+        }
+        if memfdNoexecPolicy() == 2 { throw execRefused(plugin, "vm.memfd_noexec is 2") }
+        let name = String("vigil-plugin:\(plugin):\(library.soname)".utf8.prefix(240)) ?? "vigil-plugin"
+        let base = VIGIL_MFD_CLOEXEC | VIGIL_MFD_ALLOW_SEALING
+        var fd = vigil_memfd_create(name, base | VIGIL_MFD_EXEC)
+        if fd < 0 && errno == EINVAL {
+            // Kernels before 6.3 know no MFD_EXEC; their memfds are executable.
+            fd = vigil_memfd_create(name, base)
+        }
+        if fd < 0 {
+            let e = errno
+            if e == EACCES || e == EPERM { throw execRefused(plugin, "memfd_create(MFD_EXEC): \(String(cString: strerror(e)))") }
+            throw fail("create", e)
+        }
+        var written = 0
+        while written < library.bytes.count {
+            let n = library.bytes.withUnsafeBytes { raw in
+                Glibc.write(fd, raw.baseAddress! + written, library.bytes.count - written)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                Glibc.close(fd)
+                throw fail("write", e)
+            }
+            written += n
+        }
+        let seals = VIGIL_F_SEAL_SHRINK | VIGIL_F_SEAL_GROW | VIGIL_F_SEAL_WRITE | VIGIL_F_SEAL_SEAL
+        guard vigil_add_seals(fd, seals) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw fail("seal", e)
+        }
+        let applied = vigil_get_seals(fd)
+        guard applied >= 0, UInt32(applied) & seals == seals else {
+            Glibc.close(fd)
+            throw fail("verify the seals of", EINVAL)
+        }
+        // Probe an executable mapping now, so a refusal gets its own error instead of a dlopen message.
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        if let probe = mmap(nil, pageSize, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0), probe != MAP_FAILED {
+            munmap(probe, pageSize)
+        } else {
+            let e = errno
+            Glibc.close(fd)
+            throw execRefused(plugin, "an executable mapping of the memfd failed: \(String(cString: strerror(e)))")
+        }
+        return fd
+    }
+}

@@ -1,0 +1,59 @@
+import Glibc
+internal import CVigilLoader
+
+/// Which `DT_NEEDED` names count as system libraries, which a plugin need not ship.
+///
+/// A name is a system library when an object of that name or SONAME is already loaded in this
+/// process (the host's own libraries, for example libc or the Swift runtime), or when a file of
+/// that name exists in the dynamic linker's default directories (`/lib`, `/usr/lib`, their
+/// multiarch and `64` variants) or in the directory the host's own Swift runtime was loaded from.
+/// Nothing is mapped to find out: `dlopen(RTLD_NOLOAD)` only looks at what is loaded.
+enum SystemLibraries {
+    #if arch(x86_64)
+        static let multiarch = "x86_64-linux-gnu"
+    #elseif arch(arm64)
+        static let multiarch = "aarch64-linux-gnu"
+    #else
+        static let multiarch = "unknown-linux-gnu"
+    #endif
+
+    /// The directories searched for system libraries.
+    static let directories: [String] = {
+        var dirs = ["/lib/\(multiarch)", "/usr/lib/\(multiarch)", "/lib", "/usr/lib", "/lib64", "/usr/lib64"]
+        if let runtime = swiftRuntimeDirectory() { dirs.append(runtime) }
+        return dirs
+    }()
+
+    /// True when `name` (a `DT_NEEDED` entry or a SONAME) is a system library.
+    static func contains(_ name: String) -> Bool {
+        isLoaded(name) || installedPath(name) != nil
+    }
+
+    /// True when an object named or SONAMEd `name` is loaded in this process.
+    static func isLoaded(_ name: String) -> Bool {
+        guard !name.contains("/"), let handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD) else { return false }
+        dlclose(handle)
+        return true
+    }
+
+    /// The system directory file called `name`, if any.
+    static func installedPath(_ name: String) -> String? {
+        guard !name.isEmpty, !name.contains("/") else { return nil }
+        for dir in directories {
+            var st = stat()
+            let path = dir + "/" + name
+            if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { return path }
+        }
+        return nil
+    }
+
+    /// The directory of the loaded `libswiftCore.so` (the host's Swift runtime), if any.
+    private static func swiftRuntimeDirectory() -> String? {
+        guard let symbol = dlsym(nil, "swift_retain") else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard vigil_object_path(symbol, &buffer, buffer.count) == 0 else { return nil }
+        let path = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard path.hasPrefix("/"), !path.hasPrefix("/proc/"), let slash = path.lastIndex(of: "/") else { return nil }
+        return String(path[..<slash])
+    }
+}

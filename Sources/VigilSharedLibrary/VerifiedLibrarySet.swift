@@ -1,0 +1,212 @@
+internal import CVigilPluginABI
+import VigilCore
+import VigilCrypto
+
+/// A shared-library plugin's libraries as checked from their verified bytes, before anything is
+/// mapped: the plugin's library with its descriptor header, and its listed dependencies in the
+/// order they must be loaded.
+struct VerifiedLibrarySet: Sendable {
+    /// One verified library.
+    struct Library: Sendable {
+        /// Its path in the plugin directory (a manifest resource).
+        let path: String
+        /// The verified bytes (read once, hashed and compared by the core loader).
+        let bytes: [UInt8]
+        /// Lower-case hex SHA-256 of `bytes`.
+        let sha256: String
+        /// Its `DT_SONAME`.
+        let soname: String
+        /// Its `DT_NEEDED` entries.
+        let needed: [String]
+    }
+
+    /// The plugin's name.
+    let plugin: String
+    /// The library that exports `vigil_plugin_entry`.
+    let main: Library
+    /// The descriptor header read from `main`'s bytes.
+    let descriptor: ELFImage.DescriptorHeader
+    /// Listed dependencies, each after the ones it needs.
+    let dependencies: [Library]
+
+    /// The ABI this host implements.
+    static let abiMajor = UInt16(VIGIL_PLUGIN_ABI_MAJOR)
+    static let abiMinor = UInt16(VIGIL_PLUGIN_ABI_MINOR)
+    /// The size of the 1.0 descriptor: the smallest accepted.
+    static let minimumDescriptorSize: UInt32 = 48
+    /// The largest descriptor size accepted (a sanity cap; structs only grow slowly).
+    static let maximumDescriptorSize: UInt32 = 4096
+
+    /// Checks `plugin`'s shared library and its dependencies from the verified bytes the core
+    /// loader read. Maps nothing and runs nothing.
+    init(_ plugin: LoadedPlugin) throws(SharedLibraryError) {
+        let name = plugin.manifest.name
+        guard let entry = plugin.manifest.sharedLibrary else {
+            throw SharedLibraryError(
+                code: .missingDescriptor, plugin: name,
+                message: "its manifest entry is \"\(plugin.manifest.entry)\", not a shared library")
+        }
+        func fail(_ code: SharedLibraryError.Code, _ message: String) -> SharedLibraryError {
+            SharedLibraryError(code: code, plugin: name, message: message)
+        }
+        let shaByPath = Dictionary(plugin.manifest.resources.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
+        guard let mainBytes = plugin.resourceContents[entry.path], let mainSHA = shaByPath[entry.path] else {
+            throw fail(.malformedLibrary, "its library \(entry.path) is not among the verified resources")
+        }
+
+        // The manifest's abi first: it is signed, and says what the publisher built for.
+        guard entry.abi == Int(Self.abiMajor) else {
+            throw fail(
+                .abiMajorMismatch,
+                "its manifest says it is built for plugin ABI \(entry.abi), but this Vigil implements ABI "
+                    + "\(Self.abiMajor) — install a release of the plugin built for ABI \(Self.abiMajor), or a Vigil that "
+                    + "implements ABI \(entry.abi)")
+        }
+
+        let image: ELFImage
+        do {
+            image = try ELFImage(mainBytes)
+        } catch {
+            throw fail(
+                .malformedLibrary,
+                "its library \(entry.path) is not a loadable shared object: \(error.reason) — the publisher must ship a "
+                    + "64-bit shared library built for this machine (cc -shared -fPIC …)")
+        }
+        guard let soname = image.soname, !soname.isEmpty else {
+            throw fail(
+                .missingSoname,
+                "its library \(entry.path) has no SONAME — link it with a unique SONAME "
+                    + "(cc -shared -Wl,-soname,lib\(name).so …) so two plugins can never alias in the dynamic linker")
+        }
+        guard let descriptor = image.descriptor else {
+            throw fail(
+                .missingDescriptor,
+                "its library \(entry.path) exports no \(ELFImage.entrySymbol) descriptor — define "
+                    + "`const vigil_plugin_descriptor vigil_plugin_entry = {…}` as documented in vigil_plugin.h")
+        }
+        try Self.checkDescriptor(descriptor, path: entry.path, plugin: name)
+
+        // Every other ELF resource may be a dependency; they are matched to DT_NEEDED by SONAME.
+        var bySoname: [String: Library] = [:]
+        var notLoadable: [String: String] = [:]  // resource basename → why
+        for resource in plugin.manifest.resources where resource.path != entry.path {
+            guard let bytes = plugin.resourceContents[resource.path], bytes.starts(with: [0x7F, 0x45, 0x4C, 0x46]) else {
+                continue
+            }
+            let base = String(resource.path.split(separator: "/").last ?? "")
+            do {
+                let dep = try ELFImage(bytes)
+                guard let depSoname = dep.soname, !depSoname.isEmpty else {
+                    notLoadable[base] = "the listed \(resource.path) has no SONAME (link it with -Wl,-soname,\(base))"
+                    continue
+                }
+                if let other = bySoname[depSoname] {
+                    throw fail(
+                        .sonameConflict,
+                        "its libraries \(other.path) and \(resource.path) both have the SONAME \(depSoname) — give each "
+                            + "library its own SONAME")
+                }
+                bySoname[depSoname] = Library(
+                    path: resource.path, bytes: bytes, sha256: resource.sha256, soname: depSoname, needed: dep.needed)
+            } catch let problem as ELFImage.Problem {
+                notLoadable[base] = "the listed \(resource.path) is not a loadable shared object: \(problem.reason)"
+            } catch let error as SharedLibraryError {
+                throw error
+            } catch {
+                throw fail(.malformedLibrary, "\(error)")
+            }
+        }
+        if let clash = bySoname[soname] {
+            throw fail(
+                .sonameConflict,
+                "its library \(entry.path) and the listed \(clash.path) both have the SONAME \(soname) — give each "
+                    + "library its own SONAME")
+        }
+
+        // Walk DT_NEEDED from the plugin's library: listed, system, or refused.
+        var ordered: [Library] = []
+        var state: [String: Bool] = [:]  // soname → finished?
+        func visit(_ needer: String, _ needed: [String]) throws(SharedLibraryError) {
+            for dependency in needed {
+                if let library = bySoname[dependency] {
+                    switch state[dependency] {
+                    case true?: continue
+                    case false?:
+                        throw fail(
+                            .undeclaredDependency,
+                            "its listed libraries need each other in a cycle through \(dependency) — break the cycle")
+                    case nil:
+                        state[dependency] = false
+                        try visit(library.path, library.needed)
+                        state[dependency] = true
+                        ordered.append(library)
+                    }
+                    continue
+                }
+                if !dependency.contains("/") && SystemLibraries.contains(dependency) { continue }
+                let hint = notLoadable[dependency].map { " (\($0))" } ?? ""
+                throw fail(
+                    .undeclaredDependency,
+                    "\(needer) needs \(dependency), which is neither a system library nor a library listed in the "
+                        + "manifest's \"resources\"\(hint) — the publisher must list it there (with a SONAME equal to "
+                        + "\(dependency)) and sign again, or link it statically; Vigil loads no unsigned code")
+            }
+        }
+        try visit(entry.path, image.needed)
+
+        // SONAMEs must not alias anything glibc already knows or would find on the system.
+        for library in ordered + [Library(path: entry.path, bytes: [], sha256: mainSHA, soname: soname, needed: [])] {
+            if SystemLibraries.installedPath(library.soname) != nil {
+                throw fail(
+                    .sonameConflict,
+                    "its library \(library.path) has the SONAME \(library.soname), which is a system library's name — "
+                        + "give it a unique SONAME (for example lib\(name)-….so)")
+            }
+            if SystemLibraries.isLoaded(library.soname) && !LibraryRegistry.shared.isKept(soname: library.soname, plugin: name, sha256: library.sha256) {
+                throw fail(
+                    .sonameConflict,
+                    "its library \(library.path) has the SONAME \(library.soname), which is already loaded in this "
+                        + "process (by another plugin or the host) — give each plugin's libraries unique SONAMEs, for "
+                        + "example prefixed with the plugin's name")
+            }
+        }
+
+        self.plugin = name
+        self.main = Library(path: entry.path, bytes: mainBytes, sha256: mainSHA, soname: soname, needed: image.needed)
+        self.descriptor = descriptor
+        self.dependencies = ordered
+    }
+
+    /// The ABI rules on the descriptor header, from the bytes or from memory.
+    static func checkDescriptor(_ d: ELFImage.DescriptorHeader, path: String, plugin: String) throws(SharedLibraryError) {
+        guard d.magic == VIGIL_PLUGIN_MAGIC else {
+            throw SharedLibraryError(
+                code: .missingDescriptor, plugin: plugin,
+                message: "the \(ELFImage.entrySymbol) of \(path) does not start with the Vigil magic (found "
+                    + "0x\(String(d.magic, radix: 16))) — it is not a Vigil plugin descriptor; build it with vigil_plugin.h")
+        }
+        guard d.abiMajor == abiMajor else {
+            throw SharedLibraryError(
+                code: .abiMajorMismatch, plugin: plugin,
+                message: "\(path) is built for plugin ABI \(d.abiMajor).\(d.abiMinor), but this Vigil implements ABI "
+                    + "\(abiMajor).\(abiMinor) and loads only major \(abiMajor) — install a release of the plugin built "
+                    + "for ABI \(abiMajor), or a Vigil that implements ABI \(d.abiMajor)")
+        }
+        guard d.abiMinor <= abiMinor else {
+            throw SharedLibraryError(
+                code: .abiMinorTooNew, plugin: plugin,
+                message: "\(path) is built for plugin ABI \(d.abiMajor).\(d.abiMinor), newer than this Vigil's "
+                    + "\(abiMajor).\(abiMinor), and may rely on what this Vigil does not provide — update Vigil, or "
+                    + "install a release of the plugin built for ABI \(abiMajor).\(abiMinor) or older")
+        }
+        guard d.structSize >= minimumDescriptorSize, d.structSize <= maximumDescriptorSize,
+            d.symbolSize >= UInt64(minimumDescriptorSize)
+        else {
+            throw SharedLibraryError(
+                code: .missingDescriptor, plugin: plugin,
+                message: "the \(ELFImage.entrySymbol) of \(path) declares a size of \(d.structSize) bytes (symbol "
+                    + "\(d.symbolSize) bytes); ABI \(abiMajor) needs at least \(minimumDescriptorSize) — build it with "
+                    + "vigil_plugin.h and set struct_size = sizeof(vigil_plugin_descriptor)")
+        }
+    }
+}
