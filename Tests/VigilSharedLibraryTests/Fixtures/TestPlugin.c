@@ -1,0 +1,112 @@
+// A keep-alive plugin (or, with HELPER_LIBRARY, a helper library it links) for the shared-library
+// loader's tests, compiled by the tests with the system cc. WHO names the build; SENTINEL, when
+// defined, is a file the constructor appends to, so a test can tell whether any code of this
+// library ran. start/stop append "start WHO" / "stop WHO" to the file named by the "marker" setting.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vigil_plugin.h"
+
+static void append(const char *path, const char *text) {
+    if (path == NULL || path[0] == '\0') return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ssize_t ignored = write(fd, text, strlen(text));
+    (void)ignored;
+    close(fd);
+}
+
+#ifdef SENTINEL
+__attribute__((constructor)) static void constructor(void) { append(SENTINEL, "constructor " WHO " ran\n"); }
+#endif
+
+#ifdef HELPER_LIBRARY
+
+const char *vigil_test_helper(void) { return "helper " WHO; }
+
+#else
+
+#ifdef USE_HELPER
+extern const char *vigil_test_helper(void);
+#endif
+
+typedef struct {
+    char marker[4096];
+    char self[256];
+} instance;
+
+static int init_depth;
+
+static bool plugin_init(const vigil_host *host) {
+    init_depth++;
+    if (host->log) host->log(host, VIGIL_LOG_INFO, "test plugin " WHO " initialised");
+    return true;
+}
+
+static void plugin_deinit(void) {
+    if (init_depth > 0) init_depth--;
+}
+
+static void *keepalive_create(const vigil_keepalive_config *config, const vigil_keepalive_events *events, char *error,
+                              size_t error_size) {
+    (void)events;
+    instance *made = calloc(1, sizeof *made);
+    if (made == NULL) return NULL;
+    for (size_t i = 0; i < config->setting_count; i++) {
+        if (strcmp(config->settings[i].key, "marker") == 0)
+            snprintf(made->marker, sizeof made->marker, "%s", config->settings[i].value);
+    }
+    if (made->marker[0] == '\0') {
+        snprintf(error, error_size, "the \"marker\" setting is missing — set it in the manifest");
+        free(made);
+        return NULL;
+    }
+    Dl_info info;
+    if (dladdr((void *)keepalive_create, &info) && info.dli_fname)
+        snprintf(made->self, sizeof made->self, "%s", info.dli_fname);
+    return made;
+}
+
+static bool keepalive_start(void *opaque, char *error, size_t error_size) {
+    (void)error;
+    (void)error_size;
+    instance *self = opaque;
+    append(self->marker, "start " WHO "\n");
+#ifdef USE_HELPER
+    append(self->marker, vigil_test_helper());
+    append(self->marker, "\n");
+#endif
+    return true;
+}
+
+static void keepalive_stop(void *opaque) {
+    instance *self = opaque;
+    append(self->marker, "stop " WHO "\n");
+}
+
+static void keepalive_details(void *opaque, vigil_detail_sink sink, void *context) {
+    instance *self = opaque;
+    sink(context, "who", WHO);
+    sink(context, "object", self->self);
+}
+
+static void keepalive_destroy(void *opaque) { free(opaque); }
+
+static const vigil_keepalive_v1 keepalive = {
+    sizeof(vigil_keepalive_v1), keepalive_create, keepalive_start, keepalive_stop, keepalive_details, keepalive_destroy,
+};
+
+static const void *plugin_get_interface(const char *id) {
+    return strcmp(id, VIGIL_KEEPALIVE_INTERFACE_V1) == 0 ? &keepalive : NULL;
+}
+
+const vigil_plugin_descriptor vigil_plugin_entry = {
+    VIGIL_PLUGIN_MAGIC, ABI_MAJOR, ABI_MINOR, sizeof(vigil_plugin_descriptor), 0, PLUGIN_ID,
+    plugin_init, plugin_deinit, plugin_get_interface,
+};
+
+#endif

@@ -1,0 +1,165 @@
+import Foundation
+import Logging
+import Testing
+import Vigil
+import VigilCore
+import VigilCrypto
+import VigilTestSupport
+
+/// A temp host project with shared-library plugins compiled here by the system `cc` from
+/// `TestPlugin.c` and signed with a test key.
+///
+/// Each test library's constructor appends to a sentinel file when given one (`-DSENTINEL=…`), so
+/// a test can prove that none of a refused library's code ran — and, as the positive control, that
+/// an accepted library's constructor did.
+struct NativePluginFixture {
+    let dir: TestDirectory
+    let key = MinisignSecretKey.generate()
+    var fingerprint: String { key.publicKey.fingerprint.description }
+    var configPath: String { dir.path + "/vigil.toml" }
+    var pluginsDirectory: String { dir.path + "/plugins" }
+
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/TestPlugin.c"
+
+    init() throws {
+        dir = try TestDirectory("vigil-native")
+        try dir.makeDirectory("plugins")
+        try dir.makeDirectory("build")
+        try FileManager.default.createDirectory(
+            atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    func remove() { dir.remove() }
+
+    /// How a test library is built.
+    struct Build {
+        var who: String
+        var pluginID: String
+        var soname: String
+        var sentinel: String? = nil
+        var abiMajor = 1
+        var abiMinor = 0
+        /// A helper library to link against (`-l`), found beside the plugin at run time.
+        var helper: String? = nil
+        /// Build the helper library itself instead of a plugin.
+        var isHelper = false
+    }
+
+    /// Compiles `build` into `build/OUTPUT` and returns its bytes.
+    @discardableResult
+    func compile(_ build: Build, output: String) async throws -> [UInt8] {
+        var args = [
+            "-shared", "-fPIC", "-O1", "-std=c11", "-D_GNU_SOURCE", "-I", Self.repository + "/Sources/CVigilPluginABI/include",
+            "-DWHO=\"\(build.who)\"", "-DPLUGIN_ID=\"\(build.pluginID)\"", "-DABI_MAJOR=\(build.abiMajor)",
+            "-DABI_MINOR=\(build.abiMinor)", "-Wl,-soname,\(build.soname)",
+        ]
+        if let sentinel = build.sentinel { args.append("-DSENTINEL=\"\(sentinel)\"") }
+        if build.isHelper { args.append("-DHELPER_LIBRARY") }
+        if build.helper != nil { args.append("-DUSE_HELPER") }
+        args += ["-o", dir.path + "/build/" + output, Self.source]
+        if let helper = build.helper {
+            args += ["-L", dir.path + "/build", "-l:\(helper)", "-Wl,-rpath,$ORIGIN"]
+        }
+        let out = try await RuntimeFixtures.run("/usr/bin/cc", args, timeout: 60)
+        guard out.status == 0 else { throw RuntimeFixtures.Failure("cc failed: \(out.stderr)") }
+        return try dir.read("build/" + output)
+    }
+
+    /// Writes `plugins/NAME` with `files` (from `build/`), a shared-library manifest listing
+    /// `listed` as resources, and signs it.
+    func plugin(
+        _ name: String, library: String, files: [String: String], listed: [String]? = nil, abi: Int = 1,
+        settings: String? = nil
+    ) throws {
+        try dir.makeDirectory("plugins/\(name)")
+        for (target, source) in files {
+            try FileManager.default.copyItem(atPath: dir.path + "/build/" + source, toPath: dir.path + "/plugins/\(name)/\(target)")
+        }
+        let resources = (listed ?? files.keys.sorted()).map { #"{"path": "\#($0)"}"# }.joined(separator: ", ")
+        try dir.write(
+            "plugins/\(name)/plugin.json",
+            """
+            {"schema": "vigil.plugin-manifest/v1", "name": "\(name)", "version": "1.0.0",
+             "description": "native test plugin \(name)",
+             "entry": {"kind": "shared-library", "path": "\(library)", "abi": \(abi)},
+             "resources": [\(resources)],
+             "settings": \(settings ?? #"{"marker": "\#(marker(name))"}"#)}
+            """)
+        _ = try PluginSigner.sign(directory: dir.path + "/plugins/\(name)", with: key)
+    }
+
+    /// The file a test plugin's start/stop append to.
+    func marker(_ name: String) -> String { dir.path + "/\(name).marker" }
+
+    /// The marker's lines (empty when it does not exist).
+    func markerLines(_ name: String) -> [String] {
+        guard let text = try? String(contentsOfFile: marker(name), encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// A sentinel path for constructors.
+    func sentinel(_ label: String) -> String { dir.path + "/\(label).sentinel" }
+
+    func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    /// Writes vigil.toml activating `plugins`, all trusted with the fixture's key.
+    func config(_ plugins: [String]) throws {
+        let list = plugins.map { "\"\($0)\"" }.joined(separator: ", ")
+        let trusted = plugins.map { "\($0) = \"\(fingerprint)\"" }.joined(separator: "\n")
+        try dir.write(
+            "vigil.toml",
+            """
+            plugins = [\(list)]
+            plugin_paths = ["\(pluginsDirectory)"]
+            [host]
+            name = "native-test"
+            [trusted_plugins]
+            \(trusted)
+            """)
+    }
+
+    /// A host for the current vigil.toml, with private state and runtime directories.
+    func host() throws -> VigilHost {
+        let environment = [
+            "XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path,
+        ]
+        return try VigilHost(
+            configPath: configPath,
+            options: VigilHost.Options(
+                publishStatus: false,
+                environment: RequirementChecker.Environment(
+                    variables: environment, soundDeviceDirectory: "/nonexistent-vigil-snd")),
+            logger: Logger(label: "native-test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// Replaces `plugins/NAME/FILE` by `build/SOURCE` with a rename (a new inode, as an attacker would).
+    func swap(_ name: String, file: String, with source: String) throws {
+        let target = dir.path + "/plugins/\(name)/\(file)"
+        let temporary = target + ".swap"
+        try FileManager.default.copyItem(atPath: dir.path + "/build/" + source, toPath: temporary)
+        guard rename(temporary, target) == 0 else { throw RuntimeFixtures.Failure("rename failed") }
+    }
+
+    /// The lines of /proc/self/maps that belong to plugin `name`'s memfds.
+    static func mappings(of name: String) -> [String] {
+        // Read to the end: /proc files report size 0, and a one-shot read may stop early.
+        let data = FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() ?? Data()
+        let maps = String(decoding: data, as: UTF8.self)
+        return maps.split(separator: "\n").map(String.init).filter { $0.contains("vigil-plugin:\(name):") }
+    }
+}
+
+extension HostStatus {
+    /// The failure code of `name`, or `nil` when it did not fail.
+    func failureCode(_ name: String) -> String? {
+        if case .failed(let failure) = self[plugin: name]?.state { return failure.code }
+        return nil
+    }
+
+    func failureMessage(_ name: String) -> String? {
+        if case .failed(let failure) = self[plugin: name]?.state { return failure.message }
+        return nil
+    }
+}

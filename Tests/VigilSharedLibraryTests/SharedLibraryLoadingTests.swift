@@ -1,0 +1,303 @@
+import Foundation
+import Testing
+import Vigil
+import VigilCore
+import VigilTestSupport
+
+/// Shared-library plugins end to end through `VigilHost`: the verified bytes are what runs, and
+/// every refusal runs none of the library's code (its constructor would write a sentinel file).
+@Suite("Shared-library plugins", .serialized, .timeLimit(.minutes(3)))
+struct SharedLibraryLoadingTests {
+    /// Builds and signs plugin `name` from one compiled library.
+    private func simplePlugin(
+        _ f: NativePluginFixture, _ name: String, who: String? = nil, soname: String? = nil, file: String? = nil,
+        abiMajor: Int = 1, abiMinor: Int = 0, manifestABI: Int = 1
+    ) async throws {
+        let build = NativePluginFixture.Build(
+            who: who ?? name, pluginID: name, soname: soname ?? "libvigiltest-\(name).so", sentinel: f.sentinel(name),
+            abiMajor: abiMajor, abiMinor: abiMinor)
+        try await f.compile(build, output: "\(name).so")
+        let library = file ?? "lib\(name).so"
+        try f.plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI)
+    }
+
+    /// Starts `refused` next to a good control plugin and returns the status. The control is the
+    /// positive signal: it runs, and its constructor's sentinel appears, in the same host.
+    private func runWithControl(_ f: NativePluginFixture, refused: String) async throws -> HostStatus {
+        if !f.exists(f.pluginsDirectory + "/control") { try await simplePlugin(f, "control") }
+        try? FileManager.default.removeItem(atPath: f.marker("control"))
+        try f.config([refused, "control"])
+        let host = try f.host()
+        let status = await host.keepAlive()
+        #expect(status[plugin: "control"]?.state == .running)
+        #expect(f.markerLines("control") == ["start control"])
+        #expect(f.exists(f.sentinel("control")), "a loaded library's constructor runs (the sentinel works)")
+        await host.stop()
+        return status
+    }
+
+    @Test("the signed library loads from a sealed memfd, runs through keepAlive()/stop(), and is unmapped at stop")
+    func signedLibraryRuns() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha")
+        try f.config(["alpha"])
+        let host = try f.host()
+        let status = try #require(await host.keepAlive()[plugin: "alpha"])
+        #expect(status.state == .running)
+        #expect(status.details["who"] == "alpha")
+        #expect(status.details["object"]?.hasPrefix("/proc/self/fd/") == true, "mapped through /proc/self/fd/N")
+        #expect(!NativePluginFixture.mappings(of: "alpha").isEmpty, "mapped from the plugin's memfd")
+        #expect(f.markerLines("alpha") == ["start alpha"])
+        #expect(f.exists(f.sentinel("alpha")))
+        await host.stop()
+        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
+        #expect(NativePluginFixture.mappings(of: "alpha").isEmpty, "unmapped after stop")
+        // init/create again on the next keepAlive(), from the same verified bytes.
+        #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
+        await host.stop()
+        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha", "start alpha", "stop alpha"])
+    }
+
+    @Test("a flipped byte in the library: refused, none of its code runs")
+    func flippedByte() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha")
+        let path = f.pluginsDirectory + "/alpha/libalpha.so"
+        var bytes = try f.dir.read("plugins/alpha/libalpha.so")
+        bytes[bytes.count / 2] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "resource-mismatch")
+        #expect(!f.exists(f.sentinel("alpha")))
+        #expect(f.markerLines("alpha").isEmpty)
+    }
+
+    @Test("a library larger than declared: refused, none of its code runs")
+    func largerThanDeclared() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha")
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: f.pluginsDirectory + "/alpha/libalpha.so"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0]))
+        try handle.close()
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "resource-mismatch")
+        #expect(status.failureMessage("alpha")?.contains("larger than the signed size") == true)
+        #expect(!f.exists(f.sentinel("alpha")))
+    }
+
+    @Test("a symbolic link in the library's place (even to the signed bytes): refused, none of its code runs")
+    func symlink() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha")
+        let path = f.pluginsDirectory + "/alpha/libalpha.so"
+        try FileManager.default.moveItem(atPath: path, toPath: f.dir.path + "/elsewhere.so")
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: f.dir.path + "/elsewhere.so")
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "not-regular-file")
+        #expect(!f.exists(f.sentinel("alpha")))
+    }
+
+    @Test("an undeclared non-system DT_NEEDED library beside it: refused, neither library's code runs")
+    func undeclaredDependency() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await f.compile(
+            .init(who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"), isHelper: true),
+            output: "libvigiltest-helper.so")
+        try await f.compile(
+            .init(
+                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
+                helper: "libvigiltest-helper.so"),
+            output: "alpha.so")
+        try f.plugin(
+            "alpha", library: "libalpha.so",
+            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"], listed: ["libalpha.so"])
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "library-undeclared-dependency")
+        #expect(status.failureMessage("alpha")?.contains("libvigiltest-helper.so") == true)
+        #expect(!f.exists(f.sentinel("alpha")))
+        #expect(!f.exists(f.sentinel("helper")))
+    }
+
+    @Test("a listed dependency is loaded from its own sealed memfd first and the plugin binds to it")
+    func declaredDependency() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await f.compile(
+            .init(who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"), isHelper: true),
+            output: "libvigiltest-helper.so")
+        try await f.compile(
+            .init(
+                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
+                helper: "libvigiltest-helper.so"),
+            output: "alpha.so")
+        try f.plugin(
+            "alpha", library: "libalpha.so",
+            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"])
+        try f.config(["alpha"])
+        let host = try f.host()
+        // After verification, another helper where $ORIGIN would find it: it must not be what runs.
+        try await f.compile(
+            .init(who: "evil", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("evil"), isHelper: true),
+            output: "evil-helper.so")
+        try f.swap("alpha", file: "libvigiltest-helper.so", with: "evil-helper.so")
+        #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
+        #expect(f.markerLines("alpha") == ["start alpha", "helper helper"])
+        #expect(f.exists(f.sentinel("helper")))
+        #expect(!f.exists(f.sentinel("evil")))
+        #expect(NativePluginFixture.mappings(of: "alpha").contains { $0.contains("libvigiltest-helper.so") })
+        await host.stop()
+        #expect(NativePluginFixture.mappings(of: "alpha").isEmpty)
+    }
+
+    @Test("a library built for another ABI major: refused before mapping, none of its code runs")
+    func wrongMajor() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", abiMajor: 2)
+        try await simplePlugin(f, "beta", abiMajor: 2, manifestABI: 2)
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "abi-major-mismatch")
+        #expect(status.failureMessage("alpha")?.contains("ABI 2.0") == true)
+        #expect(!f.exists(f.sentinel("alpha")))
+        let manifestLevel = try await runWithControl(f, refused: "beta")
+        #expect(manifestLevel.failureCode("beta") == "abi-major-mismatch")
+        #expect(!f.exists(f.sentinel("beta")))
+    }
+
+    @Test("a library built for a newer ABI minor: refused before mapping, none of its code runs")
+    func newerMinor() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", abiMinor: 1)
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "abi-minor-too-new")
+        #expect(status.failureMessage("alpha")?.contains("update Vigil") == true)
+        #expect(!f.exists(f.sentinel("alpha")))
+    }
+
+    @Test("swapped on disk after verification, before dlopen: the verified code runs, the swapped code never does")
+    func swapBeforeDlopen() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", who: "good", soname: "libvigiltest-alpha.so")
+        try await f.compile(
+            .init(who: "evil", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("evil")),
+            output: "evil.so")
+        try f.config(["alpha"])
+        let host = try f.host()  // verifies now
+        try f.swap("alpha", file: "libalpha.so", with: "evil.so")
+        let status = try #require(await host.keepAlive()[plugin: "alpha"])
+        #expect(status.state == .running)
+        #expect(status.details["who"] == "good")
+        #expect(f.markerLines("alpha") == ["start good"])
+        await host.stop()
+        #expect(f.exists(f.sentinel("alpha")), "the verified library's constructor ran")
+        #expect(!f.exists(f.sentinel("evil")))
+    }
+
+    @Test("swapped on disk after dlopen: the loaded and reloaded code stay the verified code; a new host refuses the swap")
+    func swapAfterDlopen() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", who: "good", soname: "libvigiltest-alpha.so")
+        try await f.compile(
+            .init(who: "evil", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("evil")),
+            output: "evil.so")
+        try f.config(["alpha"])
+        let host = try f.host()
+        #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
+        try f.swap("alpha", file: "libalpha.so", with: "evil.so")
+        #expect(await host.status()[plugin: "alpha"]?.details["who"] == "good")
+        await host.stop()
+        let again = try #require(await host.keepAlive()[plugin: "alpha"])
+        #expect(again.details["who"] == "good")
+        await host.stop()
+        #expect(f.markerLines("alpha") == ["start good", "stop good", "start good", "stop good"])
+        #expect(!f.exists(f.sentinel("evil")))
+        let fresh = try f.host()
+        #expect(await fresh.keepAlive().failureCode("alpha") == "resource-mismatch")
+        await fresh.stop()
+        #expect(!f.exists(f.sentinel("evil")))
+    }
+
+    @Test("load A, unload, load B: B's own code runs from the same /proc/self/fd/N, no stale handle")
+    func noStaleHandle() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", file: "libplugin.so")
+        try await simplePlugin(f, "beta", file: "libplugin.so")
+        try f.config(["alpha"])
+        let first = try f.host()
+        let a = try #require(await first.keepAlive()[plugin: "alpha"])
+        #expect(a.details["who"] == "alpha")
+        await first.stop()
+        #expect(NativePluginFixture.mappings(of: "alpha").isEmpty)
+
+        try f.config(["beta"])
+        let second = try f.host()
+        let b = try #require(await second.keepAlive()[plugin: "beta"])
+        #expect(b.state == .running)
+        #expect(b.details["who"] == "beta")
+        #expect(b.details["object"] == a.details["object"], "the descriptor number was reused, the object was not")
+        await second.stop()
+        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
+        #expect(f.markerLines("beta") == ["start beta", "stop beta"])
+    }
+
+    @Test("two plugins whose libraries have the same file name run side by side, each its own code")
+    func sameFileName() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", file: "libplugin.so")
+        try await simplePlugin(f, "beta", file: "libplugin.so")
+        try f.config(["alpha", "beta"])
+        let host = try f.host()
+        let status = await host.keepAlive()
+        #expect(status[plugin: "alpha"]?.details["who"] == "alpha")
+        #expect(status[plugin: "beta"]?.details["who"] == "beta")
+        #expect(status[plugin: "alpha"]?.details["object"] != status[plugin: "beta"]?.details["object"])
+        await host.stop()
+        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
+        #expect(f.markerLines("beta") == ["start beta", "stop beta"])
+    }
+
+    @Test("two plugins whose libraries share a SONAME: the second is refused before mapping")
+    func sameSonameRefused() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", soname: "libvigiltest-same.so")
+        try await simplePlugin(f, "beta", soname: "libvigiltest-same.so")
+        try f.config(["alpha", "beta"])
+        let host = try f.host()
+        let status = await host.keepAlive()
+        #expect(status[plugin: "alpha"]?.state == .running)
+        #expect(status.failureCode("beta") == "library-soname-conflict")
+        #expect(!f.exists(f.sentinel("beta")))
+        await host.stop()
+    }
+
+    @Test("vigil check reports a shared-library refusal found in the bytes, and accepts a good library")
+    func hostCheckCoversSharedLibraries() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", abiMinor: 1)
+        try await simplePlugin(f, "beta")
+        try f.config(["alpha", "beta"])
+        let check = HostCheck(
+            environment: RequirementChecker.Environment(
+                variables: ["XDG_STATE_HOME": f.dir.path + "/state", "HOME": f.dir.path],
+                soundDeviceDirectory: "/nonexistent-vigil-snd"))
+        let report = check.run(configPath: f.configPath)
+        #expect(report.plugins.map(\.name) == ["alpha", "beta"])
+        #expect(report.plugins.map(\.ready) == [false, true])
+        #expect(report.diagnostics.count == 1)
+        #expect(report.diagnostics.first?.message.contains("newer than this Vigil's") == true)
+        #expect(!f.exists(f.sentinel("alpha")) && !f.exists(f.sentinel("beta")), "check maps nothing")
+    }
+}
