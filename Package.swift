@@ -19,6 +19,10 @@ let package = Package(
         .plugin(name: "VigilBuildCheck", targets: ["VigilBuildCheck"]),
         .plugin(name: "VigilTrustCommand", targets: ["VigilTrustCommand"]),
         .plugin(name: "VigilCheckCommand", targets: ["VigilCheckCommand"]),
+        // For authors of shared-library plugins written in Swift (docs/native-plugins.md).
+        .library(name: "VigilPluginSDK", targets: ["VigilPluginSDK"]),
+        // The example third-party plugin, as the shared library its signed manifest names.
+        .library(name: "VigilHeartbeatExample", type: .dynamic, targets: ["VigilHeartbeatExample"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -72,13 +76,15 @@ let package = Package(
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
-            dependencies: ["VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", log, lifecycle],
+            dependencies: [
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSharedLibrary", log, lifecycle,
+            ],
             swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilSharedLibrary", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -134,6 +140,34 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
+            swiftSettings: strictSettings),
+
+        // Third-party plugins as shared libraries (docs/native-plugins.md).
+        // The C ABI: vigil_plugin.h, the one header plugin authors build against.
+        .target(name: "CVigilPluginABI"),
+        // memfd_create, file seals and dladdr (need _GNU_SOURCE), for VigilSharedLibrary only.
+        .target(name: "CVigilLoader"),
+        // The loader: checks the verified bytes (ELF, SONAME, dependencies, ABI) before mapping
+        // anything, maps them from sealed memfds, drives the C ABI. The one module with C-ABI code.
+        .target(
+            name: "VigilSharedLibrary",
+            dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilSupervisor", log],
+            swiftSettings: strictSettings),
+        // Plugin authors' side: the descriptor and keep-alive table in C (Swift cannot define a C data
+        // symbol), implemented in Swift by VigilPluginSDK; the author writes a class and one @_cdecl.
+        .target(name: "CVigilPluginSDK", dependencies: ["CVigilPluginABI"]),
+        .target(name: "VigilPluginSDK", dependencies: ["CVigilPluginABI", "CVigilPluginSDK"], swiftSettings: strictSettings),
+        .target(
+            name: "VigilHeartbeatExample", dependencies: ["VigilPluginSDK"],
+            path: "Examples/HeartbeatPlugin/Sources/VigilHeartbeatExample", swiftSettings: strictSettings,
+            // SwiftPM gives a dynamic library no SONAME on Linux; Vigil requires a unique one.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libVigilHeartbeatExample.so"])]),
+        .testTarget(
+            name: "VigilSharedLibraryTests",
+            dependencies: [
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSharedLibrary", "VigilTestSupport", log,
+            ],
+            exclude: ["Fixtures"],  // C sources the tests compile with cc
             swiftSettings: strictSettings),
     ]
 )

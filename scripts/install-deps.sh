@@ -7,7 +7,7 @@ set -euo pipefail
 
 build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev)
 run=(pulseaudio pulseaudio-utils libasound2-plugins alsa-utils dbus)
-test=(minisign sox playerctl python3-dbus python3-gi systemd procps pipewire pipewire-pulse wireplumber)
+test=(minisign sox playerctl python3-dbus python3-gi systemd procps pipewire pipewire-pulse wireplumber gcc libc6-dev)
 bench=(runit s6 supervisor)
 
 want=("${build[@]}" "${run[@]}" "${test[@]}")
