@@ -1,0 +1,116 @@
+import Glibc
+import Synchronization
+import VigilPluginSDK
+
+/// An example third-party keep-alive plugin, written in Swift against VigilPluginSDK and shipped
+/// as a shared library: while running it rewrites a heartbeat file every `interval_ms`
+/// milliseconds ("beat N"), so anyone can watch that the host is alive. A failed write is reported
+/// as an interruption, the next good one as resumed.
+final class HeartbeatPlugin: NativeKeepAlive {
+    private let file: String
+    private let intervalMilliseconds: Int
+    private let events: NativePluginEvents
+    private let shared = Mutex(Shared())
+    private var thread: pthread_t?
+
+    private struct Shared {
+        var stopping = false
+        var beats = 0
+        var failing = false
+    }
+
+    init(context: NativePluginContext) throws {
+        file = context.settings["file"] ?? context.stateDirectory + "/heartbeat"
+        guard file.hasPrefix("/") else {
+            throw HeartbeatError("the \"file\" setting must be an absolute path, not \"\(file)\" — fix it in vigil.toml")
+        }
+        let text = context.settings["interval_ms"] ?? "1000"
+        guard let interval = Int(text), (100...3_600_000).contains(interval) else {
+            throw HeartbeatError("the \"interval_ms\" setting must be a whole number from 100 to 3600000, not \(text)")
+        }
+        intervalMilliseconds = interval
+        events = context.events
+        context.log(.info, "heartbeat to \(file) every \(interval) ms")
+    }
+
+    func start() throws {
+        if file.hasSuffix("/heartbeat") {
+            // The default lives in the state directory, which the plugin creates on first use.
+            let directory = String(file.dropLast("/heartbeat".count))
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                let reason = String(cString: strerror(errno))
+                throw HeartbeatError("cannot create \(directory): \(reason) — check the state directory's permissions")
+            }
+        }
+        guard beat() else {
+            throw HeartbeatError("cannot write \(file): \(String(cString: strerror(errno))) — check the path and its permissions")
+        }
+        shared.withLock { $0.stopping = false }
+        let box = Unmanaged.passRetained(self)
+        var handle = pthread_t()
+        let result = pthread_create(&handle, nil, { raw in
+            let plugin = Unmanaged<HeartbeatPlugin>.fromOpaque(raw!).takeRetainedValue()
+            plugin.run()
+            return nil
+        }, box.toOpaque())
+        guard result == 0 else {
+            box.release()
+            throw HeartbeatError("cannot start the heartbeat thread: \(String(cString: strerror(result)))")
+        }
+        thread = handle
+    }
+
+    func stop() {
+        shared.withLock { $0.stopping = true }
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    func details() -> [String: String] {
+        let beats = shared.withLock { $0.beats }
+        return ["file": file, "interval_ms": String(intervalMilliseconds), "beats": String(beats)]
+    }
+
+    /// The heartbeat thread: sleeps in short steps so stop() returns promptly.
+    private func run() {
+        var waited = 0
+        while !shared.withLock({ $0.stopping }) {
+            usleep(50_000)
+            waited += 50
+            guard waited >= intervalMilliseconds else { continue }
+            waited = 0
+            let ok = beat()
+            let change = shared.withLock { s -> Bool? in
+                defer { s.failing = !ok }
+                return s.failing == ok ? ok : nil
+            }
+            if change == true { events.resumed() }
+            if change == false { events.interrupted(reason: "cannot write \(file): \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    /// Writes "beat N" to the file; false on failure.
+    private func beat() -> Bool {
+        let n = shared.withLock { s -> Int in
+            s.beats += 1
+            return s.beats
+        }
+        let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let line = Array("beat \(n)\n".utf8)
+        return line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == line.count
+    }
+}
+
+/// A setting or start-up problem, shown as the plugin's failure.
+struct HeartbeatError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The one entry point the SDK needs: registers the plugin under its manifest name.
+@_cdecl("vigil_swift_plugin")
+public func vigilSwiftPlugin() {
+    NativePlugin.export(id: "heartbeat-example", HeartbeatPlugin.self)
+}
