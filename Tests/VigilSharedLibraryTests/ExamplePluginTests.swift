@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+import Testing
+import Vigil
+import VigilCore
+import VigilTestSupport
+
+/// The example third-party plugin in Examples/HeartbeatPlugin: written in Swift with
+/// VigilPluginSDK, shipped as the shared library its manifest (signed with the examples key) names.
+@Suite("Example shared-library plugin", .serialized, .timeLimit(.minutes(2)))
+struct ExamplePluginTests {
+    static let directory = VigilExecutable.packageRoot + "/Examples/HeartbeatPlugin"
+    static let fingerprint = "ed25519:Sb9NX1s1bgYEwpovUvJPjgv2VSn85ffOQPgktfl3XcY="
+
+    private func beats(_ path: String) -> Int? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.hasPrefix("beat ") else { return nil }
+        return Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    @Test("the signed example loads and runs through keepAlive()/stop(), and again after a stop")
+    func signedExampleRuns() async throws {
+        let dir = try TestDirectory("vigil-example")
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(
+            atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let beat = dir.path + "/beat"
+        try dir.write(
+            "vigil.toml",
+            """
+            plugins = ["heartbeat-example"]
+            plugin_paths = ["\(Self.directory)"]
+            [trusted_plugins]
+            heartbeat-example = "\(Self.fingerprint)"
+            [heartbeat-example]
+            file = "\(beat)"
+            interval_ms = 100
+            """)
+        let host = try VigilHost(
+            configPath: dir.path + "/vigil.toml",
+            options: VigilHost.Options(
+                publishStatus: false,
+                environment: RequirementChecker.Environment(
+                    variables: ["XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path],
+                    soundDeviceDirectory: "/nonexistent-vigil-snd")),
+            logger: Logger(label: "example-test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        for round in 1...2 {
+            let status = try #require(await host.keepAlive()[plugin: "heartbeat-example"])
+            #expect(status.state == .running, "round \(round): \(status.state)")
+            #expect(status.version == "0.1.0")
+            #expect(status.details["file"] == beat)
+            #expect(status.details["interval_ms"] == "100")
+            let start = beats(beat) ?? 0
+            let advanced = await RuntimeFixtures.waitUntil(timeout: 20) { (beats(beat) ?? 0) >= start + 3 }
+            #expect(advanced, "round \(round): the heartbeat file advances while running")
+            await host.stop()
+            #expect(await host.status()[plugin: "heartbeat-example"]?.state == .idle)
+        }
+    }
+}
