@@ -41,4 +41,42 @@ struct SharedLibraryCommandTests {
         #expect(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) is [String: Any])
         #expect(!f.exists(f.sentinel("alpha")))
     }
+
+    @Test(
+        "vm.memfd_noexec=2 in the host's pid namespace: refused with its own error and remedy, no code runs; =1: loads with MFD_EXEC",
+        .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")))
+    func memfdNoexecPolicy() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await f.compile(
+            .init(who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha")),
+            output: "alpha.so")
+        try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
+        try f.config(["alpha"])
+        let environment: [String: String?] = [
+            "XDG_STATE_HOME": f.dir.path + "/state", "XDG_RUNTIME_DIR": f.dir.path + "/run", "HOME": f.dir.path,
+        ]
+        // The sysctl is per pid namespace: set it in a new one, for `vigil run` only.
+        func run(policy: Int, _ command: String) async throws -> VigilExecutable.Output {
+            try await VigilExecutable.run(
+                executable: "/usr/bin/unshare",
+                [
+                    "--pid", "--fork", "/bin/sh", "-c",
+                    "echo \(policy) > /proc/sys/vm/memfd_noexec && exec \"$0\" run --config \"$1\" -- /bin/sh -c \"$2\"",
+                    VigilExecutable.path, f.configPath, command,
+                ],
+                in: f.dir.path, environment: environment)
+        }
+        let refused = try await run(policy: 2, "true")
+        #expect(refused.stderr.contains("[alpha] failed"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("vm.memfd_noexec is 2") && refused.stderr.contains("sysctl vm.memfd_noexec=1"))
+        #expect(!f.exists(f.sentinel("alpha")))
+        #expect(f.markerLines("alpha").isEmpty)
+
+        // The command waits for the plugin's start line: the positive signal, bounded by the run's timeout.
+        let loaded = try await run(policy: 1, "until grep -q 'start alpha' '\(f.marker("alpha"))'; do sleep 0.05; done")
+        #expect(loaded.status == 0, "\(loaded.stderr)")
+        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
+        #expect(f.exists(f.sentinel("alpha")))
+    }
 }
