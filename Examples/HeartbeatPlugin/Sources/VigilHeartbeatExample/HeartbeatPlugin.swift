@@ -8,6 +8,8 @@ import VigilPluginSDK
 /// as an interruption, the next good one as resumed.
 final class HeartbeatPlugin: NativeKeepAlive {
     private let file: String
+    /// The state directory, when `file` is the default inside it.
+    private let defaultDirectory: String?
     private let intervalMilliseconds: Int
     private let events: NativePluginEvents
     private let shared = Mutex(Shared())
@@ -21,6 +23,7 @@ final class HeartbeatPlugin: NativeKeepAlive {
 
     init(context: NativePluginContext) throws {
         file = context.settings["file"] ?? context.stateDirectory + "/heartbeat"
+        defaultDirectory = context.settings["file"] == nil ? context.stateDirectory : nil
         guard file.hasPrefix("/") else {
             throw HeartbeatError("the \"file\" setting must be an absolute path, not \"\(file)\" — fix it in vigil.toml")
         }
@@ -34,12 +37,15 @@ final class HeartbeatPlugin: NativeKeepAlive {
     }
 
     func start() throws {
-        if file.hasSuffix("/heartbeat") {
-            // The default lives in the state directory, which the plugin creates on first use.
-            let directory = String(file.dropLast("/heartbeat".count))
-            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-                let reason = String(cString: strerror(errno))
-                throw HeartbeatError("cannot create \(directory): \(reason) — check the state directory's permissions")
+        if let directory = defaultDirectory {
+            // The default lives in the plugin's state directory, created (0700) on first use.
+            var path = ""
+            for component in directory.split(separator: "/") {
+                path += "/" + component
+                if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                    let reason = String(cString: strerror(errno))
+                    throw HeartbeatError("cannot create \(path): \(reason) — check the state directory's permissions")
+                }
             }
         }
         guard beat() else {
