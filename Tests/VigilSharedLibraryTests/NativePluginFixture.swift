@@ -37,7 +37,8 @@ struct NativePluginFixture {
     struct Build {
         var who: String
         var pluginID: String
-        var soname: String
+        /// `nil` links without a SONAME.
+        var soname: String?
         var sentinel: String? = nil
         var abiMajor = 1
         var abiMinor = 0
@@ -45,6 +46,8 @@ struct NativePluginFixture {
         var helper: String? = nil
         /// Build the helper library itself instead of a plugin.
         var isHelper = false
+        /// Bytes a newer header of the same major would add to the descriptor.
+        var descriptorPadding = 0
     }
 
     /// Compiles `build` into `build/OUTPUT` and returns its bytes.
@@ -53,8 +56,9 @@ struct NativePluginFixture {
         var args = [
             "-shared", "-fPIC", "-O1", "-std=c11", "-D_GNU_SOURCE", "-I", Self.repository + "/Sources/CVigilPluginABI/include",
             "-DWHO=\"\(build.who)\"", "-DPLUGIN_ID=\"\(build.pluginID)\"", "-DABI_MAJOR=\(build.abiMajor)",
-            "-DABI_MINOR=\(build.abiMinor)", "-Wl,-soname,\(build.soname)",
+            "-DABI_MINOR=\(build.abiMinor)", "-DDESCRIPTOR_PADDING=\(build.descriptorPadding)", "-pthread",
         ]
+        if let soname = build.soname { args.append("-Wl,-soname,\(soname)") }
         if let sentinel = build.sentinel { args.append("-DSENTINEL=\"\(sentinel)\"") }
         if build.isHelper { args.append("-DHELPER_LIBRARY") }
         if build.helper != nil { args.append("-DUSE_HELPER") }

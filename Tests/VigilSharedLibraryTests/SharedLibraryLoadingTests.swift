@@ -10,15 +10,16 @@ import VigilTestSupport
 struct SharedLibraryLoadingTests {
     /// Builds and signs plugin `name` from one compiled library.
     private func simplePlugin(
-        _ f: NativePluginFixture, _ name: String, who: String? = nil, soname: String? = nil, file: String? = nil,
-        abiMajor: Int = 1, abiMinor: Int = 0, manifestABI: Int = 1
+        _ f: NativePluginFixture, _ name: String, who: String? = nil, soname: String?? = nil, file: String? = nil,
+        abiMajor: Int = 1, abiMinor: Int = 0, manifestABI: Int = 1, pluginID: String? = nil, descriptorPadding: Int = 0,
+        settings: String? = nil
     ) async throws {
         let build = NativePluginFixture.Build(
-            who: who ?? name, pluginID: name, soname: soname ?? "libvigiltest-\(name).so", sentinel: f.sentinel(name),
-            abiMajor: abiMajor, abiMinor: abiMinor)
+            who: who ?? name, pluginID: pluginID ?? name, soname: soname ?? "libvigiltest-\(name).so",
+            sentinel: f.sentinel(name), abiMajor: abiMajor, abiMinor: abiMinor, descriptorPadding: descriptorPadding)
         try await f.compile(build, output: "\(name).so")
         let library = file ?? "lib\(name).so"
-        try f.plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI)
+        try f.plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI, settings: settings)
     }
 
     /// Starts `refused` next to a good control plugin and returns the status. The control is the
@@ -299,5 +300,70 @@ struct SharedLibraryLoadingTests {
         #expect(report.diagnostics.count == 1)
         #expect(report.diagnostics.first?.message.contains("newer than this Vigil's") == true)
         #expect(!f.exists(f.sentinel("alpha")) && !f.exists(f.sentinel("beta")), "check maps nothing")
+    }
+
+    @Test("events from the plugin's own thread reach the host: interrupted, then running again")
+    func eventsReachTheHost() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", settings: #"{"marker": "\#(f.marker("alpha"))", "events": true}"#)
+        try f.config(["alpha"])
+        let host = try f.host()
+        let events = host.events
+        #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
+        var kinds: [HostEvent.Kind] = []
+        for await event in events where event.plugin == "alpha" {
+            kinds.append(event.kind)
+            if event.kind == .resumed { break }
+        }
+        #expect(kinds == [.started, .interrupted(reason: "test cable pulled"), .resumed])
+        #expect(await host.status()[plugin: "alpha"]?.state == .running)
+        await host.stop()
+        #expect(f.markerLines("alpha") == ["start alpha", "interrupted", "resumed", "stop alpha"])
+    }
+
+    @Test("a descriptor larger than this Vigil's (a newer header, same major and minor) is read up to the fields it knows")
+    func largerDescriptor() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", descriptorPadding: 24)
+        try f.config(["alpha"])
+        let host = try f.host()
+        #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
+        await host.stop()
+        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
+    }
+
+    @Test("a library without a SONAME, one without the descriptor, and a file that is not ELF: refused, no code runs")
+    func shapeRefusals() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "nosoname", soname: .some(nil))
+        try await f.compile(
+            .init(who: "bare", pluginID: "-", soname: "libvigiltest-bare.so", sentinel: f.sentinel("bare"), isHelper: true),
+            output: "bare.so")
+        try f.plugin("bare", library: "libbare.so", files: ["libbare.so": "bare.so"])
+        try f.dir.write("build/text.so", "#!/bin/sh\necho not a library\n")
+        try f.plugin("text", library: "libtext.so", files: ["libtext.so": "text.so"])
+        for (name, code) in [("nosoname", "library-no-soname"), ("bare", "abi-no-descriptor"), ("text", "library-malformed")] {
+            let status = try await runWithControl(f, refused: name)
+            #expect(status.failureCode(name) == code, "\(name): \(status.failureMessage(name) ?? "running")")
+            #expect(!f.exists(f.sentinel(name)), "\(name)")
+        }
+    }
+
+    @Test("a plugin_id other than the manifest's name: refused after init, and unmapped again")
+    func pluginIDMismatch() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha", pluginID: "someone-else")
+        try f.config(["alpha"])
+        let host = try f.host()
+        let status = await host.keepAlive()
+        #expect(status.failureCode("alpha") == "plugin-id-mismatch")
+        #expect(status.failureMessage("alpha")?.contains("\"someone-else\"") == true)
+        #expect(NativePluginFixture.mappings(of: "alpha").isEmpty)
+        #expect(f.markerLines("alpha").isEmpty)
+        await host.stop()
     }
 }

@@ -4,6 +4,7 @@
 // library ran. start/stop append "start WHO" / "stop WHO" to the file named by the "marker" setting.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,23 @@ extern const char *vigil_test_helper(void);
 typedef struct {
     char marker[4096];
     char self[256];
+    const vigil_keepalive_events *events;
+    bool report_events;
+    pthread_t reporter;
+    bool reporting;
 } instance;
+
+// With the "events" setting: after start returned, report an interruption, then recovery.
+static void *report(void *opaque) {
+    instance *self = opaque;
+    usleep(100000);
+    self->events->interrupted(self->events->host_data, "test cable pulled");
+    append(self->marker, "interrupted\n");
+    usleep(300000);
+    self->events->resumed(self->events->host_data);
+    append(self->marker, "resumed\n");
+    return NULL;
+}
 
 static int init_depth;
 
@@ -53,12 +70,13 @@ static void plugin_deinit(void) {
 
 static void *keepalive_create(const vigil_keepalive_config *config, const vigil_keepalive_events *events, char *error,
                               size_t error_size) {
-    (void)events;
     instance *made = calloc(1, sizeof *made);
     if (made == NULL) return NULL;
+    made->events = events;
     for (size_t i = 0; i < config->setting_count; i++) {
         if (strcmp(config->settings[i].key, "marker") == 0)
             snprintf(made->marker, sizeof made->marker, "%s", config->settings[i].value);
+        if (strcmp(config->settings[i].key, "events") == 0) made->report_events = strcmp(config->settings[i].value, "true") == 0;
     }
     if (made->marker[0] == '\0') {
         snprintf(error, error_size, "the \"marker\" setting is missing — set it in the manifest");
@@ -80,11 +98,14 @@ static bool keepalive_start(void *opaque, char *error, size_t error_size) {
     append(self->marker, vigil_test_helper());
     append(self->marker, "\n");
 #endif
+    if (self->report_events) self->reporting = pthread_create(&self->reporter, NULL, report, self) == 0;
     return true;
 }
 
 static void keepalive_stop(void *opaque) {
     instance *self = opaque;
+    if (self->reporting) pthread_join(self->reporter, NULL);
+    self->reporting = false;
     append(self->marker, "stop " WHO "\n");
 }
 
@@ -104,9 +125,19 @@ static const void *plugin_get_interface(const char *id) {
     return strcmp(id, VIGIL_KEEPALIVE_INTERFACE_V1) == 0 ? &keepalive : NULL;
 }
 
-const vigil_plugin_descriptor vigil_plugin_entry = {
-    VIGIL_PLUGIN_MAGIC, ABI_MAJOR, ABI_MINOR, sizeof(vigil_plugin_descriptor), 0, PLUGIN_ID,
-    plugin_init, plugin_deinit, plugin_get_interface,
+#ifndef DESCRIPTOR_PADDING
+#define DESCRIPTOR_PADDING 0
+#endif
+
+// A descriptor built by a newer header of the same major would be larger; DESCRIPTOR_PADDING
+// simulates that (the host reads the fields it knows).
+const struct {
+    vigil_plugin_descriptor descriptor;
+    char newer_fields[DESCRIPTOR_PADDING + 1];
+} vigil_plugin_entry = {
+    {VIGIL_PLUGIN_MAGIC, ABI_MAJOR, ABI_MINOR, sizeof(vigil_plugin_descriptor) + DESCRIPTOR_PADDING, 0, PLUGIN_ID,
+     plugin_init, plugin_deinit, plugin_get_interface},
+    {0},
 };
 
 #endif
