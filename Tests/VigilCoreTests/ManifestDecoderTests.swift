@@ -48,6 +48,26 @@ import VigilPlugin
         #expect(m.settings == ["a": .integer(1), "b": .double(1.5), "c": .string("s"), "d": .array([.bool(true)]), "e": .table(["f": .integer(-2)])])
     }
 
+    @Test func sharedLibraryEntry() throws {
+        let m = try decode(replacing(#""entry": "silent-engine""#, #""entry": {"kind": "shared-library", "path": "lib/x.so", "abi": 1}"#))
+        #expect(m.entry == "shared-library")
+        #expect(m.sharedLibrary == PluginManifest.SharedLibraryEntry(path: "lib/x.so", abi: 1))
+        #expect(try decode(Self.valid).sharedLibrary == nil)
+        let cases: [(String, String)] = [
+            (#"{"kind": "shared-library", "path": "lib/y.so", "abi": 1}"#, "$.entry: the shared library lib/y.so is not listed in \"resources\""),
+            (#"{"kind": "python", "path": "lib/x.so", "abi": 1}"#, "$.entry.kind: unknown entry kind \"python\""),
+            (#"{"kind": "shared-library", "path": "../x.so", "abi": 1}"#, "$.entry.path: the path has a '..' component"),
+            (#"{"kind": "shared-library", "path": "lib/x.so", "abi": 0}"#, "$.entry.abi: expected the plugin ABI major version"),
+            (#"{"kind": "shared-library", "path": "lib/x.so"}"#, "$.entry: the required field \"abi\" is missing"),
+            (#"{"kind": "shared-library", "path": "lib/x.so", "abi": 1, "x": 1}"#, "$.entry.x: unknown field"),
+            ("[1]", "$.entry: expected a built-in implementation's name or a"),
+        ]
+        for (entry, expected) in cases {
+            let message = failure(replacing(#""entry": "silent-engine""#, #""entry": \#(entry)"#))
+            #expect(message.contains(expected), "\(entry): \(message)")
+        }
+    }
+
     @Test func errorsNameTheJSONPath() {
         #expect(failure(replacing(#"{"kind": "dbus-session"}"#, #"{"kind": "dbus"}"#)).contains("$.host_requirements[1].kind"))
         #expect(failure(replacing(#""entry": "silent-engine","#, #""entry": "silent-engine", "extra": 1,"#)).contains("$.extra"))
