@@ -50,6 +50,10 @@ final class NativeSession {
         }
         let main = try SealedLibrary.open(set.main, plugin: set.plugin, keepLoaded: keep)
         libraries.append(main)
+        for (library, sealed) in zip(set.dependencies + [set.main], libraries) {
+            context.logger.debug(
+                "mapped \(library.path) (SONAME \(library.soname), sha256 \(library.sha256)) from \(sealed.path)")
+        }
 
         guard let raw = main.ownSymbol(ELFImage.entrySymbol) else {
             throw fail(

@@ -68,7 +68,12 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
                 return nil
             }
         }
-        if let error = outcome ?? nil { throw error }
+        guard let outcome else {
+            throw SharedLibraryError(
+                code: .loadFailed, plugin: set.plugin,
+                message: "the plugin's thread has shut down, so it cannot start — restart the host")
+        }
+        if let outcome { throw outcome }
     }
 
     func stop() async {
