@@ -8,6 +8,8 @@ struct ELFImage: Sendable {
     let soname: String?
     /// `DT_NEEDED` entries, in order.
     let needed: [String]
+    /// The directories of `DT_RPATH` and `DT_RUNPATH`, in order.
+    let searchPath: [String]
     /// The header of the exported `vigil_plugin_entry` descriptor, or `nil` when the library does
     /// not export the symbol (a dependency).
     let descriptor: DescriptorHeader?
@@ -82,6 +84,7 @@ struct ELFImage: Sendable {
 
         // The dynamic section: DT_NEEDED, DT_SONAME, DT_STRTAB, DT_STRSZ.
         var neededOffsets: [UInt64] = []
+        var pathOffsets: [UInt64] = []
         var sonameOffset: UInt64?
         var strtab: UInt64?
         var strsz: UInt64?
@@ -95,6 +98,7 @@ struct ELFImage: Sendable {
             case 5: strtab = value
             case 10: strsz = value
             case 14: sonameOffset = value
+            case 15, 29: pathOffsets.append(value)  // DT_RPATH, DT_RUNPATH
             default: break
             }
             index += 1
@@ -105,7 +109,7 @@ struct ELFImage: Sendable {
             }
             return nil
         }
-        if !neededOffsets.isEmpty || sonameOffset != nil {
+        if !neededOffsets.isEmpty || sonameOffset != nil || !pathOffsets.isEmpty {
             guard let strtab, let strsz, let tableOffset = segmentOffset(strtab, length: strsz) else {
                 throw Problem(reason: "its dynamic string table is missing or outside the file")
             }
@@ -117,9 +121,15 @@ struct ELFImage: Sendable {
             for offset in neededOffsets { needed.append(try dynamicString(offset)) }
             self.needed = needed
             self.soname = try sonameOffset.map { (o: UInt64) throws(Problem) -> String in try dynamicString(o) }
+            var searchPath: [String] = []
+            for offset in pathOffsets {
+                searchPath += try dynamicString(offset).split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            }
+            self.searchPath = searchPath
         } else {
             self.needed = []
             self.soname = nil
+            self.searchPath = []
         }
 
         // The exported descriptor, through the section headers' .dynsym.

@@ -19,6 +19,9 @@ public struct SharedLibraryError: Error, Sendable, Hashable, CustomStringConvert
         /// A library needs (`DT_NEEDED`) a library that is neither a system library nor listed in
         /// the manifest's `resources`.
         public static let undeclaredDependency = Code("library-undeclared-dependency")
+        /// A library's `DT_RUNPATH`/`DT_RPATH` names a directory the dynamic linker would search for
+        /// its system dependencies before the system's own, where unsigned code could wait.
+        public static let unsafeSearchPath = Code("library-unsafe-search-path")
         /// The plugin's library exports no usable `vigil_plugin_entry` descriptor.
         public static let missingDescriptor = Code("abi-no-descriptor")
         /// The descriptor's ABI major differs from the host's (or from the manifest's `abi`).

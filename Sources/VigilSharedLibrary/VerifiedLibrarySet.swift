@@ -18,6 +18,8 @@ struct VerifiedLibrarySet: Sendable {
         let soname: String
         /// Its `DT_NEEDED` entries.
         let needed: [String]
+        /// Its `DT_RUNPATH`/`DT_RPATH` directories.
+        var searchPath: [String] = []
     }
 
     /// The plugin's name.
@@ -107,7 +109,8 @@ struct VerifiedLibrarySet: Sendable {
                             + "library its own SONAME")
                 }
                 bySoname[depSoname] = Library(
-                    path: resource.path, bytes: bytes, sha256: resource.sha256, soname: depSoname, needed: dep.needed)
+                    path: resource.path, bytes: bytes, sha256: resource.sha256, soname: depSoname, needed: dep.needed,
+                    searchPath: dep.searchPath)
             } catch let problem as ELFImage.Problem {
                 notLoadable[base] = "the listed \(resource.path) is not a loadable shared object: \(problem.reason)"
             } catch let error as SharedLibraryError {
@@ -121,6 +124,18 @@ struct VerifiedLibrarySet: Sendable {
                 .sonameConflict,
                 "its library \(entry.path) and the listed \(clash.path) both have the SONAME \(soname) — give each "
                     + "library its own SONAME")
+        }
+
+        // A system dependency not loaded yet is searched in RUNPATH/RPATH first: only $ORIGIN (which
+        // is /proc/self/fd for a memfd, holding no libraries) and the system directories may be there.
+        for (path, searchPath) in [(entry.path, image.searchPath)] + bySoname.values.map({ ($0.path, $0.searchPath) }) {
+            if let unsafe = searchPath.first(where: { !Self.isSafeSearchDirectory($0) }) {
+                throw fail(
+                    .unsafeSearchPath,
+                    "\(path) asks the dynamic linker to search \(Sanitizer.display(unsafe)) (DT_RUNPATH/DT_RPATH) for "
+                        + "the libraries it needs, where unsigned code could be found before the system's — link it "
+                        + "without -rpath, or with -Wl,-rpath,'$ORIGIN' only (its listed libraries are loaded first)")
+            }
         }
 
         // Walk DT_NEEDED from the plugin's library: listed, system, or refused.
@@ -175,6 +190,15 @@ struct VerifiedLibrarySet: Sendable {
         self.main = Library(path: entry.path, bytes: mainBytes, sha256: mainSHA, soname: soname, needed: image.needed)
         self.descriptor = descriptor
         self.dependencies = ordered
+    }
+
+    /// True for a search-path entry that can only lead to the system's libraries: `$ORIGIN` alone
+    /// (a memfd's origin is /proc/self/fd), or one of the system directories.
+    static func isSafeSearchDirectory(_ entry: String) -> Bool {
+        if entry == "$ORIGIN" || entry == "${ORIGIN}" || entry == "$ORIGIN/" || entry == "${ORIGIN}/" { return true }
+        var trimmed = entry
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        return SystemLibraries.directories.contains(trimmed)
     }
 
     /// The ABI rules on the descriptor header, from the bytes or from memory.

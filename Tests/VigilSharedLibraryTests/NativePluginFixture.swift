@@ -48,6 +48,8 @@ struct NativePluginFixture {
         var isHelper = false
         /// Bytes a newer header of the same major would add to the descriptor.
         var descriptorPadding = 0
+        /// A DT_RUNPATH to link with.
+        var runpath: String? = nil
     }
 
     /// Compiles `build` into `build/OUTPUT` and returns its bytes.
@@ -59,6 +61,7 @@ struct NativePluginFixture {
             "-DABI_MINOR=\(build.abiMinor)", "-DDESCRIPTOR_PADDING=\(build.descriptorPadding)", "-pthread",
         ]
         if let soname = build.soname { args.append("-Wl,-soname,\(soname)") }
+        if let runpath = build.runpath { args.append("-Wl,-rpath,\(runpath)") }
         if let sentinel = build.sentinel { args.append("-DSENTINEL=\"\(sentinel)\"") }
         if build.isHelper { args.append("-DHELPER_LIBRARY") }
         if build.helper != nil { args.append("-DUSE_HELPER") }

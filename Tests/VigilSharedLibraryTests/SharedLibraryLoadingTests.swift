@@ -352,6 +352,22 @@ struct SharedLibraryLoadingTests {
         }
     }
 
+    @Test("a RUNPATH outside the system directories (where an unsigned libc could wait): refused, no code runs")
+    func unsafeRunpath() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await f.compile(
+            .init(
+                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
+                runpath: f.dir.path + "/evil-libs"),
+            output: "alpha.so")
+        try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
+        let status = try await runWithControl(f, refused: "alpha")
+        #expect(status.failureCode("alpha") == "library-unsafe-search-path")
+        #expect(status.failureMessage("alpha")?.contains(f.dir.path + "/evil-libs") == true)
+        #expect(!f.exists(f.sentinel("alpha")))
+    }
+
     @Test("a plugin_id other than the manifest's name: refused after init, and unmapped again")
     func pluginIDMismatch() async throws {
         let f = try NativePluginFixture()
