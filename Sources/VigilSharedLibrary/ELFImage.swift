@@ -6,7 +6,7 @@
 struct ELFImage: Sendable {
     /// `DT_SONAME`, if present.
     let soname: String?
-    /// `DT_NEEDED` entries, in order.
+    /// `DT_NEEDED` entries (and filter libraries), in order.
     let needed: [String]
     /// The directories of `DT_RPATH` and `DT_RUNPATH`, in order.
     let searchPath: [String]
@@ -94,7 +94,8 @@ struct ELFImage: Sendable {
             let tag = try r.u64(at), value = try r.u64(at + 8)
             if tag == 0 { break }
             switch tag {
-            case 1: neededOffsets.append(value)
+            // DT_NEEDED, and DT_AUXILIARY/DT_FILTER, which also make the dynamic linker load a library.
+            case 1, 0x7FFF_FFFD, 0x7FFF_FFFF: neededOffsets.append(value)
             case 5: strtab = value
             case 10: strsz = value
             case 14: sonameOffset = value
