@@ -1,0 +1,64 @@
+import Synchronization
+import VigilPlugin
+import VigilSupervisor
+
+/// A ``KeepAlivePlugin`` backed by a shared library: `start()` maps and initialises the library
+/// and starts one instance; `stop()` stops and destroys it, calls `deinit` and unmaps. Every C
+/// call runs on a thread of its own.
+final class SharedLibraryKeepAlive: KeepAlivePlugin {
+    private let set: VerifiedLibrarySet
+    private let context: PluginContext
+    private let thread: DedicatedThread
+    private let session = Mutex<NativeSession?>(nil)
+
+    init(set: VerifiedLibrarySet, context: PluginContext) {
+        self.set = set
+        self.context = context
+        self.thread = DedicatedThread(name: "vigil-native")
+    }
+
+    deinit {
+        thread.close()
+    }
+
+    func start() async throws {
+        let outcome = await thread.run { [self] () -> SharedLibraryError? in
+            session.withLock { current -> SharedLibraryError? in
+                if current != nil { return nil }
+                let fresh = NativeSession(set: set, context: context)
+                do throws(SharedLibraryError) {
+                    try fresh.open()
+                } catch {
+                    return error
+                }
+                current = fresh
+                do throws(SharedLibraryError) {
+                    try fresh.start()
+                } catch {
+                    return error
+                }
+                return nil
+            }
+        }
+        guard let outcome else {
+            throw SharedLibraryError(
+                code: .loadFailed, plugin: set.plugin,
+                message: "the plugin's thread has shut down, so it cannot start — restart the host")
+        }
+        if let outcome { throw outcome }
+    }
+
+    func stop() async {
+        _ = await thread.run { [self] in
+            session.withLock { current in
+                current?.stop()
+                current?.close()
+                current = nil
+            }
+        }
+    }
+
+    func details() async -> [String: String] {
+        await thread.run { [self] in session.withLock { $0?.details() ?? [:] } } ?? [:]
+    }
+}
