@@ -16,6 +16,19 @@ struct SharedLibraryCommandTests {
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so loadable (plugin ABI 1.0)"))
     }
 
+    @Test("plugin trust shows the operator that the example is native code, then records its key")
+    func trustExample() async throws {
+        let dir = try TestDirectory("vigil-native-trust")
+        defer { dir.remove() }
+        try dir.write("vigil.toml", "plugins = [\"heartbeat-example\"]\nplugin_paths = [\"\(ExamplePluginTests.directory)\"]\n")
+        let r = try await VigilExecutable.run(
+            ["plugin", "trust", "heartbeat-example", "--config", dir.path + "/vigil.toml", "--yes"], in: dir.path,
+            environment: ["XDG_STATE_HOME": dir.path + "/state"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so (plugin ABI 1) — native code"))
+        #expect(try String(contentsOfFile: dir.path + "/vigil.toml", encoding: .utf8).contains(ExamplePluginTests.fingerprint))
+    }
+
     @Test("plugin verify and check refuse a library for a newer ABI minor, and check runs none of its code")
     func verifyAndCheckRefuse() async throws {
         let f = try NativePluginFixture()
