@@ -22,11 +22,12 @@ final class LibraryRegistry: Sendable {
 
     private let records = Mutex<[String: Record]>([:])
 
-    /// True when `soname` is an idle record of `plugin` with the same bytes (so it can be used again).
-    func isKept(soname: String, plugin: String, sha256: String) -> Bool {
+    /// True when `soname` was mapped by this registry for `plugin` from the same bytes (running, or
+    /// idle and reusable), so it is no conflict for that plugin.
+    func isOwn(soname: String, plugin: String, sha256: String) -> Bool {
         records.withLock { r in
             guard let record = r[soname] else { return false }
-            return !record.inUse && record.plugin == plugin && record.sha256 == sha256
+            return record.plugin == plugin && record.sha256 == sha256
         }
     }
 

@@ -177,7 +177,7 @@ struct VerifiedLibrarySet: Sendable {
                     "its library \(library.path) has the SONAME \(library.soname), which is a system library's name — "
                         + "give it a unique SONAME (for example lib\(name)-….so)")
             }
-            if SystemLibraries.isLoaded(library.soname) && !LibraryRegistry.shared.isKept(soname: library.soname, plugin: name, sha256: library.sha256) {
+            if SystemLibraries.isLoaded(library.soname) && !LibraryRegistry.shared.isOwn(soname: library.soname, plugin: name, sha256: library.sha256) {
                 throw fail(
                     .sonameConflict,
                     "its library \(library.path) has the SONAME \(library.soname), which is already loaded in this "

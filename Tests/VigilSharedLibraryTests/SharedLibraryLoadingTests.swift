@@ -352,6 +352,23 @@ struct SharedLibraryLoadingTests {
         }
     }
 
+    @Test("a check in the same process while the plugin runs: its own mapping is no SONAME conflict")
+    func checkWhileRunning() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await simplePlugin(f, "alpha")
+        try f.config(["alpha"])
+        let host = try f.host()
+        #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
+        let report = HostCheck(
+            environment: RequirementChecker.Environment(
+                variables: ["XDG_STATE_HOME": f.dir.path + "/state", "HOME": f.dir.path],
+                soundDeviceDirectory: "/nonexistent-vigil-snd")
+        ).run(configPath: f.configPath)
+        #expect(report.diagnostics.isEmpty, "\(report.diagnostics)")
+        await host.stop()
+    }
+
     @Test("a RUNPATH outside the system directories (where an unsigned libc could wait): refused, no code runs")
     func unsafeRunpath() async throws {
         let f = try NativePluginFixture()
