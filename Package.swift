@@ -72,13 +72,15 @@ let package = Package(
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
-            dependencies: ["VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", log, lifecycle],
+            dependencies: [
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilAnnounce", log, lifecycle,
+            ],
             swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilAnnounce", "VigilAudio", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -134,6 +136,25 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
+            swiftSettings: strictSettings),
+
+        // Announcements: espeak-ng (text to speech) through its one wrapper, and the announcer
+        // that ducks the other apps around a prompt.
+        .systemLibrary(
+            name: "CEspeakNG", pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]),
+        .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio"], swiftSettings: strictSettings),
+        .target(
+            name: "VigilAnnounce", dependencies: ["VigilAudio", "VigilSpeech", "VigilCore", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+        // A minimal announcer for bench/announce.sh (an executable target, not a product).
+        .executableTarget(
+            name: "AnnounceBench", dependencies: ["VigilAnnounce", "VigilAudio", log], swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilAnnounceTests",
+            dependencies: [
+                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilSpeech", "VigilSilentEngine", "VigilTestSupport", log,
+            ],
             swiftSettings: strictSettings),
     ]
 )
