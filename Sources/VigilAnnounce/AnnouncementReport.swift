@@ -23,7 +23,7 @@ public struct DuckedStream: Sendable, Hashable {
 
 /// Who lowered the other apps for a prompt.
 public enum DuckMethod: Sendable, Hashable, CustomStringConvertible {
-    /// Nobody (`mix`, `pause-spoken`, or nothing else was playing).
+    /// Nobody (`mix`).
     case none
     /// Vigil, stream by stream.
     case client
@@ -55,8 +55,6 @@ public struct AnnouncementReport: Sendable, Hashable {
     public var keptUserChange: [UInt32]
     /// The streams that went away during the prompt (their saved volume was put back).
     public var gone: [UInt32]
-    /// The MPRIS players paused and resumed.
-    public var pausedPlayers: [String]
     /// From the call to the server starting the prompt's first sample, in milliseconds.
     public var firstSampleMilliseconds: Double
     /// How long lowering took (journal and ramp), in milliseconds.

@@ -21,7 +21,8 @@ public actor Announcer {
     public nonisolated let stateDirectory: String
 
     private let logger: Logger
-    private let worker: AnnounceThread
+    /// Started on first use, so a host that never announces has no extra thread.
+    private var worker: AnnounceThread?
     private let engine: AnnounceEngine
     private let subscribers = Subscribers()
     private var nextID: UInt64 = 0
@@ -33,11 +34,17 @@ public actor Announcer {
         self.settings = settings
         self.stateDirectory = stateDirectory
         self.logger = logger
-        self.worker = AnnounceThread(name: "vigil-announce")
         self.engine = AnnounceEngine(settings: settings, directory: stateDirectory, logger: logger)
     }
 
-    deinit { worker.close() }
+    deinit { worker?.close() }
+
+    private var thread: AnnounceThread {
+        if let worker { return worker }
+        let started = AnnounceThread(name: "vigil-announce")
+        worker = started
+        return started
+    }
 
     /// A new stream of announcement events, starting now.
     public nonisolated var events: AsyncStream<AnnouncementEvent> { subscribers.subscribe() }
@@ -56,7 +63,7 @@ public actor Announcer {
         let id = nextID
         let engine = self.engine
         let emit = self.emitter
-        guard let result = await worker.run({ engine.perform(id: id, announcement, calledAt: calledAt, emit: emit) }) else {
+        guard let result = await thread.run({ engine.perform(id: id, announcement, calledAt: calledAt, emit: emit) }) else {
             throw AnnounceError(code: .cancelled, message: "the announcer was closed")
         }
         switch result {
@@ -70,7 +77,7 @@ public actor Announcer {
     public func recoverPending() async throws(AnnounceError) -> RecoveryReport? {
         let engine = self.engine
         let emit = self.emitter
-        guard let result = await worker.run({ engine.recover(emit: emit) }) else {
+        guard let result = await thread.run({ engine.recover(emit: emit) }) else {
             throw AnnounceError(code: .cancelled, message: "the announcer was closed")
         }
         return try result.get()
@@ -78,7 +85,8 @@ public actor Announcer {
 
     /// Ends the announcer's thread after the queued prompts.
     public func close() {
-        worker.close()
+        worker?.close()
+        worker = nil
         subscribers.finishAll()
     }
 
@@ -291,7 +299,7 @@ final class AnnounceEngine: @unchecked Sendable {
         let gone = allDucked.map(\.index).filter { !restored.contains($0) && !kept.contains($0) }
         return AnnouncementReport(
             id: id, policy: policy, method: method, ducked: allDucked, restored: restored, keptUserChange: kept, gone: gone,
-            pausedPlayers: [], firstSampleMilliseconds: Double(playback.startedAt &- calledAt) / 1e6,
+            firstSampleMilliseconds: Double(playback.startedAt &- calledAt) / 1e6,
             duckMilliseconds: duckMilliseconds, restoreMilliseconds: restoreMilliseconds, promptSeconds: audio.duration,
             underflows: playback.underflows)
     }

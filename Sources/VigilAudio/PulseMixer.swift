@@ -438,7 +438,8 @@ public final class PulseMixer {
     // MARK: Playing a prompt
 
     /// Plays `audio` as one new stream with `properties` (`media.role`…) on `sink` (`nil`: the
-    /// default sink) and returns once the server has played all of it.
+    /// default sink) and returns once it has played: all of it sent and its length passed since
+    /// the server started it (or the stream drained, whichever comes first).
     ///
     /// - Parameters:
     ///   - started: called (on this thread) when the server starts playing the prompt.
@@ -476,13 +477,17 @@ public final class PulseMixer {
         let frameBytes = audio.channels * 2
         let bytesPer10ms = audio.sampleRate / 100 * frameBytes
         let total = audio.samples.count * 2
-        // 100 ms queued ahead: low latency, yet safe on a loaded machine. A prompt shorter than
-        // that starts as soon as all of it is there.
-        let target = UInt32(10 * bytesPer10ms)
+        // The stream asks for as much buffer as the keep-alive (2 s, no PA_STREAM_ADJUST_LATENCY),
+        // so the sink keeps its latency and with it its rewind range: when the prompt's first
+        // data arrives the server rewinds the sink and mixes it in at once. A low-latency
+        // request would shrink the sink's rewind range first, and the prompt would wait for
+        // the audio the sink had already mixed ahead (up to its whole latency, ~1.75 s with
+        // the keep-alive's 2 s buffer; measured). Playback starts as soon as 20 ms are there.
+        let target = UInt32(200 * bytesPer10ms)
         var attributes = pa_buffer_attr(
-            maxlength: UInt32.max, tlength: target, prebuf: UInt32(min(total, Int(target))),
-            minreq: UInt32(2 * bytesPer10ms), fragsize: UInt32.max)
-        let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_START_UNMUTED.rawValue)
+            maxlength: UInt32.max, tlength: target, prebuf: UInt32(min(total, 2 * bytesPer10ms)),
+            minreq: UInt32.max, fragsize: UInt32.max)
+        let flags = pa_stream_flags_t(rawValue: PA_STREAM_START_UNMUTED.rawValue)
         if pa_stream_connect_playback(stream, sink, &attributes, flags, nil, nil) < 0 {
             throw error(.openFailed, "pa_stream_connect_playback", pa_context_errno(context))
         }
@@ -507,10 +512,21 @@ public final class PulseMixer {
                     stream,
                     { _, _, userdata in
                         let writer = Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue()
-                        writer.drained = true
-                        writer.finishedAt = Clock.now()
+                        if writer.drainAckedAt == nil { writer.drainAckedAt = Clock.now() }
                     }, raw)
                 if let op { pa_operation_unref(op) }
+            }
+            // Played: every sample was sent and the prompt's length has passed since the server
+            // started it (the rewind put its first sample at the sink's play position). Waiting
+            // for the drain would also wait out the sink's rewind history — up to its whole
+            // latency (~1.7 s with the keep-alive) after the last sample was heard.
+            // (Without a "started" notification, the drain's acknowledgement stands in for it.)
+            if drainRequested, let at = player.startedAt ?? player.drainAckedAt,
+                Clock.now() >= at + UInt64((audio.duration + 0.03) * 1e9)
+            {
+                player.drained = true
+                player.finishedAt = Clock.now()
+                break
             }
             if cancelled() {
                 throw AudioError(code: .streamFailed, function: nil, message: "the prompt was cancelled before it finished")
@@ -537,6 +553,7 @@ public final class PulseMixer {
         var startedAt: UInt64?
         var reportedStart = false
         var drained = false
+        var drainAckedAt: UInt64?
         var finishedAt: UInt64 = 0
         var underflows = 0
 

@@ -171,3 +171,38 @@ struct DuckingTests {
         }
     }
 }
+
+/// The prompt itself: it starts at once and is heard from its first to its last sample.
+@Suite("Announcement playback", .serialized)
+struct PromptPlaybackTests {
+    @Test("a 1 s tone prompt is heard whole, with the keep-alive's 2 s buffer on the sink")
+    func heardWhole() async throws {
+        try await PulseAudioServer.with { server in
+            let state = try TestDirectory("vigil-announce")
+            defer { state.remove() }
+            let keepAlive = PlaybackStream(
+                configuration: PlaybackConfiguration(
+                    device: "pulse", pulseServer: server.address, bufferMilliseconds: 2000,
+                    applicationName: "announce-tests (Vigil keep-alive)"),
+                source: ZeroSource(), logger: quietLogger)
+            try await keepAlive.start()
+            #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
+            let announcer = makeAnnouncer(server, directory: state.path)
+            async let capture = server.captureMonitor(seconds: 3)
+            try await Task.sleep(nanoseconds: 700_000_000)
+            let report = try await announcer.announce(.play(.tone(frequency: 660, seconds: 1, amplitude: 0.5), policy: .mix))
+            let samples = try await capture
+            await keepAlive.stop()
+            let left = AudioAnalysis(interleaved: samples).left
+            // Audible 10 ms windows: the tone, from its first to its last sample.
+            let window = 480
+            let loud = stride(from: 0, to: left.count - window, by: window).filter { start in
+                left[start..<(start + window)].map { abs(Int($0)) }.max() ?? 0 > 8000
+            }
+            let heard = Double(loud.count * window) / 48_000
+            #expect(abs(heard - 1.0) < 0.06, "heard \(heard) s of a 1 s prompt")
+            // Generous for a loaded machine; before the fix it waited out the sink's ~1.7 s of mixed-ahead audio.
+            #expect(report.firstSampleMilliseconds < 1000, "first sample after \(report.firstSampleMilliseconds) ms")
+        }
+    }
+}
