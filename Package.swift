@@ -160,7 +160,8 @@ let package = Package(
             providers: [.apt(["libespeak-ng-dev"])]),
         .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio"], swiftSettings: strictSettings),
         .target(
-            name: "VigilAnnounce", dependencies: ["VigilAudio", "VigilSpeech", "VigilCore", "VigilPlugin", log],
+            name: "VigilAnnounce",
+            dependencies: ["VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", log],
             swiftSettings: strictSettings),
         // A minimal announcer for bench/announce.sh (an executable target, not a product).
         .executableTarget(
@@ -170,6 +171,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilSpeech", "VigilSilentEngine", "VigilTestSupport", log,
             ],
+            exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
             swiftSettings: strictSettings),
     ]
 )

@@ -11,6 +11,8 @@ public struct AnnounceError: Error, Sendable, Hashable, CustomStringConvertible 
         case speechFailed = "speech-failed"
         /// The sound server is unreachable or failed during the prompt.
         case soundServer = "sound-server"
+        /// `pause-spoken` could not reach the session bus.
+        case sessionBus = "session-bus"
         /// The journal of ducked volumes could not be written or read; nothing was lowered.
         case journal = "journal"
         /// The host stopped the announcer.

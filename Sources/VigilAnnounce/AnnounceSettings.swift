@@ -4,11 +4,12 @@ public import VigilPlugin
 ///
 /// ```toml
 /// [announce]
-/// policy = "duck"          # duck | mix
+/// policy = "duck"          # duck | pause-spoken | mix
 /// duck_level = 0.3         # linear amplitude the others are lowered to (0–1)
 /// ramp_ms = 20             # how long lowering and restoring take
 /// ducking = "auto"         # auto: the server's module-role-ducking if loaded, else Vigil's; client: always Vigil's
 /// role = "event"           # media.role of the prompt when Vigil ducks
+/// players = ["mpv"]        # MPRIS players pause-spoken pauses (org.mpris.MediaPlayer2.NAME)
 /// voice = "en"             # espeak-ng voice for spoken prompts
 /// words_per_minute = 175
 /// sink = "alsa_output…"    # where prompts play (default: the server's default sink)
@@ -30,6 +31,10 @@ public struct AnnounceSettings: Sendable, Hashable {
     public var ducking: Ducking
     /// The prompt's `media.role` when Vigil ducks (or nothing is ducked).
     public var role: String
+    /// MPRIS player names (the part after `org.mpris.MediaPlayer2.`) that `pause-spoken` pauses.
+    public var players: [String]
+    /// The D-Bus address `pause-spoken` talks to; `nil` for the session bus.
+    public var sessionBus: String?
     /// The espeak-ng voice.
     public var voice: String
     /// Speech rate in words per minute (80–450).
@@ -42,13 +47,15 @@ public struct AnnounceSettings: Sendable, Hashable {
     /// Creates settings; the defaults are those of an empty `[announce]` table.
     public init(
         policy: AnnouncementPolicy = .duck(level: AnnouncementPolicy.defaultDuckLevel), rampMilliseconds: Int = 20,
-        ducking: Ducking = .auto, role: String = "event", voice: String = "en",
+        ducking: Ducking = .auto, role: String = "event", players: [String] = [], sessionBus: String? = nil, voice: String = "en",
         wordsPerMinute: Int = 175, sink: String? = nil, pulseServer: String? = nil
     ) {
         self.policy = policy
         self.rampMilliseconds = rampMilliseconds
         self.ducking = ducking
         self.role = role
+        self.players = players
+        self.sessionBus = sessionBus
         self.voice = voice
         self.wordsPerMinute = wordsPerMinute
         self.sink = sink
@@ -57,7 +64,7 @@ public struct AnnounceSettings: Sendable, Hashable {
 
     /// The keys `[announce]` accepts.
     public static let keys = [
-        "policy", "duck_level", "ramp_ms", "ducking", "role", "voice", "words_per_minute", "sink",
+        "policy", "duck_level", "ramp_ms", "ducking", "role", "players", "voice", "words_per_minute", "sink",
         "pulse_server",
     ]
 
@@ -96,8 +103,9 @@ public struct AnnounceSettings: Sendable, Hashable {
         }
         switch try string("policy") ?? "duck" {
         case "duck": policy = .duck(level: level)
+        case "pause-spoken": policy = .pauseSpoken
         case "mix": policy = .mix
-        case let other: throw fail("policy", "\"\(other)\" is not a policy — use duck or mix")
+        case let other: throw fail("policy", "\"\(other)\" is not a policy — use duck, pause-spoken or mix")
         }
         if let ramp = try integer("ramp_ms", 0...1000) { rampMilliseconds = ramp }
         if let mode = try string("ducking") {
@@ -112,6 +120,19 @@ public struct AnnounceSettings: Sendable, Hashable {
             }
             self.role = role
         }
+        if let value = table["players"] {
+            guard case .array(let items) = value else { throw fail("players", "expected an array of player names") }
+            var names: [String] = []
+            for item in items {
+                guard case .string(let name) = item, Self.isPlayerName(name) else {
+                    throw fail(
+                        "players",
+                        "\(item) is not an MPRIS player name — give the part after org.mpris.MediaPlayer2., for example \"mpv\"")
+                }
+                names.append(name)
+            }
+            players = names
+        }
         if let voice = try string("voice") { self.voice = voice }
         if let rate = try integer("words_per_minute", 80...450) { wordsPerMinute = rate }
         sink = try string("sink")
@@ -120,6 +141,16 @@ public struct AnnounceSettings: Sendable, Hashable {
 }
 
 extension AnnounceSettings {
+    /// True for a bus-name tail: dot-separated elements of ASCII letters, digits, `_` and `-`,
+    /// none empty or starting with a digit.
+    static func isPlayerName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count < 200
+            && name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
+                guard let first = part.first, !first.isNumber else { return false }
+                return part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+            }
+    }
+
     /// The duck level of ``policy`` when it ducks, else WirePlumber's 0.3.
     public var defaultDuckLevel: Double {
         if case .duck(let level) = policy { return level }

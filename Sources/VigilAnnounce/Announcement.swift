@@ -8,7 +8,13 @@ public struct Announcement: Sendable, Hashable {
         case speech(String)
         /// Audio the host made itself (a chime, pre-rendered speech).
         case audio(PromptAudio)
+        /// A sound file (WAV, FLAC, Ogg Vorbis, Opus or MP3, decoded with libsndfile), at most
+        /// ``Announcement/maxFileSeconds`` long.
+        case file(String)
     }
+
+    /// The longest sound file accepted as a prompt, in seconds.
+    public static let maxFileSeconds = 600.0
 
     /// The prompt.
     public var content: Content
@@ -24,6 +30,11 @@ public struct Announcement: Sendable, Hashable {
     /// Text to speak.
     public static func say(_ text: String, policy: AnnouncementPolicy? = nil) -> Announcement {
         Announcement(.speech(text), policy: policy)
+    }
+
+    /// A sound file to play.
+    public static func file(_ path: String, policy: AnnouncementPolicy? = nil) -> Announcement {
+        Announcement(.file(path), policy: policy)
     }
 
     /// In-memory audio to play.

@@ -23,7 +23,7 @@ public struct DuckedStream: Sendable, Hashable {
 
 /// Who lowered the other apps for a prompt.
 public enum DuckMethod: Sendable, Hashable, CustomStringConvertible {
-    /// Nobody (`mix`).
+    /// Nobody (`mix`, `pause-spoken`).
     case none
     /// Vigil, stream by stream.
     case client
@@ -55,6 +55,9 @@ public struct AnnouncementReport: Sendable, Hashable {
     public var keptUserChange: [UInt32]
     /// The streams that went away during the prompt (their saved volume was put back).
     public var gone: [UInt32]
+    /// The MPRIS players paused for the prompt (bus names); each was resumed unless someone
+    /// changed its state meanwhile.
+    public var pausedPlayers: [String]
     /// From the call to the server starting the prompt's first sample, in milliseconds.
     public var firstSampleMilliseconds: Double
     /// How long lowering took (journal and ramp), in milliseconds.

@@ -2,6 +2,8 @@ import Foundation
 public import Logging
 import Synchronization
 import VigilAudio
+import VigilDBus
+import VigilSoundFile
 import VigilSpeech
 
 /// Plays announcements — spoken text or audio — over the keep-alive, ducking or pausing the
@@ -26,6 +28,9 @@ public actor Announcer {
     private let engine: AnnounceEngine
     private let subscribers = Subscribers()
     private var nextID: UInt64 = 0
+    /// One announcement at a time through ``announce(_:)`` (pausing players is part of a turn).
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
 
     /// Creates an announcer; nothing connects until the first announcement.
     /// - Parameter stateDirectory: the directory for the duck journal and the lock
@@ -61,15 +66,46 @@ public actor Announcer {
         let calledAt = PulseMixer.monotonicNow()
         nextID += 1
         let id = nextID
+        await takeTurn()
+        defer { endTurn() }
+        let policy = announcement.policy ?? settings.policy
+        var pauser: SpokenAudioPauser?
+        var paused: [String] = []
+        if policy == .pauseSpoken {
+            do throws(AnnounceError) {
+                let connected = try await SpokenAudioPauser.connect(bus: settings.sessionBus, players: settings.players, logger: logger)
+                pauser = connected
+                paused = try await connected.pausePlaying()
+            } catch {
+                emitter(.failed(id: id, error: error))
+                throw error
+            }
+        }
         let engine = self.engine
         let emit = self.emitter
-        guard let result = await thread.run({ engine.perform(id: id, announcement, calledAt: calledAt, emit: emit) }) else {
-            throw AnnounceError(code: .cancelled, message: "the announcer was closed")
+        let pausedNames = paused
+        let result = await thread.run({ engine.perform(id: id, announcement, calledAt: calledAt, paused: pausedNames, emit: emit) })
+        if let pauser {
+            _ = await pauser.resume(paused)
+            await pauser.connection.close()
         }
+        guard let result else { throw AnnounceError(code: .cancelled, message: "the announcer was closed") }
         switch result {
         case .success(let report): return report
         case .failure(let error): throw error
         }
+    }
+
+    private func takeTurn() async {
+        if !busy {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func endTurn() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
     }
 
     /// Restores the volumes a killed process left lowered (its journal), if any.
@@ -198,11 +234,12 @@ final class AnnounceEngine: @unchecked Sendable {
     }
 
     func perform(
-        id: UInt64, _ announcement: Announcement, calledAt: UInt64, emit: @escaping @Sendable (AnnouncementEvent) -> Void
+        id: UInt64, _ announcement: Announcement, calledAt: UInt64, paused: [String],
+        emit: @escaping @Sendable (AnnouncementEvent) -> Void
     ) -> Result<AnnouncementReport, AnnounceError> {
         let result = Result { () throws(AnnounceError) -> AnnouncementReport in
             try locked { () throws(AnnounceError) -> AnnouncementReport in
-                try performLocked(id: id, announcement, calledAt: calledAt, emit: emit)
+                try performLocked(id: id, announcement, calledAt: calledAt, paused: paused, emit: emit)
             }
         }
         switch result {
@@ -216,13 +253,16 @@ final class AnnounceEngine: @unchecked Sendable {
     }
 
     private func performLocked(
-        id: UInt64, _ announcement: Announcement, calledAt: UInt64, emit: @escaping @Sendable (AnnouncementEvent) -> Void
+        id: UInt64, _ announcement: Announcement, calledAt: UInt64, paused: [String],
+        emit: @escaping @Sendable (AnnouncementEvent) -> Void
     ) throws(AnnounceError) -> AnnouncementReport {
         let audio: PromptAudio
         switch announcement.content {
         case .audio(let given):
             do { try given.validate() } catch { throw AnnounceError(code: .invalidPrompt, message: error.message) }
             audio = given
+        case .file(let path):
+            audio = try Self.decode(path)
         case .speech(let text):
             do {
                 audio = try SpeechSynthesizer.synthesize(
@@ -299,9 +339,56 @@ final class AnnounceEngine: @unchecked Sendable {
         let gone = allDucked.map(\.index).filter { !restored.contains($0) && !kept.contains($0) }
         return AnnouncementReport(
             id: id, policy: policy, method: method, ducked: allDucked, restored: restored, keptUserChange: kept, gone: gone,
-            firstSampleMilliseconds: Double(playback.startedAt &- calledAt) / 1e6,
+            pausedPlayers: paused, firstSampleMilliseconds: Double(playback.startedAt &- calledAt) / 1e6,
             duckMilliseconds: duckMilliseconds, restoreMilliseconds: restoreMilliseconds, promptSeconds: audio.duration,
             underflows: playback.underflows)
+    }
+
+    /// Decodes the sound file at `path` whole, at its own rate and channel count.
+    static func decode(_ path: String) throws(AnnounceError) -> PromptAudio {
+        func failed(_ error: SoundFileError) -> AnnounceError {
+            AnnounceError(code: .invalidPrompt, message: "cannot play \(error.description)")
+        }
+        let file: SoundFile
+        do throws(SoundFileError) { file = try SoundFile(path: path) } catch { throw failed(error) }
+        defer { file.close() }
+        let info = file.info
+        guard (1...8).contains(info.channels), (8000...192_000).contains(info.sampleRate) else {
+            throw AnnounceError(
+                code: .invalidPrompt,
+                message: "\(path): \(info.channels) channels at \(info.sampleRate) Hz cannot be played as a prompt — "
+                    + "use 1 to 8 channels at 8000 to 192000 Hz")
+        }
+        guard info.seconds <= Announcement.maxFileSeconds else {
+            throw AnnounceError(
+                code: .invalidPrompt,
+                message: "\(path) is \(Int(info.seconds)) s long; a prompt may last \(Int(Announcement.maxFileSeconds)) s — shorten it")
+        }
+        var samples: [Int16] = []
+        samples.reserveCapacity(Int(max(0, info.frames)) * info.channels)
+        var chunk = [Float](repeating: 0, count: 4096 * info.channels)
+        while true {
+            let frames: Int
+            do throws(SoundFileError) {
+                frames = try chunk.withUnsafeMutableBufferPointer { buffer throws(SoundFileError) -> Int in
+                    try file.read(into: buffer)
+                }
+            } catch {
+                throw failed(error)
+            }
+            if frames == 0 { break }
+            for value in chunk[0..<(frames * info.channels)] {
+                samples.append(Int16((max(-1, min(1, value)) * 32767).rounded()))
+            }
+            if Double(samples.count / info.channels) > Announcement.maxFileSeconds * Double(info.sampleRate) {
+                throw AnnounceError(
+                    code: .invalidPrompt, message: "\(path) decodes to more than \(Int(Announcement.maxFileSeconds)) s — shorten it")
+            }
+        }
+        guard !samples.isEmpty else {
+            throw AnnounceError(code: .invalidPrompt, message: "\(path) holds no audio — give a file with sound in it")
+        }
+        return PromptAudio(samples: samples, sampleRate: info.sampleRate, channels: info.channels)
     }
 
     /// The trigger role of PulseAudio's `module-role-ducking` when it is loaded and ducks music,

@@ -4,12 +4,12 @@ import Logging
 import VigilAnnounce
 import VigilCore
 
-/// `vigil announce --say TEXT`: plays one prompt, ducking the other apps, and returns once it
+/// `vigil announce FILE` / `vigil announce --say TEXT`: plays one prompt, ducking the other apps, and returns once it
 /// has played and their volumes are back.
 struct Announce: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "announce",
-        abstract: "Play one spoken prompt over the keep-alive, lowering the other apps meanwhile.",
+        abstract: "Play one prompt (a sound file or spoken text) over the keep-alive, lowering the other apps meanwhile.",
         discussion: """
             The policy and its settings come from [announce] in vigil.toml (used when one is found; \
             defaults otherwise) and can be overridden here. Prompts from several processes queue. Volumes \
@@ -20,15 +20,20 @@ struct Announce: AsyncParsableCommand {
 
     enum PolicyOption: String, ExpressibleByArgument, CaseIterable {
         case duck
+        case pauseSpoken = "pause-spoken"
         case mix
     }
 
     @OptionGroup var options: ConfigOption
 
-    @Option(help: ArgumentHelp("Text to speak with espeak-ng.", valueName: "text"))
+    @Argument(help: "A sound file to play: WAV, FLAC, Ogg Vorbis, Opus or MP3, at most 10 minutes.", completion: .file())
+    var file: String?
+
+    @Option(help: ArgumentHelp("Text to speak with espeak-ng (instead of FILE).", valueName: "text"))
     var say: String?
 
-    @Option(help: "duck (lower the other apps) or mix (touch nothing). Default: [announce] policy, else duck.")
+    @Option(
+        help: "duck (lower the other apps), pause-spoken (pause the MPRIS players in [announce] players) or mix (touch nothing). Default: [announce] policy, else duck.")
     var policy: PolicyOption?
 
     @Option(help: "The level the other apps are lowered to, 0 to 1 (linear amplitude). Default: [announce] duck_level, else 0.3.")
@@ -45,15 +50,19 @@ struct Announce: AsyncParsableCommand {
 
     func validate() throws {
         if recover {
-            guard say == nil else { throw ValidationError("--recover plays nothing; leave out --say.") }
-        } else {
-            guard let say else { throw ValidationError("Give the prompt: --say TEXT (or --recover).") }
+            guard say == nil, file == nil else { throw ValidationError("--recover plays nothing; leave out FILE and --say.") }
+        } else if let say {
+            guard file == nil else { throw ValidationError("Give either FILE or --say TEXT, not both.") }
             guard !say.allSatisfy(\.isWhitespace) else { throw ValidationError("--say needs some words to speak.") }
+        } else {
+            guard let file, !file.isEmpty else { throw ValidationError("Give the prompt: FILE or --say TEXT (or --recover).") }
         }
         if let duckLevel, !(0...1).contains(duckLevel) {
             throw ValidationError("--duck-level must be from 0 to 1 (0.3 lowers the others to 30 %).")
         }
-        if duckLevel != nil, policy == .mix { throw ValidationError("--duck-level applies to --policy duck only.") }
+        if duckLevel != nil, policy == .mix || policy == .pauseSpoken {
+            throw ValidationError("--duck-level applies to --policy duck only.")
+        }
     }
 
     func run() async throws {
@@ -106,12 +115,17 @@ struct Announce: AsyncParsableCommand {
         var chosen: AnnouncementPolicy?
         switch policy {
         case .duck: chosen = .duck(level: duckLevel ?? settings.defaultDuckLevel)
+        case .pauseSpoken: chosen = .pauseSpoken
         case .mix: chosen = .mix
         case nil: if let duckLevel { chosen = .duck(level: duckLevel) }
         }
         let report: AnnouncementReport
         do throws(AnnounceError) {
-            report = try await announcer.announce(.say(say ?? "", policy: chosen))
+            if let file {
+                report = try await announcer.announce(.file(file, policy: chosen))
+            } else {
+                report = try await announcer.announce(.say(say ?? "", policy: chosen))
+            }
         } catch {
             return .failure(error)
         }
@@ -167,7 +181,7 @@ struct Announce: AsyncParsableCommand {
     static func exitCode(_ code: AnnounceError.Code) -> Int32 {
         switch code {
         case .invalidPrompt, .invalidSettings: 65
-        case .soundServer: 69
+        case .soundServer, .sessionBus: 69
         case .speechFailed: 70
         case .journal: 74
         case .cancelled: 75
@@ -186,6 +200,7 @@ struct Announce: AsyncParsableCommand {
                 ? "restored" : report.keptUserChange.contains(stream.index) ? "changed meanwhile, left as set" : "gone"
             lines.append("  lowered #\(stream.index) \(name)\(stream.role.map { " (\(Sanitizer.display($0)))" } ?? ""): \(outcome)")
         }
+        for player in report.pausedPlayers { lines.append("  paused \(Sanitizer.display(player)) for the prompt") }
         return lines.joined(separator: "\n")
     }
 
@@ -206,6 +221,7 @@ struct Announce: AsyncParsableCommand {
             ("ducked", .array(ducked)), ("restored", .array(report.restored.map { .number("\($0)") })),
             ("kept_user_change", .array(report.keptUserChange.map { .number("\($0)") })),
             ("gone", .array(report.gone.map { .number("\($0)") })),
+            ("paused_players", .array(report.pausedPlayers.map { .string($0) })),
             ("first_sample_ms", number(report.firstSampleMilliseconds)), ("duck_ms", number(report.duckMilliseconds)),
             ("restore_ms", number(report.restoreMilliseconds)), ("prompt_seconds", number(report.promptSeconds)),
             ("underflows", .number("\(report.underflows)")),
