@@ -459,7 +459,13 @@ public final class PulseMixer {
         guard let stream else { throw error(.openFailed, "pa_stream_new", pa_context_errno(context)) }
         let player = PromptWriter(audio: audio, stream: stream)
         let raw = Unmanaged.passUnretained(player).toOpaque()
+        // play() may return before the drain is acknowledged: its callback must not outlive `player`.
+        var drainOperation: OpaquePointer?
         defer {
+            if let drainOperation {
+                pa_operation_cancel(drainOperation)
+                pa_operation_unref(drainOperation)
+            }
             pa_stream_set_state_callback(stream, nil, nil)
             pa_stream_set_write_callback(stream, nil, nil)
             pa_stream_set_started_callback(stream, nil, nil)
@@ -508,13 +514,13 @@ public final class PulseMixer {
             }
             if player.written == total, !drainRequested, pa_stream_get_state(stream) == PA_STREAM_READY {
                 drainRequested = true
-                let op = pa_stream_drain(
+                let op: OpaquePointer? = pa_stream_drain(
                     stream,
                     { _, _, userdata in
                         let writer = Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue()
                         if writer.drainAckedAt == nil { writer.drainAckedAt = Clock.now() }
                     }, raw)
-                if let op { pa_operation_unref(op) }
+                drainOperation = op
             }
             // Played: every sample was sent and the prompt's length has passed since the server
             // started it (the rewind put its first sample at the sink's play position). Waiting

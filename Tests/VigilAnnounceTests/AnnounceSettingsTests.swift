@@ -19,7 +19,10 @@ struct AnnounceSettingsTests {
             "policy": .string("duck"), "duck_level": .double(0.2), "ramp_ms": .integer(0), "ducking": .string("client"),
             "role": .string("a11y"), "voice": .string("de"), "words_per_minute": .integer(200),
             "sink": .string("speakers"), "pulse_server": .string("unix:/tmp/x"),
+            "players": .array([.string("mpv"), .string("vlc.instance2")]),
         ])
+        #expect(settings.players == ["mpv", "vlc.instance2"])
+        #expect(try AnnounceSettings(table: ["policy": .string("pause-spoken")]).policy == .pauseSpoken)
         #expect(settings.policy == .duck(level: 0.2))
         #expect(settings.rampMilliseconds == 0)
         #expect(settings.ducking == .client)
@@ -42,6 +45,8 @@ struct AnnounceSettingsTests {
             (["role": .string("music; rm")], "role"),
             (["words_per_minute": .integer(10)], "words_per_minute"),
             (["volume": .integer(1)], "volume"),
+            (["players": .array([.string("1player")])], "players"),
+            (["players": .string("mpv")], "players"),
         ])
     func refused(table: [String: SettingValue], key: String) {
         do {
