@@ -14,7 +14,7 @@ struct Announce: AsyncParsableCommand {
             The policy and its settings come from [announce] in vigil.toml (used when one is found; \
             defaults otherwise) and can be overridden here. Prompts from several processes queue. Volumes \
             a killed announcer left lowered are restored first (--recover does only that). Exit codes: \
-            0 played; 64 usage; 65 invalid prompt or settings; 69 sound server unreachable or failed; \
+            0 played; 64 usage; 65 invalid prompt or settings; 69 sound server (or, for pause-spoken, the session bus) unreachable or failed; \
             70 speech synthesis failed; 74 journal not writable (nothing was lowered).
             """)
 
