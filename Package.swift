@@ -47,6 +47,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CSndfile", pkgConfig: "sndfile",
+            providers: [.apt(["libsndfile1-dev"])]),
 
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
         .target(name: "VigilCrypto", dependencies: ["CSodium"], swiftSettings: strictSettings),
@@ -73,18 +76,24 @@ let package = Package(
         .target(
             name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", "CVigilSpawn", log],
             swiftSettings: strictSettings),
+        // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
+        // names and exported objects. The only module that imports CSystemd's sd-bus.
+        .target(name: "VigilDBus", dependencies: ["CSystemd", log], swiftSettings: strictSettings),
+        // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
+        // a bounded buffer. The only module that imports CSndfile.
+        .target(name: "VigilSoundFile", dependencies: ["CSndfile"], swiftSettings: strictSettings),
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
             dependencies: [
-                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSharedLibrary", log, lifecycle,
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", log, lifecycle,
             ],
             swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilSharedLibrary", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -139,6 +148,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
         .testTarget(
+            name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
             swiftSettings: strictSettings),
 
@@ -168,6 +183,26 @@ let package = Package(
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSharedLibrary", "VigilTestSupport", log,
             ],
             exclude: ["Fixtures"],  // C sources the tests compile with cc
+            swiftSettings: strictSettings),
+        // Announcements: espeak-ng (text to speech) through its one wrapper, and the announcer
+        // that ducks the other apps around a prompt.
+        .systemLibrary(
+            name: "CEspeakNG", pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]),
+        .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio"], swiftSettings: strictSettings),
+        .target(
+            name: "VigilAnnounce",
+            dependencies: ["VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+        // A minimal announcer for bench/announce.sh (an executable target, not a product).
+        .executableTarget(
+            name: "AnnounceBench", dependencies: ["VigilAnnounce", "VigilAudio", log], swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilAnnounceTests",
+            dependencies: [
+                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilSpeech", "VigilSilentEngine", "VigilTestSupport", log,
+            ],
+            exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
             swiftSettings: strictSettings),
     ]
 )

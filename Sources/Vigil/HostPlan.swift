@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import VigilAnnounce
 import VigilCore
 import VigilPlugin
 import VigilSharedLibrary
@@ -135,6 +136,14 @@ extension VigilHost {
                 code: .configuration,
                 message: "neither XDG_STATE_HOME nor HOME is set, so Vigil has no state directory for rollback "
                     + "protection — set one of them")
+        }
+        var options = options
+        if let table = configuration.pluginSettings["announce"] {
+            do throws(AnnounceError) {
+                options.announce = try AnnounceSettings(table: table)
+            } catch {
+                throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
+            }
         }
         let plan = HostPlan.make(
             configuration: configuration, registry: registry, stateDirectory: stateDirectory, record: true)

@@ -1,6 +1,7 @@
 import Foundation
 public import Logging
 public import ServiceLifecycle
+public import VigilAnnounce
 public import VigilCore
 public import VigilPlugin
 import VigilSharedLibrary
@@ -38,16 +39,20 @@ public actor VigilHost: Service {
         public var environment: RequirementChecker.Environment
         /// How often a host running as a `Service` re-probes plugins blocked by their environment.
         public var retryInterval: Duration
+        /// How ``VigilHost/announce(_:)`` plays prompts (`[announce]` in `vigil.toml`).
+        public var announce: AnnounceSettings
 
         /// Creates options.
         public init(
             publishStatus: Bool = true,
             environment: RequirementChecker.Environment = .current,
-            retryInterval: Duration = .seconds(5)
+            retryInterval: Duration = .seconds(5),
+            announce: AnnounceSettings = AnnounceSettings()
         ) {
             self.publishStatus = publishStatus
             self.environment = environment
             self.retryInterval = retryInterval
+            self.announce = announce
         }
     }
 
@@ -114,6 +119,8 @@ public actor VigilHost: Service {
     public nonisolated let unsafePlugins: [String]
     /// The runtime directory status is published in, when publishing is on.
     public nonisolated let runtimeDirectory: RuntimeDirectory?
+    /// Plays the host's announcements (``announce(_:)``).
+    public nonisolated let announcer: Announcer
 
     private let declarations: HostDeclarations
     private let options: Options
@@ -185,6 +192,7 @@ public actor VigilHost: Service {
         self.unsafeBanner = unsafeBanner
         self.options = options
         self.logger = logger
+        self.announcer = Self.makeAnnouncer(options: options, logger: logger)
         if options.publishStatus {
             guard let directory = try RuntimeDirectory.resolve(environment: options.environment.variables, create: true)
             else {
@@ -216,6 +224,7 @@ public actor VigilHost: Service {
     /// Idempotent: running plugins are left alone; `failed` and `blocked` ones are retried.
     @discardableResult
     public func keepAlive() async -> HostStatus {
+        await recoverAnnouncements()
         await request(up: true)
         return await status()
     }

@@ -243,6 +243,8 @@ final class PulseDriver: PlaybackDriver {
             channels: UInt8(PlaybackConfiguration.channels))
         let properties = pa_proplist_new()
         pa_proplist_sets(properties, PA_PROP_APPLICATION_NAME, configuration.applicationName)
+        // Marks the stream as Vigil's keep-alive: announcements never duck it (docs/announce.md).
+        pa_proplist_sets(properties, "vigil.stream", "keep-alive")
         paStream = pa_stream_new_with_proplist(context, "keep-alive", &spec, nil, properties)
         pa_proplist_free(properties)
         guard let paStream else {

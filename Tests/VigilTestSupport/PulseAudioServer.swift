@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Nothing in the process environment is changed: clients are pointed at the server explicitly
 /// (``address`` for `PlaybackConfiguration.pulseServer`, ``environment`` for child processes),
-/// so tests using different servers can run side by side. Use ``with(sink:suspendTimeout:_:)``,
+/// so tests using different servers can run side by side. Use ``with(sink:suspendTimeout:modules:_:)``,
 /// which always stops the server and removes its directory, even when the test fails.
 public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
     /// The private runtime directory (`XDG_RUNTIME_DIR` and `HOME` of the server).
@@ -14,6 +14,8 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
     public let sinkName: String
     /// The `module-suspend-on-idle` timeout in seconds.
     public let suspendTimeout: Int
+    /// Further modules loaded at start, each a `-L` argument (`"module-stream-restore"`).
+    public let modules: [String]
 
     private let lock = NSLock()
     private var process: ChildProcess?
@@ -25,19 +27,21 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
     public var pid: Int32? { lock.withLock { process?.pid } }
 
     /// Creates a server description and its directory; ``start()`` launches it.
-    public init(sink: String = "vigil_null", suspendTimeout: Int = 1) throws {
+    public init(sink: String = "vigil_null", suspendTimeout: Int = 1, modules: [String] = []) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-pa-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         self.directory = dir
         self.sinkName = sink
         self.suspendTimeout = suspendTimeout
+        self.modules = modules
     }
 
     /// Runs `body` with a started server, then stops it and removes its directory.
     public static func with<T>(
-        sink: String = "vigil_null", suspendTimeout: Int = 1, _ body: (PulseAudioServer) async throws -> T
+        sink: String = "vigil_null", suspendTimeout: Int = 1, modules: [String] = [],
+        _ body: (PulseAudioServer) async throws -> T
     ) async throws -> T {
-        let server = try PulseAudioServer(sink: sink, suspendTimeout: suspendTimeout)
+        let server = try PulseAudioServer(sink: sink, suspendTimeout: suspendTimeout, modules: modules)
         defer { server.shutDown() }
         try await server.start()
         return try await body(server)
@@ -52,7 +56,7 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
                 "-L", "module-native-protocol-unix auth-anonymous=1",
                 "-L", "module-null-sink sink_name=\(sinkName) rate=48000 channels=2 format=s16le",
                 "-L", "module-suspend-on-idle timeout=\(suspendTimeout)",
-            ],
+            ] + modules.flatMap { ["-L", $0] },
             environment: environment, stdout: logPath, stderr: logPath)
         lock.withLock { process = p }
         let deadline = Date().addingTimeInterval(10)
@@ -83,7 +87,7 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
         try await start()
     }
 
-    /// Stops the server and removes its directory. Called by ``with(sink:suspendTimeout:_:)``.
+    /// Stops the server and removes its directory. Called by ``with(sink:suspendTimeout:modules:_:)``.
     public func shutDown() {
         kill()
         try? FileManager.default.removeItem(at: directory)

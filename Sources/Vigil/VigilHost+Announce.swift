@@ -1,0 +1,32 @@
+import Foundation
+import Logging
+public import VigilAnnounce
+import VigilCore
+
+extension VigilHost {
+    /// Plays one prompt over the keep-alive — spoken text or the host's own audio — with its
+    /// policy (or `[announce] policy`): other apps are ducked, paused or left alone, and put back
+    /// after. Returns once the prompt has played; prompts queue and never overlap.
+    ///
+    /// - Throws: ``AnnounceError`` with a code, the cause and the remedy; whatever was lowered is
+    ///   put back first.
+    @discardableResult
+    public func announce(_ announcement: Announcement) async throws(AnnounceError) -> AnnouncementReport {
+        try await announcer.announce(announcement)
+    }
+
+    /// A new stream of announcement events (started, which streams were ducked, finished, failed).
+    public nonisolated var announcements: AsyncStream<AnnouncementEvent> { announcer.events }
+
+    /// Restores volumes a killed process left lowered (its journal), before plugins start.
+    func recoverAnnouncements() async {
+        guard announcer.hasPendingJournal else { return }
+        // A failure is logged by the announcer, and retried by the next announcement.
+        _ = try? await announcer.recoverPending()
+    }
+
+    static func makeAnnouncer(options: Options, logger: Logger) -> Announcer {
+        let base = HostPlan.stateDirectory(environment: options.environment.variables) ?? NSTemporaryDirectory() + "vigil-\(getuid())"
+        return Announcer(settings: options.announce, stateDirectory: base + "/announce", logger: logger)
+    }
+}

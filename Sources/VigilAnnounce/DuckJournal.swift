@@ -1,0 +1,98 @@
+import Foundation
+import VigilAudio
+import VigilCore
+
+/// What Vigil lowered, written (atomically, fsynced) to the state directory before it lowers
+/// anything and removed once everything is back: a process killed mid-prompt leaves it behind,
+/// and the next start or announcement restores from it.
+struct DuckJournal: Codable, Sendable, Hashable {
+    /// One stream Vigil lowered.
+    struct Stream: Codable, Sendable, Hashable {
+        var index: UInt32
+        var restoreID: String?
+        var application: String?
+        var role: String?
+        /// Its volume before Vigil touched it.
+        var original: [UInt32]
+        /// What Vigil lowers it to.
+        var ducked: [UInt32]
+    }
+
+    var version = 1
+    /// The server address used (`nil`: libpulse's default).
+    var server: String?
+    /// The server run the indexes belong to.
+    var serverCookie: UInt32
+    /// The process that wrote it.
+    var pid: Int32
+    var level: Double
+    var rampSteps: Int
+    var streams: [Stream]
+    /// module-stream-restore's entries for the streams' keys as they were before (`nil`: the
+    /// module is not loaded).
+    var restoreEntries: [PulseMixer.RestoreEntry]?
+    /// Keys of ducked streams that had no entry before.
+    var absentRestoreIDs: [String]
+
+    /// Every volume Vigil may have set on `stream`: each ramp step down to the ducked value.
+    func volumesSet(for stream: Stream) -> [[UInt32]] {
+        let steps = max(1, rampSteps)
+        return (1...steps).map { k in
+            PulseMixer.scaled(stream.original, by: 1 + (level - 1) * Double(k) / Double(steps))
+        } + [stream.ducked]
+    }
+
+    static let fileName = "duck-journal.json"
+    static let maxSize = 1 << 20
+
+    static func path(in directory: String) -> String { directory + "/" + fileName }
+
+    /// Writes the journal to `directory` (created 0700 if missing).
+    func write(to directory: String) throws(AnnounceError) {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw AnnounceError(
+                code: .journal,
+                message: "cannot create the state directory \(directory) for the duck journal: \(error) — "
+                    + "check its permissions; nothing was lowered")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(self) } catch {
+            throw AnnounceError(code: .journal, message: "cannot encode the duck journal: \(error)")
+        }
+        do {
+            try AtomicFile.write(Array(data), to: Self.path(in: directory), mode: 0o600)
+        } catch {
+            throw AnnounceError(
+                code: .journal, message: "cannot write the duck journal: \(error.description) — nothing was lowered")
+        }
+    }
+
+    /// The journal left in `directory`, or `nil`.
+    static func read(from directory: String) throws(AnnounceError) -> DuckJournal? {
+        let path = path(in: directory)
+        let bytes: [UInt8]?
+        do {
+            bytes = try SafeFile.readIfPresent(path, cap: maxSize, what: "duck journal")
+        } catch {
+            throw AnnounceError(code: .journal, message: "\(error.description) — restore the volumes by hand (`pactl list sink-inputs`) and delete \(path)")
+        }
+        guard let bytes else { return nil }
+        do {
+            return try JSONDecoder().decode(DuckJournal.self, from: Data(bytes))
+        } catch {
+            throw AnnounceError(
+                code: .journal,
+                message: "the duck journal \(path) is damaged (\(error)) — restore the volumes by hand "
+                    + "(`pactl set-sink-input-volume`) and delete the file")
+        }
+    }
+
+    static func remove(from directory: String) {
+        unlink(path(in: directory))
+    }
+}

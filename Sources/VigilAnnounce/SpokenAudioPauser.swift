@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import VigilDBus
+
+/// `pause-spoken`: pauses the MPRIS players named in `[announce] players` that are playing, and
+/// resumes exactly those after the prompt — unless someone stopped or paused them otherwise
+/// meanwhile (only a player still `Paused` is resumed).
+///
+/// A name matches `org.mpris.MediaPlayer2.NAME` and its instances
+/// (`org.mpris.MediaPlayer2.NAME.instance1234`).
+struct SpokenAudioPauser {
+    let connection: DBusConnection
+    let players: [String]
+    let logger: Logger
+
+    static let prefix = "org.mpris.MediaPlayer2."
+    static let path = "/org/mpris/MediaPlayer2"
+    static let player = "org.mpris.MediaPlayer2.Player"
+
+    /// Connects to `bus` (an address, or the session bus).
+    static func connect(bus: String?, players: [String], logger: Logger) async throws(AnnounceError) -> SpokenAudioPauser {
+        do throws(DBusError) {
+            let connection = try await DBusConnection.connect(to: bus.map { .address($0) } ?? .session, logger: logger)
+            return SpokenAudioPauser(connection: connection, players: players, logger: logger)
+        } catch {
+            throw AnnounceError(code: .sessionBus, message: "pause-spoken needs the session bus: \(error.message)")
+        }
+    }
+
+    /// The bus names of the configured players that are on the bus now.
+    func busNames() async throws(AnnounceError) -> [String] {
+        let names: [DBusValue]
+        do throws(DBusError) {
+            names = try await connection.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "ListNames", timeout: .seconds(5))
+        } catch {
+            throw AnnounceError(code: .sessionBus, message: "cannot list the session bus's names: \(error.message)")
+        }
+        let all = (names.first?.array ?? []).compactMap(\.string)
+        return all.filter { name in
+            players.contains { name == Self.prefix + $0 || name.hasPrefix(Self.prefix + $0 + ".instance") }
+        }.sorted()
+    }
+
+    /// `PlaybackStatus` of the player at `name` (`Playing`, `Paused`, `Stopped`), or `nil`.
+    func status(_ name: String) async -> String? {
+        let reply = try? await connection.call(
+            destination: name, path: Self.path, interface: "org.freedesktop.DBus.Properties", member: "Get",
+            arguments: [.string(Self.player), .string("PlaybackStatus")], timeout: .seconds(2))
+        return reply?.first?.unwrapped.string
+    }
+
+    /// Pauses every configured player that is playing; returns their bus names.
+    func pausePlaying() async throws(AnnounceError) -> [String] {
+        var paused: [String] = []
+        for name in try await busNames() where await status(name) == "Playing" {
+            do throws(DBusError) {
+                _ = try await connection.call(
+                    destination: name, path: Self.path, interface: Self.player, member: "Pause", timeout: .seconds(2))
+                paused.append(name)
+            } catch {
+                logger.warning("Cannot pause an MPRIS player", metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
+            }
+        }
+        return paused
+    }
+
+    /// Resumes the players in `names` that are still paused; returns those resumed.
+    func resume(_ names: [String]) async -> [String] {
+        var resumed: [String] = []
+        for name in names where await status(name) == "Paused" {
+            do throws(DBusError) {
+                _ = try await connection.call(
+                    destination: name, path: Self.path, interface: Self.player, member: "Play", timeout: .seconds(2))
+                resumed.append(name)
+            } catch {
+                logger.warning("Cannot resume an MPRIS player", metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
+            }
+        }
+        return resumed
+    }
+}
