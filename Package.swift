@@ -19,6 +19,7 @@ let package = Package(
         .plugin(name: "VigilBuildCheck", targets: ["VigilBuildCheck"]),
         .plugin(name: "VigilTrustCommand", targets: ["VigilTrustCommand"]),
         .plugin(name: "VigilCheckCommand", targets: ["VigilCheckCommand"]),
+        .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/mxcl/Version", from: "2.2.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
     ],
     targets: [
         // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
@@ -74,11 +76,16 @@ let package = Package(
             name: "Vigil",
             dependencies: ["VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", log, lifecycle],
             swiftSettings: strictSettings),
+        // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
+        // loop thread instead of libdispatch's worker pool (and its once-a-second pool monitor).
+        .target(
+            name: "VigilExecutor", dependencies: [.product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilExecutor", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
