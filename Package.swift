@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "VigilPluginSDK", targets: ["VigilPluginSDK"]),
         // The example third-party plugin, as the shared library its signed manifest names.
         .library(name: "VigilHeartbeatExample", type: .dynamic, targets: ["VigilHeartbeatExample"]),
+        .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/mxcl/Version", from: "2.2.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
     ],
     targets: [
         // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
@@ -89,11 +91,16 @@ let package = Package(
                 "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", log, lifecycle,
             ],
             swiftSettings: strictSettings),
+        // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
+        // loop thread instead of libdispatch's worker pool (and its once-a-second pool monitor).
+        .target(
+            name: "VigilExecutor", dependencies: [.product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -6,26 +6,31 @@
 # For each client — the SilentEngineBench host running silent-engine (zero mode, 2 s buffer) on
 # its default PulseAudio backend; the same with buffer_ms=10000; the same host on the ALSA
 # backend (`device=default`, which reaches the server through the ALSA pulse plugin, like
-# aplay); `vigil up` itself, with the signed silent-engine manifest; the same host idle (no
-# plugin started: what any Swift host costs by itself);
+# aplay); `vigil up` itself, with the signed silent-engine manifest; the same with
+# buffer_ms = 10000 in vigil.toml; the same host idle (no plugin started: what any Swift host
+# on the default executor costs by itself);
 # `aplay -D pulse` of /dev/zero at its defaults; and the same with --buffer-time=2000000 — it
 # starts a FRESH PulseAudio server (so the server's CPU is attributable to that one client),
 # lets the client settle for 8 s, then measures over the same window of SECONDS:
 #   client CPU   run time (ns) from /proc/PID/task/*/schedstat, per-thread deltas summed
 #   wakeups/s    voluntary context switches from /proc/PID/task/*/status, per-thread deltas summed
 #   server CPU   the PulseAudio process's run time over the window (ns)
-#   RSS          the client's VmRSS at the end
+#   RSS, PSS     the client's VmRSS and its proportional set size (smaps_rollup) at the end
 # and prints the RSS the plugin added to its host (VmRSS just before vs 1 s after start(), the
 # host having awaited once before, as every host has), and vigil's RSS minus the idle host's.
+# Both Swift executables are release builds with the Swift runtime linked statically
+# (--static-swift-stdlib), as docs/host-runtime.md recommends for `vigil`; `vigil` runs its tasks
+# on one event loop thread (VigilExecutor), the bench host on the default executor.
 # Needs: pulseaudio, aplay (alsa-utils), libasound2-plugins; builds SilentEngineBench (release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-60}
 
-swift build -c release --product SilentEngineBench >/dev/null
-swift build -c release --product vigil >/dev/null
-host=$(swift build -c release --show-bin-path)/SilentEngineBench
-vigil=$(swift build -c release --show-bin-path)/vigil
+build=(swift build -c release --static-swift-stdlib)
+"${build[@]}" --product SilentEngineBench >/dev/null
+"${build[@]}" --product vigil >/dev/null
+host=$("${build[@]}" --show-bin-path)/SilentEngineBench
+vigil=$("${build[@]}" --show-bin-path)/vigil
 
 work=$(mktemp -d)
 chmod 700 "$work"
@@ -40,6 +45,7 @@ trap cleanup EXIT
 
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 rss_kb() { awk '/^VmRSS/ {print $2}' /proc/"$1"/status; }
+pss_kb() { awk '/^Pss:/ {print $2}' /proc/"$1"/smaps_rollup; }
 
 start_server() {
   rm -rf "$work/rt"; mkdir -m 700 "$work/rt"
@@ -72,7 +78,7 @@ delta() {
   awk 'NR == FNR { c[$1] = $2; w[$1] = $3; next } { dc += $2 - c[$1]; dw += $3 - w[$1] } END { print dc + 0, dw + 0 }' "$1" "$2"
 }
 
-declare -A CPU WAKE SCPU RSS GONE
+declare -A CPU WAKE SCPU RSS PSS GONE
 measure() { # NAME COMMAND...
   local name=$1; shift
   start_server
@@ -92,6 +98,7 @@ measure() { # NAME COMMAND...
   # Threads that ended inside the window take their counts with them (the sums undercount then).
   GONE[$name]=$(comm -23 <(echo "$t0") <(echo "$t1") | grep -c . || true)
   RSS[$name]=$(rss_kb "$client_pid")
+  PSS[$name]=$(pss_kb "$client_pid")
   if [[ "$name" == vigil* ]]; then # per-thread wakeups over the whole run, to see who wakes
     for t in /proc/"$client_pid"/task/*; do
       printf '%s %s\n' "$(cat "$t/comm")" "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")"
@@ -121,13 +128,15 @@ background_modes = ["audio"]
 silent-engine = "$(sed -n 's/^silent-engine = "\(.*\)"$/\1/p' Examples/ExampleHost/vigil.toml)"
 EOF
 XDG_STATE_HOME=$work/state measure vigil-up "$vigil" up --config "$work/vigil.toml"
+{ cat "$work/vigil.toml"; printf '\n[silent-engine]\nbuffer_ms = 10000\n'; } >"$work/vigil-10s.toml"
+XDG_STATE_HOME=$work/state measure vigil-up-10s "$vigil" up --config "$work/vigil-10s.toml"
 measure aplay-default aplay -q -D pulse -f S16_LE -r 48000 -c 2 -t raw /dev/zero
 measure aplay-2s aplay -q -D pulse -f S16_LE -r 48000 -c 2 -t raw --buffer-time=2000000 /dev/zero
 
-printf '\n%-14s %14s %9s %10s %14s %9s %9s %s\n' client "client CPU ns" "CPU %" wakeups/s "server CPU ns" "server %" "RSS kB" "threads gone"
-for n in vigil vigil-10s vigil-alsa vigil-up host-idle aplay-default aplay-2s; do
-  awk -v n="$n" -v c="${CPU[$n]}" -v w="${WAKE[$n]}" -v s="${SCPU[$n]}" -v r="${RSS[$n]}" -v g="${GONE[$n]}" -v d="$duration" \
-    'BEGIN { printf "%-14s %14d %8.4f%% %10.2f %14d %8.4f%% %9d %d\n", n, c, c / (d * 1e7), w / d, s, s / (d * 1e7), r, g }'
+printf '\n%-14s %14s %9s %10s %14s %9s %9s %9s %s\n' client "client CPU ns" "CPU %" wakeups/s "server CPU ns" "server %" "RSS kB" "PSS kB" "threads gone"
+for n in vigil vigil-10s vigil-alsa vigil-up vigil-up-10s host-idle aplay-default aplay-2s; do
+  awk -v n="$n" -v c="${CPU[$n]}" -v w="${WAKE[$n]}" -v s="${SCPU[$n]}" -v r="${RSS[$n]}" -v p="${PSS[$n]}" -v g="${GONE[$n]}" -v d="$duration" \
+    'BEGIN { printf "%-14s %14d %8.4f%% %10.2f %14d %8.4f%% %9d %9d %d\n", n, c, c / (d * 1e7), w / d, s, s / (d * 1e7), r, p, g }'
 done
 before=$(sed -n 's/^rss_before_kb=//p' "$work/vigil.out"); after=$(sed -n 's/^rss_after_kb=//p' "$work/vigil.out")
 added_wakeups=$((WAKE[vigil] - WAKE[host-idle]))
@@ -135,7 +144,7 @@ added_cpu=$((CPU[vigil] - CPU[host-idle]))
 echo
 echo "vigil = default PulseAudio backend (2 s buffer); vigil-10s = the same with buffer_ms=10000;"
 echo "vigil-alsa = device=default through the ALSA pulse plugin; vigil-up = the vigil CLI (vigil up) with the"
-echo "signed silent-engine manifest; threads gone = threads that ended inside the window (their"
+echo "signed silent-engine manifest on its event loop executor (vigil-up-10s: buffer_ms = 10000); threads gone = threads that ended inside the window (their"
 echo "switches and CPU in it are not counted, so that row undercounts);"
 echo "host-idle = the same Swift host with no plugin started (libdispatch's 1 s pool monitor lives in"
 echo "every Swift process that uses concurrency)."
@@ -143,7 +152,7 @@ echo "RSS added to the host by keepAlive(): $((after - before)) kB (host VmRSS $
 echo "  at the end of the window, vigil's VmRSS is $((RSS[vigil] - RSS[host-idle])) kB above the idle host's"
 awk -v w="$added_wakeups" -v c="$added_cpu" -v d="$duration" \
   'BEGIN { printf "Added by keepAlive() (vigil - host-idle): %.2f wakeups/s, %d ns CPU (%.4f%%)\n", w / d, c, c / (d * 1e7) }'
-for n in vigil vigil-alsa; do
+for n in vigil vigil-alsa vigil-up vigil-up-10s; do
   echo "$n host threads, voluntary context switches over the whole run ($((duration + 8)) s):"
   sed 's/^/  /' "$work/threads-$n"
 done
@@ -157,3 +166,7 @@ check "  ... with buffer_ms=10000" "(( ${WAKE[vigil-10s]} <= duration ))"
 check "  ... added by keepAlive() (vigil - host-idle)" "(( added_wakeups <= duration ))"
 check "server CPU <= 2 s-buffer aplay's" "(( ${SCPU[vigil]} <= ${SCPU[aplay-2s]} ))"
 check "added RSS <= 2 MB" "(( after - before <= 2048 ))"
+check "vigil up: <= 1 wakeup/s, whole process" "(( ${WAKE[vigil-up]} <= duration ))"
+check "vigil up: client CPU <= 1/20 of default aplay, whole process" "(( ${CPU[vigil-up]} * 20 <= ${CPU[aplay-default]} ))"
+check "vigil up, buffer_ms = 10000: <= 0.3 wakeups/s, whole process" "(( ${WAKE[vigil-up-10s]} * 10 <= duration * 3 ))"
+check "vigil up: RSS <= 18 MB" "(( ${RSS[vigil-up]} <= 18432 ))"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import VigilExecutor
 
 /// `vigil`: keeps a host application alive and its audio output awake, through signed plugins.
 @main
@@ -8,4 +9,11 @@ struct VigilCommand: AsyncParsableCommand {
         abstract: "Keep a Linux host application alive and its audio output awake, through signed plugins.",
         subcommands: [PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Announce.self]
     )
+
+    /// Takes the process off libdispatch's worker pool (and its once-a-second monitor) before the
+    /// first task runs, then parses and runs the command as usual.
+    static func main() async {
+        EventLoopExecutor.installAsGlobalExecutor(threads: 1)  // nothing in vigil blocks a task
+        await main(nil)
+    }
 }
