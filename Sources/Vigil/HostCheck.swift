@@ -120,7 +120,10 @@ public struct HostCheck: Sendable {
             if case .unavailable(let plugin) = item.entry {
                 diagnostics.append(
                     .init(
-                        severity: .error, location: location, plugin: item.name,
+                        severity: .error,
+                        location: located(
+                            Self.failureKeyPath(plugin: item.name, code: plugin.failure.code, configuration: configuration)),
+                        plugin: item.name,
                         message: Self.strip(plugin.failure.message, item.name)))
             }
             // Requirements of every verified manifest, even one whose entry is unknown.
@@ -131,12 +134,13 @@ public struct HostCheck: Sendable {
                     : "will wait for \(unmet.requirement.noun) at start: \(unmet.description)"
                 diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
             }
+            diagnostics += workerCommandDiagnostics(item, configuration: configuration, located: located)
             if item.trust == .acknowledgedUnsigned {
                 diagnostics.append(
                     .init(
                         severity: .warning, location: located(["acknowledge_unsafe_plugins", item.name]), plugin: item.name,
                         message: "loads UNSIGNED under acknowledge_unsafe_plugins — sign it (vigil plugin sign), trust it "
-                            + "(vigil plugin trust \(item.name)) and remove it from acknowledge_unsafe_plugins before production"))
+                            + "(\(TrustCommand.display(item.name))) and remove it from acknowledge_unsafe_plugins before production"))
             }
         }
         return Report(
