@@ -29,7 +29,7 @@ extension HostCheck {
         return problems.map { problem in
             Diagnostic(
                 severity: probeEnvironment ? .error : .warning,
-                location: located([item.name, "workers", "\(problem.index)", "command"])
+                location: located([item.name, "workers", "[\(problem.index)]", "command"])
                     ?? located([item.name, "workers"]) ?? located([item.name]),
                 plugin: item.name, message: problem.message)
         }
