@@ -44,7 +44,7 @@ let package = Package(
 SWIFT
 cat >"$work/host/Sources/MySigner/main.swift" <<'SWIFT'
 import Vigil
-print("my-signer: \(Vigil.self) linked")
+print("my-signer: linked with Vigil (\(VigilError.self))")
 SWIFT
 cat >"$work/host/vigil.toml" <<'TOML'
 plugins = ["silent-engine"]
@@ -78,19 +78,24 @@ echo "swift: $(swift --version 2>&1 | head -1)"
 echo
 if ((reuse)); then
   touch Package.swift  # plan again with the current plugins
-  echo "first swift build (reused package, planned again): $(timed swift build) s"
+  first=$(timed swift build)
+  echo "first swift build (reused package, planned again): $first s"
 else
-  echo "first swift build (compiles everything): $(timed swift build) s"
+  first=$(timed swift build)
+  echo "first swift build (compiles everything): $first s"
 fi
 echo
 printf '%-58s %8s %8s\n' "command (no change since the previous one)" "seconds" "target"
-printf '%-58s %8s %8s\n' "swift build" "$(timed swift build)" ""
-check1=$(timed swift package vigil-check)
-printf '%-58s %8s %8s\n' "swift package vigil-check (after swift build)" "$check1" "≤ 5"
-check2=$(timed swift package vigil-check)
-printf '%-58s %8s %8s\n' "swift package vigil-check (again)" "$check2" "≤ 5"
-printf '%-58s %8s %8s\n' "swift build (after swift package vigil-check)" "$(timed swift build)" ""
-printf '%-58s %8s %8s\n' "swift build" "$(timed swift build)" ""
-run=$(timed swift run MySigner)
-printf '%-58s %8s %8s\n' "swift run (after swift build)" "$run" "≤ 3"
-printf '%-58s %8s %8s\n' "swift run (again)" "$(timed swift run MySigner)" "≤ 3"
+row() {  # label target command…: runs the command (stopping the benchmark if it fails), prints a row
+  local label=$1 target=$2 seconds
+  shift 2
+  seconds=$(timed "$@")
+  printf '%-58s %8s %8s\n' "$label" "$seconds" "$target"
+}
+row "swift build" "" swift build
+row "swift package vigil-check (after swift build)" "≤ 5" swift package vigil-check
+row "swift package vigil-check (again)" "≤ 5" swift package vigil-check
+row "swift build (after swift package vigil-check)" "" swift build
+row "swift build" "" swift build
+row "swift run (after swift build)" "≤ 3" swift run MySigner
+row "swift run (again)" "≤ 3" swift run MySigner
