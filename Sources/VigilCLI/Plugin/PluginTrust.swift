@@ -82,8 +82,9 @@ struct PluginTrust: ParsableCommand {
             if current != nil, !rotation {
                 print("  trust state:   already trusted with this key")
             } else if let current {
-                print("  KEY ROTATION — currently trusted: \(current)")
-                print("                 now offered:       \(key)")
+                // A typo in vigil.toml looks the same as a publisher's new key: say both.
+                print("  trust state:   vigil.toml trusts another key: \(current)")
+                print("                 (a typo there, or the publisher rotated keys — check with them)")
             } else {
                 print("  trust state:   not trusted yet")
             }
@@ -100,7 +101,7 @@ struct PluginTrust: ParsableCommand {
                 }
                 let question =
                     rotation
-                    ? "This replaces a previously trusted key (KEY ROTATION). Trust the new key?"
+                    ? "This replaces the key vigil.toml trusts for it. Trust the key it offers?"
                     : "Trust this plugin?"
                 switch TerminalPrompt.confirm(question) {
                 case true?: break
