@@ -122,13 +122,13 @@ let package = Package(
                 intent: .custom(verb: "vigil-trust", description: "Review and trust a Vigil plugin's signing key."),
                 permissions: [
                     .writeToPackageDirectory(reason: "Records the plugin's key under [trusted_plugins] in vigil.toml.")
-                ]),
-            dependencies: ["vigil"]),
+                ])),
+        // The command plugins build the `vigil` product through the package manager rather than
+        // naming it as a tool dependency: see VigilPluginSupport.builtTool.
         .plugin(
             name: "VigilCheckCommand",
             capability: .command(
-                intent: .custom(verb: "vigil-check", description: "Check vigil.toml and its plugins.")),
-            dependencies: ["vigil"]),
+                intent: .custom(verb: "vigil-check", description: "Check vigil.toml and its plugins."))),
 
         // Tests.
         .target(

@@ -22,8 +22,9 @@ enum VigilPluginSupport {
         }
     }
 
-    /// The directory of the package that provides Vigil's plugins (the one declaring `product`),
-    /// searched in `package` and its dependencies, breadth first.
+    /// The directory of the package that declares the library or executable product `product`
+    /// (Vigil's: `"Vigil"`), searched in `package` and its dependencies, breadth first. (Plugin
+    /// products are not among a package's `products` here.)
     static func vigilPackageDirectory(in package: Package, product: String) -> URL? {
         var queue = [package]
         var seen = Set<String>()
@@ -63,50 +64,127 @@ enum VigilPluginSupport {
         return quotedStrings(in: buffer)
     }
 
-    /// Every file under each `NAME/` directory of `pluginDirectories` (manifests, signatures, keys
-    /// and resources): the inputs whose change must re-run the check.
-    static func manifestFiles(in pluginDirectories: [URL], limit: Int = 2_000) -> [URL] {
-        var files: [URL] = []
+    /// Every directory and non-hidden file in each of `pluginDirectories` (manifests, signatures,
+    /// keys and resources, and the directories holding them), the directories themselves included:
+    /// the inputs whose change must re-run the check. A directory changes when an entry in it is
+    /// added, removed or renamed. `vigil check --build-inputs` enumerates the same way.
+    static func watchedEntries(in pluginDirectories: [URL], limit: Int = 4_000) -> [URL] {
+        var entries: [URL] = []
         let fm = FileManager.default
         for directory in pluginDirectories {
+            var isDirectory: ObjCBool = false
+            guard fm.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                continue
+            }
+            entries.append(directory)
             guard let enumerator = fm.enumerator(
-                at: directory, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles])
+                at: directory, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
+                options: [.skipsHiddenFiles])
             else { continue }
             for case let url as URL in enumerator {
-                guard files.count < limit else { return files }
-                if (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true {
-                    files.append(url)
-                }
+                guard entries.count < limit else { return entries }
+                let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .isDirectoryKey])
+                if values?.isRegularFile == true || values?.isDirectory == true { entries.append(url) }
             }
         }
-        return files.sorted { $0.path < $1.path }
+        return entries.sorted { $0.path < $1.path }
     }
+
+    /// `package` and each parent up to `configDirectory` (the directories where a nearer
+    /// `vigil.toml` than the one found could appear), or just `configDirectory`.
+    static func searchDirectories(from package: URL, to configDirectory: URL) -> [URL] {
+        let end = configDirectory.standardizedFileURL.path
+        var current = package.standardizedFileURL
+        var out: [URL] = []
+        while true {
+            out.append(current)
+            if current.path == end { return out }
+            let parent = current.deletingLastPathComponent()
+            if parent.path == current.path { return [configDirectory] }
+            current = parent
+        }
+    }
+
+    /// The `vigil` executable for a command plugin, built like the host's own code.
+    ///
+    /// A command plugin could name `vigil` as its tool, but SwiftPM then builds it (and Vigil's
+    /// modules under it, C and C++ included) as a *host tool* in the main build database, while
+    /// `swift build` builds the same host-tool files for the build-tool plugin in a second
+    /// database: each sees the other's outputs as changed and compiles everything again, on every
+    /// switch between `swift build` and `swift package`. Built as a product of the host's build
+    /// instead, `vigil` shares the modules the host app already compiled, so with nothing changed
+    /// there is nothing to build.
+    static func builtTool(_ packageManager: PackageManager) throws -> URL {
+        let result = try packageManager.build(.product("vigil"), parameters: .init(configuration: .debug, logging: .concise))
+        guard result.succeeded, let tool = result.builtArtifacts.first(where: { $0.kind == .executable })?.url else {
+            throw ToolBuildFailed(log: result.logText)
+        }
+        return tool
+    }
+
+    /// Building `vigil` failed; the build log says why.
+    struct ToolBuildFailed: Error, CustomStringConvertible {
+        let log: String
+        var description: String { "building Vigil's `vigil` tool failed:\n\(log)" }
+    }
+
+    /// The command a package user runs to trust a plugin (what `vigil` shows in remedies instead of
+    /// `vigil plugin trust`, a CLI they need not have).
+    static let trustCommand = "swift package --allow-writing-to-package-directory vigil-trust"
 
     /// Runs `executable` with `arguments` and returns its exit status.
     ///
-    /// A command plugin's own stdin and stdout are SwiftPM's message channel, not the user's
-    /// terminal. With `terminal: true` and a controlling terminal, the tool reads from and writes to
-    /// `/dev/tty` (so it can ask a question); otherwise its stdin is `/dev/null` and its output goes
-    /// to SwiftPM, which prints it.
+    /// A command plugin's standard output is SwiftPM's message channel and its free text goes to
+    /// SwiftPM's *standard output*, while SwiftPM's own error lines go to standard error: when both
+    /// are redirected to one file, the error lines land before the text they refer to. So the
+    /// tool's lines are passed on as progress messages, which SwiftPM writes to standard error in
+    /// order with its diagnostics — one stream, in order. With `jsonOnStdout` the tool's standard
+    /// output (one JSON document) goes to SwiftPM's standard output unchanged instead.
+    ///
+    /// With `terminal: true` and a controlling terminal, the tool's standard input and output are
+    /// `/dev/tty`, so its review and question reach the operator directly (the tool moves its
+    /// process group to the terminal's foreground to read the answer).
     static func run(
-        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], terminal: Bool = false
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], terminal: Bool = false,
+        jsonOnStdout: Bool = false
     ) throws -> Int32 {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
+        env[trustCommandVariable] = trustCommand
         for (key, value) in environment { env[key] = value }
         process.environment = env
+        let lines = Pipe()
+        process.standardError = lines
         if terminal, let tty = FileHandle(forUpdatingAtPath: "/dev/tty") {
             process.standardInput = tty
             process.standardOutput = tty
         } else {
             process.standardInput = FileHandle.nullDevice
+            process.standardOutput = jsonOnStdout ? FileHandle.standardOutput : lines
         }
         try process.run()
+        // The parent's copy of the write end must go, or the read below never sees end of file.
+        try? lines.fileHandleForWriting.close()
+        var pending = Data()
+        let reader = lines.fileHandleForReading
+        while true {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                Diagnostics.progress(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                pending.removeSubrange(pending.startIndex...newline)
+            }
+        }
+        if !pending.isEmpty { Diagnostics.progress(String(decoding: pending, as: UTF8.self)) }
         process.waitUntilExit()
         return process.terminationStatus
     }
+
+    /// The environment variable `vigil` reads ``trustCommand`` from (VigilCore's `TrustCommand`).
+    static let trustCommandVariable = "VIGIL_TRUST_COMMAND"
 
     private static func stripComment(_ line: String) -> String {
         var inString = false

@@ -6,7 +6,7 @@ import PackagePlugin
 @main
 struct VigilCheckCommand: CommandPlugin {
     func performCommand(context: PluginContext, arguments: [String]) async throws {
-        let tool = try context.tool(named: "vigil")
+        let tool = try VigilPluginSupport.builtTool(packageManager)
         var arguments = arguments
         if !arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) {
             guard let config = VigilPluginSupport.findConfig(startingAt: context.package.directoryURL) else {
@@ -19,11 +19,13 @@ struct VigilCheckCommand: CommandPlugin {
         }
         var environment: [String: String] = [:]
         if ProcessInfo.processInfo.environment["VIGIL_FIRST_PARTY_MANIFESTS"] == nil,
-            let vigil = VigilPluginSupport.vigilPackageDirectory(in: context.package, product: "VigilCheckCommand")
+            let vigil = VigilPluginSupport.vigilPackageDirectory(in: context.package, product: "Vigil")
         {
             environment["VIGIL_FIRST_PARTY_MANIFESTS"] = vigil.appendingPathComponent("manifests").path
         }
-        let status = try VigilPluginSupport.run(tool.url, ["check"] + arguments, environment: environment)
+        // The tool's lines and this summary reach SwiftPM's standard error in order (see `run`).
+        let status = try VigilPluginSupport.run(
+            tool, ["check"] + arguments, environment: environment, jsonOnStdout: arguments.contains("--json"))
         if status != 0 {
             Diagnostics.error("vigil check found errors (exit status \(status)) — see the lines above")
         }

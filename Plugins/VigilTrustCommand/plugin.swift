@@ -5,13 +5,13 @@ import PackagePlugin
 /// runs `vigil plugin trust` on the package's `vigil.toml` without installing the CLI.
 ///
 /// It shows the plugin (version, fingerprint, requirements, resources) and asks for confirmation on
-/// the terminal (`/dev/tty`) when there is one; without a terminal, pass `--yes` after reviewing,
-/// or `--fingerprint FP` to pin the key you expect. It writes `[trusted_plugins]` in `vigil.toml`,
+/// the terminal (`/dev/tty`) when there is one; `--fingerprint FP` matching the plugin's key is the
+/// confirmation itself (no question), and without a terminal `--yes` trusts after you reviewed. It writes `[trusted_plugins]` in `vigil.toml`,
 /// hence the declared write permission.
 @main
 struct VigilTrustCommand: CommandPlugin {
     func performCommand(context: PluginContext, arguments: [String]) async throws {
-        let tool = try context.tool(named: "vigil")
+        let tool = try VigilPluginSupport.builtTool(packageManager)
         var arguments = arguments
         if !arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) {
             // The nearest vigil.toml, or a new one at the package root.
@@ -22,13 +22,17 @@ struct VigilTrustCommand: CommandPlugin {
         }
         var environment: [String: String] = [:]
         if ProcessInfo.processInfo.environment["VIGIL_FIRST_PARTY_MANIFESTS"] == nil,
-            let vigil = VigilPluginSupport.vigilPackageDirectory(in: context.package, product: "VigilTrustCommand")
+            let vigil = VigilPluginSupport.vigilPackageDirectory(in: context.package, product: "Vigil")
         {
             environment["VIGIL_FIRST_PARTY_MANIFESTS"] = vigil.appendingPathComponent("manifests").path
         }
-        // Without --yes, `vigil plugin trust` asks on the terminal, so give it the terminal if there is one.
+        // Without --yes or --fingerprint, `vigil plugin trust` shows the review and asks on the
+        // terminal, so give it the terminal if there is one. Otherwise its lines and the summary below
+        // reach SwiftPM's standard error in order (see `run`).
+        let asks = !arguments.contains("--yes")
+            && !arguments.contains(where: { $0 == "--fingerprint" || $0.hasPrefix("--fingerprint=") })
         let status = try VigilPluginSupport.run(
-            tool.url, ["plugin", "trust"] + arguments, environment: environment, terminal: !arguments.contains("--yes"))
+            tool, ["plugin", "trust"] + arguments, environment: environment, terminal: asks)
         if status != 0 {
             Diagnostics.error("vigil plugin trust did not trust anything (exit status \(status)) — see the lines above")
         }

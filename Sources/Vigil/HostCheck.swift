@@ -58,6 +58,11 @@ public struct HostCheck: Sendable {
         public var banner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
         /// The activated plugins and, for each, `ready` or the failure code.
         public let plugins: [(name: String, ready: Bool)]
+        /// Activated plugins that will wait at start, each with what it waits for first
+        /// (`an audio output`): their environment requirements are not met on this machine.
+        public var waiting: [String: String] = [:]
+        /// Activated plugins that will not start: `[host]` lacks a declaration they require.
+        public var blocked: Set<String> = []
         /// True when any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
@@ -115,35 +120,43 @@ public struct HostCheck: Sendable {
             stateDirectory: HostPlan.stateDirectory(environment: environment.variables), record: false)
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
         var diagnostics: [Diagnostic] = []
+        var waiting: [String: String] = [:]
+        var blocked: Set<String> = []
         for item in plan.items {
             let location = located(["plugins", item.name])
             if case .unavailable(let plugin) = item.entry {
                 diagnostics.append(
                     .init(
-                        severity: .error, location: location, plugin: item.name,
+                        severity: .error,
+                        location: located(
+                            Self.failureKeyPath(plugin: item.name, code: plugin.failure.code, configuration: configuration)),
+                        plugin: item.name,
                         message: Self.strip(plugin.failure.message, item.name)))
             }
             // Requirements of every verified manifest, even one whose entry is unknown.
             for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
+                if unmet.requirement.isDeclaration { blocked.insert(item.name) }
+                if !unmet.requirement.isDeclaration, waiting[item.name] == nil { waiting[item.name] = unmet.requirement.noun }
                 let message =
                     unmet.requirement.isDeclaration
                     ? unmet.description
                     : "will wait for \(unmet.requirement.noun) at start: \(unmet.description)"
                 diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
             }
+            diagnostics += workerCommandDiagnostics(item, configuration: configuration, located: located)
             if item.trust == .acknowledgedUnsigned {
                 diagnostics.append(
                     .init(
                         severity: .warning, location: located(["acknowledge_unsafe_plugins", item.name]), plugin: item.name,
                         message: "loads UNSIGNED under acknowledge_unsafe_plugins — sign it (vigil plugin sign), trust it "
-                            + "(vigil plugin trust \(item.name)) and remove it from acknowledge_unsafe_plugins before production"))
+                            + "(\(TrustCommand.display(item.name))) and remove it from acknowledge_unsafe_plugins before production"))
             }
         }
         return Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
                 if case .ready = item.entry { (item.name, true) } else { (item.name, false) }
-            })
+            }, waiting: waiting, blocked: blocked)
     }
 
     /// Drops a leading `[name] ` (the diagnostic prints the plugin itself).

@@ -25,8 +25,16 @@ struct Check: AsyncParsableCommand {
         help: "Check declarations only; skip probing this machine for audio output, executables and D-Bus (for builds).")
     var declarationsOnly = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The build-tool plugin's list of the build's inputs; an error when the check reads a file not in it.",
+            valueName: "FILE", visibility: .hidden))
+    var buildInputs: String?
+
     func run() async throws {
-        let report = HostCheck(probeEnvironment: !declarationsOnly).run(configPath: options.config)
+        var report = HostCheck(probeEnvironment: !declarationsOnly).run(configPath: options.config)
+        if let buildInputs { report = report.checkingBuildInputs(listPath: buildInputs) }
         if let banner = report.banner { CLI.printError(banner) }
         if json {
             print(String(decoding: CheckJSON.encode(report), as: UTF8.self))
@@ -35,9 +43,9 @@ struct Check: AsyncParsableCommand {
             let errors = report.diagnostics.filter { $0.severity == .error }.count
             let warnings = report.diagnostics.count - errors
             if let path = report.configPath {
-                let ready = report.plugins.filter(\.ready).count
                 print(
-                    "\(path): \(report.plugins.count) plugin\(report.plugins.count == 1 ? "" : "s") activated, \(ready) ready; "
+                    "\(path): \(report.plugins.count) plugin\(report.plugins.count == 1 ? "" : "s") activated, "
+                        + CheckSummary.plugins(report) + "; "
                         + "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
             }
         }

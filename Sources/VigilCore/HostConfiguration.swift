@@ -181,7 +181,7 @@ public struct HostConfiguration: Sendable {
                             at: [key, name],
                             "\(JSONValue.quote(Sanitizer.display(s))) is not a valid fingerprint (\(error)) — "
                                 + "expected \"ed25519:\" and 44 characters of standard base64; re-run "
-                                + "`vigil plugin trust \(name)` to record it again")
+                                + "`\(TrustCommand.display(name))` to record it again")
                     }
                 }
             default:

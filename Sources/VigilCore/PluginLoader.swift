@@ -265,19 +265,20 @@ public struct PluginLoader: Sendable {
                     code: .noPublicKey, plugin: name,
                     message: "it is signed but ships no plugin.pub and no key is trusted for it\(ack) — ask the "
                         + "publisher for plugin.pub, or pin the key you got from them with "
-                        + "`vigil plugin trust \(name) --fingerprint ed25519:…`")
+                        + "`\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
             }
             throw CoreError(
                 code: .untrustedKey, plugin: name,
                 message: "it is signed with key \(offered.fingerprint), which is not trusted\(ack) — review it and "
-                    + "run `vigil plugin trust \(name)`")
+                    + "run `\(TrustCommand.display(name))`")
         }
         if let offered, offered.fingerprint != trusted {
             throw CoreError(
                 code: .keyRotation, plugin: name,
-                message: "KEY ROTATION: the trusted key is \(trusted) but the plugin now offers \(offered.fingerprint). "
-                    + "This cannot be acknowledged away — if the publisher really changed keys, confirm the new "
-                    + "fingerprint with them and run `vigil plugin trust \(name)`; otherwise the plugin was replaced")
+                message: "the trusted key \(trusted) does not match the key the plugin offers, "
+                    + "\(offered.fingerprint) — if you typed it, fix it under [trusted_plugins]; if the publisher "
+                    + "rotated keys, confirm the new fingerprint with them, review and trust again "
+                    + "(`\(TrustCommand.display(name))`); otherwise the plugin was replaced")
         }
         return trusted
     }

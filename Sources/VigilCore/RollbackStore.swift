@@ -98,14 +98,14 @@ public struct RollbackStore: Sendable {
                 code: .rollback, plugin: plugin,
                 message: "its manifest is version \(version), older than version \(entry.version) which this host "
                     + "already accepted with the same key (a rollback to an older release) — install the newer "
-                    + "release, or run `vigil plugin trust \(plugin)` to review and accept the downgrade")
+                    + "release, or run `\(TrustCommand.display(plugin))` to review and accept the downgrade")
         }
         if version == entry.version && sha != entry.manifestSHA256 {
             throw CoreError(
                 code: .rollback, plugin: plugin,
                 message: "its manifest claims version \(version), which this host already accepted with different "
                     + "contents (SHA-256 \(entry.manifestSHA256.prefix(16))…, now \(sha.prefix(16))…); a "
-                    + "publisher must bump the version for every change — run `vigil plugin trust \(plugin)` to "
+                    + "publisher must bump the version for every change — run `\(TrustCommand.display(plugin))` to "
                     + "review and accept it")
         }
     }

@@ -2,39 +2,104 @@ import Foundation
 import Testing
 import VigilTestSupport
 
-/// The VigilBuildCheck build-tool plugin, applied by a real host package and run by a real
-/// `swift build`: its `vigil check` diagnostics appear in the build output with file and line, and
-/// a trust failure fails the build.
+/// Vigil's SwiftPM plugins as a host developer uses them: a real host package that depends on this
+/// package by path, built with the real `swift build` and driven with the real `swift package`.
 ///
-/// One temporary host package depends on this package by path; it is built once (which compiles
-/// Vigil and its dependencies: a minute or two) and rebuilt once, incrementally.
-@Suite("VigilBuildCheck plugin")
+/// One temporary host package serves every step. Vigil and its dependencies are compiled twice:
+/// once as the build-tool plugin's host tool, once as the product the command plugins run (in a
+/// real host, which links Vigil, the second is the app's own build); each later step is
+/// incremental. On a 2-core VM shared with five other builds it took 28 minutes.
+/// 1. no `vigil.toml`: the build fails instead of planning no check;
+/// 2. `vigil.toml` created afterwards with a wrong trusted key: the build runs the check and fails,
+///    at the `[trusted_plugins]` line, with a message for a typed key and the `swift package` remedy;
+/// 3. `vigil-trust --fingerprint` trusts without a terminal; `vigil-trust` under a pseudo-terminal
+///    (`script`) asks, and `n` declines while `y` trusts;
+/// 4. `vigil-check` reports a worker command that does not exist as a located error, its lines and
+///    its summary in order in one redirected stream; the build reports it as a warning, with the
+///    background_modes warning, and succeeds;
+/// 5. a plugin directory that appears after the build was planned fails the build until SwiftPM
+///    plans again.
+@Suite("Vigil's SwiftPM plugins in a host package")
 struct BuildPluginTests {
     static let silentEngineKey = "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4="
     static let soundscapeKey = "ed25519:QaLGlZoeYW/jvbHckvjgkjV1ImF3vfGrW3ZB/9Ln8sI="
+    static let supervisorKey = "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk="
+    static let trustCommand = "swift package --allow-writing-to-package-directory vigil-trust"
 
-    /// `vigil.toml` for the test host: silent-engine is activated and trusted, but `[host]` does
-    /// not declare `background_modes`.
-    static func config(trusting key: String) -> String {
+    /// `vigil.toml` for the test host: silent-engine and supervisor activated, `[host]` without
+    /// `background_modes`, one worker whose command does not exist, and `trusted` as the table.
+    static func config(trusted: String) -> String {
         """
-        # Test host for the VigilBuildCheck plugin.
-        plugins = ["silent-engine"]
+        # Test host for Vigil's SwiftPM plugins.
+        plugins = ["silent-engine", "supervisor"]
 
         [host]
         name = "build-plugin-test"
+        services = ["supervisor"]
+
+        [supervisor]
+        workers = [
+          { name = "signer", command = "/nonexistent/signerd", args = ["--port", "7000"] },
+        ]
 
         [trusted_plugins]
-        silent-engine = "\(key)"
-
+        \(trusted)
         """
     }
 
-    @Test(
-        "swift build prints vigil.toml:LINE:COL warnings; a trust failure fails the rebuild",
-        .timeLimit(.minutes(20)))
-    func warningsThenTrustFailure() async throws {
+    /// The host package and how to run SwiftPM on it.
+    struct Host {
+        let dir: TestDirectory
+        let swift: String
+        var package: String { dir.url("host") }
+        var configPath: String { dir.url("host/vigil.toml") }
+        var environment: [String: String?] {
+            [
+                "XDG_STATE_HOME": dir.url("state"), "XDG_CONFIG_HOME": dir.url("config"),
+                "VIGIL_FIRST_PARTY_MANIFESTS": nil, "VIGIL_TRUST_COMMAND": nil,
+            ]
+        }
+        /// SwiftPM's options for this package, for `swift build` and `swift package`.
+        var packageOptions: [String] { ["--package-path", package, "--scratch-path", dir.url("scratch")] }
+
+        /// `swift SUBCOMMAND …` with stdin /dev/null; stdout and stderr joined.
+        func run(_ subcommand: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+            let r = try await VigilExecutable.run(
+                executable: swift, [subcommand] + packageOptions + arguments, in: dir.path, environment: environment)
+            return (r.status, r.stdout + r.stderr)
+        }
+
+        /// `swift package …` with stdout and stderr redirected to one file, as in a CI log.
+        func packageLogged(_ arguments: [String]) async throws -> (status: Int32, log: String) {
+            let log = dir.url("log-\(UUID().uuidString).txt")
+            let command = ([swift, "package"] + packageOptions + arguments).map(Self.quoted).joined(separator: " ")
+            let r = try await VigilExecutable.run(
+                executable: "/bin/sh", ["-c", "exec \(command) >\(Self.quoted(log)) 2>&1"], in: dir.path,
+                environment: environment)
+            return (r.status, String(decoding: try dir.read(log), as: UTF8.self))
+        }
+
+        /// `swift package …` run by `script` on a pseudo-terminal that is its controlling terminal,
+        /// with `input` typed on it.
+        func packageOnTerminal(_ arguments: [String], input: String) async throws -> (status: Int32, output: String) {
+            let script = try #require(RuntimeFixtures.which("script"), "script (util-linux) is not on PATH")
+            let command = ([swift, "package"] + packageOptions + arguments).map(Self.quoted).joined(separator: " ")
+            let r = try await VigilExecutable.run(
+                executable: script, ["-q", "-e", "-c", command, "/dev/null"], in: dir.path, environment: environment,
+                stdin: input)
+            return (r.status, r.stdout + r.stderr)
+        }
+
+        func config() throws -> String { String(decoding: try dir.read(configPath), as: UTF8.self) }
+
+        static func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+    }
+
+    @Test("build check, trust and check through the real swift build and swift package", .timeLimit(.minutes(45)))
+    func hostPackage() async throws {
         let dir = try TestDirectory("vigil-build-plugin")
         defer { dir.remove() }
+        let host = Host(dir: dir, swift: try #require(RuntimeFixtures.which("swift"), "swift is not on PATH"))
         try dir.write(
             "host/Package.swift",
             """
@@ -53,46 +118,95 @@ struct BuildPluginTests {
 
             """)
         try dir.write("host/Sources/TestHost/main.swift", "print(\"test host\")\n")
-        let configPath = try dir.write("host/vigil.toml", Self.config(trusting: Self.silentEngineKey))
-        let swift = try #require(RuntimeFixtures.which("swift"), "swift is not on PATH")
 
-        func build() async throws -> (status: Int32, output: String) {
-            let r = try await VigilExecutable.run(
-                executable: swift,
-                ["build", "--package-path", dir.url("host"), "--scratch-path", dir.url("scratch")],
-                in: dir.path,
-                environment: [
-                    "XDG_STATE_HOME": dir.url("state"), "XDG_CONFIG_HOME": dir.url("config"),
-                    "VIGIL_FIRST_PARTY_MANIFESTS": nil,
-                ])
-            return (r.status, r.stdout + r.stderr)
+        // 1. No vigil.toml yet: the build fails, rather than planning no check and staying so.
+        let none = try await host.run("build", [])
+        #expect(none.status != 0, "the build succeeded without vigil.toml:\n\(none.output)")
+        #expect(none.output.contains("VigilBuildCheck: no vigil.toml"), "\(none.output)")
+
+        // 2. vigil.toml appears, with a mistyped key for silent-engine: the next build checks it
+        // and fails at the [trusted_plugins] line, for the package user.
+        let wrong = Self.config(trusted: "silent-engine = \"\(Self.soundscapeKey)\"\n")
+        try dir.write("host/vigil.toml", wrong)
+        let second = try await host.run("build", [])
+        #expect(second.status != 0, "the build succeeded despite the wrong trusted key:\n\(second.output)")
+        let keyError = diagnostics(in: second.output, severity: "error", plugin: "silent-engine").first {
+            $0.path == host.configPath && $0.text.contains(Self.soundscapeKey) && $0.text.contains(Self.silentEngineKey)
         }
+        #expect(keyError != nil, "no located [silent-engine] trust error for \(host.configPath) in:\n\(second.output)")
+        #expect(keyError?.line == lineNumber(of: "silent-engine = ", in: wrong))
+        #expect(keyError?.text.contains("does not match the key the plugin offers") == true, "\(keyError?.text ?? "")")
+        #expect(keyError?.text.contains("if you typed it, fix it") == true)
+        #expect(keyError?.text.contains("KEY ROTATION") == false)
+        #expect(keyError?.text.contains("\(Self.trustCommand) silent-engine") == true, "\(keyError?.text ?? "")")
 
-        // (a) Only a warning: the build succeeds and shows it where silent-engine is activated.
-        let text = Self.config(trusting: Self.silentEngineKey)
-        let expectedLine = try #require(lineNumber(of: "plugins", in: text))
-        let expectedColumn = try #require(column(of: "\"silent-engine\"", onLine: expectedLine, in: text))
-        let first = try await build()
-        #expect(first.status == 0, "the build failed:\n\(first.output)")
-        #expect(diagnostics(in: first.output, severity: "error", plugin: "silent-engine").isEmpty, "\(first.output)")
-        let warning = try #require(
-            diagnostics(in: first.output, severity: "warning", plugin: "silent-engine").first {
-                $0.path == configPath && $0.text.contains("requires background_modes to include \"audio\"")
-            },
-            "no located [silent-engine] background_modes warning for \(configPath) in:\n\(first.output)")
-        #expect(warning.line == expectedLine)
-        #expect(warning.column == expectedColumn)
+        // 3a. A matching --fingerprint is the confirmation: trusted with no terminal and no --yes.
+        try dir.write("host/vigil.toml", Self.config(trusted: ""))
+        let pinned = try await host.run(
+            "package",
+            ["--allow-writing-to-package-directory", "vigil-trust", "silent-engine", "--fingerprint", Self.silentEngineKey])
+        #expect(pinned.status == 0, "\(pinned.output)")
+        #expect(try host.config().contains("silent-engine = \"\(Self.silentEngineKey)\""))
+        // Trust recorded the version for rollback protection under $XDG_STATE_HOME/vigil/.
+        #expect(FileManager.default.fileExists(atPath: dir.url("state/vigil/rollback.json")))
 
-        // (b) The trusted key no longer matches the manifest's signer: the edit of vigil.toml re-runs
-        // the check, which fails, and so does the build.
-        try dir.write("host/vigil.toml", Self.config(trusting: Self.soundscapeKey))
-        let second = try await build()
-        #expect(second.status != 0, "the rebuild succeeded despite the wrong trusted key:\n\(second.output)")
-        let error = diagnostics(in: second.output, severity: "error", plugin: "silent-engine").first {
-            $0.path == configPath && $0.text.contains(Self.soundscapeKey) && $0.text.contains(Self.silentEngineKey)
+        // 3b. On a terminal: the review and the question reach it, and the answer is read from it.
+        let beforeAnswer = try host.config()
+        let declined = try await host.packageOnTerminal(
+            ["--allow-writing-to-package-directory", "vigil-trust", "supervisor"], input: "n\n")
+        #expect(declined.status != 0, "answering n trusted anyway:\n\(declined.output)")
+        #expect(declined.output.contains("fingerprint:   \(Self.supervisorKey)"), "\(declined.output)")
+        #expect(declined.output.contains("Trust this plugin? [y/N]"), "\(declined.output)")
+        #expect(declined.output.contains("not trusted"), "\(declined.output)")
+        #expect(try host.config() == beforeAnswer)
+        let accepted = try await host.packageOnTerminal(
+            ["--allow-writing-to-package-directory", "vigil-trust", "supervisor"], input: "y\n")
+        #expect(accepted.status == 0, "answering y did not trust:\n\(accepted.output)")
+        #expect(accepted.output.contains("trusted supervisor (\(Self.supervisorKey))"), "\(accepted.output)")
+        let trusted = try host.config()
+        #expect(trusted.contains("supervisor = \"\(Self.supervisorKey)\""), "\(trusted)")
+
+        // 4a. vigil-check: the worker command that does not exist is an error at its line; every
+        // line comes before the summary that refers to it, in one redirected stream.
+        let check = try await host.packageLogged(["vigil-check"])
+        #expect(check.status != 0, "vigil-check passed a missing worker command:\n\(check.log)")
+        let lines = check.log.split(separator: "\n").map(String.init)
+        let commandError = lines.firstIndex {
+            $0.contains("\(host.configPath):\(lineNumber(of: "  { name = \"signer\"", in: trusted) ?? -1):")
+                && $0.contains(": error: [supervisor] command \"/nonexistent/signerd\" does not exist")
         }
-        #expect(error != nil, "no located [silent-engine] trust error for \(configPath) in:\n\(second.output)")
-        #expect(error?.line == expectedLine)
+        let summary = lines.firstIndex { $0.contains("vigil check found errors") }
+        #expect(commandError != nil, "no located error for the worker's command in:\n\(check.log)")
+        #expect(summary != nil, "no summary in:\n\(check.log)")
+        if let commandError, let summary { #expect(commandError < summary, "the summary comes first:\n\(check.log)") }
+
+        // 4b. The build: the same command problem is a warning, next to the background_modes one,
+        // and the build succeeds.
+        let built = try await host.run("build", [])
+        #expect(built.status == 0, "the build failed:\n\(built.output)")
+        let warnings = diagnostics(in: built.output, severity: "warning", plugin: "silent-engine")
+            + diagnostics(in: built.output, severity: "warning", plugin: "supervisor")
+        let background = warnings.first {
+            $0.path == host.configPath && $0.text.contains("requires background_modes to include \"audio\"")
+        }
+        #expect(background != nil, "no background_modes warning in:\n\(built.output)")
+        #expect(background?.line == lineNumber(of: "plugins", in: trusted))
+        #expect(background?.column == column(of: "\"silent-engine\"", onLine: 2, in: trusted))
+        #expect(
+            warnings.contains { $0.text.contains("command \"/nonexistent/signerd\" does not exist") },
+            "no worker command warning in:\n\(built.output)")
+
+        // 5. A plugin directory that appears after SwiftPM planned the build: the check runs (its
+        // directory changed) and fails, because it could not run again when those files change —
+        // until SwiftPM plans again.
+        try dir.write("host/manifests/README", "own plugins go here\n")
+        let stale = try await host.run("build", [])
+        #expect(stale.status != 0, "the build passed with unwatched inputs:\n\(stale.output)")
+        #expect(stale.output.contains("appeared after SwiftPM planned this build"), "\(stale.output)")
+        #expect(stale.output.contains("\(dir.url("host/manifests/README"))"), "\(stale.output)")
+        try dir.write("host/Package.swift", try String(contentsOfFile: dir.url("host/Package.swift"), encoding: .utf8) + "\n")
+        let replanned = try await host.run("build", [])
+        #expect(replanned.status == 0, "the build failed after SwiftPM planned again:\n\(replanned.output)")
     }
 
     struct Diagnostic {

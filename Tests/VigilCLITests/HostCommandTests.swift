@@ -107,6 +107,56 @@ struct HostCommandTests {
         #expect(build.stderr.contains("requires background_modes"))
     }
 
+    @Test("check: a worker command that cannot be started is an error at its line; the summary says who waits for what")
+    func checkWorkerCommands() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        try project.dir.makeDirectory("a-directory")
+        try project.dir.write("not-executable", "#!/bin/sh\n", mode: 0o644)
+        try project.dir.write(
+            "vigil.toml",
+            """
+            plugins = ["silent-engine", "supervisor"]
+
+            [host]
+            background_modes = ["audio"]
+            services = ["supervisor"]
+
+            [supervisor]
+            workers = [
+              { name = "absolute", command = "/bin/sh" },
+              { name = "bare", command = "sh" },
+              { name = "missing", command = "/nonexistent/signerd" },
+              { name = "directory", command = "\(project.dir.url("a-directory"))" },
+              { name = "plain", command = "\(project.dir.url("not-executable"))" },
+              { name = "unknown", command = "no-such-program-for-vigil" },
+            ]
+            """)
+        try await project.trust("silent-engine", "supervisor")
+        let result = try await project.vigil("check", "--config", project.config)
+        #expect(result.status == 1, "\(result.stderr)")
+        let errors = result.stderr.split(separator: "\n").filter { $0.contains(": error: ") }.map(String.init)
+        let expected = [
+            (11, "command \"/nonexistent/signerd\" does not exist"),
+            (12, "is a directory, not a program"),
+            (13, "is not executable"),
+            (14, "command \"no-such-program-for-vigil\" is not an executable in any PATH directory"),
+        ]
+        #expect(errors.count == expected.count, "\(result.stderr)")
+        for (line, text) in expected {
+            #expect(
+                errors.contains { $0.hasPrefix("\(project.config):\(line):") && $0.contains("error: [supervisor] command") && $0.contains(text) },
+                "no error at line \(line) with \"\(text)\" in:\n\(result.stderr)")
+        }
+        // No sound server and no ALSA device in this environment: silent-engine will wait.
+        #expect(result.stdout.contains("2 plugins activated, 1 ready, 1 waiting for an audio output; 4 errors"), "\(result.stdout)")
+
+        // The build checks declarations only: the same problems are warnings there.
+        let build = try await project.vigil("check", "--declarations-only", "--config", project.config)
+        #expect(build.status == 0, "\(build.stderr)")
+        #expect(build.stderr.split(separator: "\n").filter { $0.contains(": warning: [supervisor] command") }.count == 4)
+    }
+
     @Test("usage errors exit 64; status with no running host exits 1 and says so")
     func usageAndNoHost() async throws {
         let project = try Project()

@@ -142,8 +142,10 @@ import VigilTestSupport
         #expect(r.status == 1)
         #expect(r.stderr.contains("is not the expected"))
         #expect(!FileManager.default.fileExists(atPath: s.dir.url("work/vigil.toml")))
-        let ok = try await s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "alpha"))
+        // A matching fingerprint is the confirmation: no --yes and no terminal needed.
+        let ok = try await s.vigil("plugin", "trust", "alpha", "--fingerprint", try s.fingerprint(ofKey: "alpha"))
         #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(try s.text("vigil.toml").contains("alpha = \"\(try s.fingerprint(ofKey: "alpha"))\""))
     }
 
     @Test func trustRefusesWhatDoesNotVerify() async throws {
@@ -175,10 +177,13 @@ import VigilTestSupport
         let new = try s.fingerprint(ofKey: "rotated")
         let verify = try await s.vigil("plugin", "verify", "manifests/alpha")
         #expect(verify.status == 1)
-        #expect(verify.stderr.contains("KEY ROTATION") && verify.stderr.contains(old) && verify.stderr.contains(new))
+        #expect(verify.stderr.contains("does not match the key the plugin offers"), "\(verify.stderr)")
+        #expect(verify.stderr.contains("if you typed it, fix it") && !verify.stderr.contains("KEY ROTATION"))
+        #expect(verify.stderr.contains(old) && verify.stderr.contains(new))
         let trust = try await s.vigil("plugin", "trust", "alpha", "--yes")
         #expect(trust.status == 0)
-        #expect(trust.stdout.contains("KEY ROTATION") && trust.stdout.contains(old) && trust.stdout.contains(new))
+        #expect(trust.stdout.contains("vigil.toml trusts another key: \(old)"), "\(trust.stdout)")
+        #expect(trust.stdout.contains("fingerprint:   \(new)") && !trust.stdout.contains("KEY ROTATION"))
         #expect(try s.text("vigil.toml").contains("alpha = \"\(new)\""))
     }
 

@@ -86,26 +86,37 @@ struct PluginTrust: ParsableCommand {
             if current != nil, !rotation {
                 print("  trust state:   already trusted with this key")
             } else if let current {
-                print("  KEY ROTATION — currently trusted: \(current)")
-                print("                 now offered:       \(key)")
+                // A typo in vigil.toml looks the same as a publisher's new key: say both.
+                print("  trust state:   vigil.toml trusts another key: \(current)")
+                print("                 (a typo there, or the publisher rotated keys — check with them)")
             } else {
                 print("  trust state:   not trusted yet")
             }
 
-            if !yes {
-                guard CLI.isInteractive else {
+            // A matching --fingerprint is the confirmation: the key was obtained out of band and the
+            // signature verified with it.
+            if !yes && fingerprint == nil {
+                guard TerminalPrompt.isAvailable else {
                     throw CoreError(
                         code: .trustDeclined, plugin: name,
-                        message: "there is no terminal to confirm on, so nothing was trusted — review the plugin and "
-                            + "re-run with --yes, or run it in a terminal")
+                        message: "there is no terminal to confirm on, so nothing was trusted — review the plugin above, "
+                            + "then run `\(TrustCommand.display(name, "--yes"))`, or pin the key you got from the "
+                            + "publisher with `\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
                 }
                 let question =
                     rotation
-                    ? "This replaces a previously trusted key (KEY ROTATION). Trust the new key?"
+                    ? "This replaces the key vigil.toml trusts for it. Trust the key it offers?"
                     : "Trust this plugin?"
-                guard CLI.confirm(question) else {
+                switch TerminalPrompt.confirm(question) {
+                case true?: break
+                case false?:
                     throw CoreError(
                         code: .trustDeclined, plugin: name, message: "not trusted — \(configuration.path) unchanged")
+                case nil:
+                    throw CoreError(
+                        code: .trustDeclined, plugin: name,
+                        message: "no answer could be read from the terminal, so nothing was trusted — "
+                            + "\(configuration.path) unchanged; re-run it, or pass --yes after reviewing")
                 }
             }
 

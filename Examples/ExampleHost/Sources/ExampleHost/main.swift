@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ServiceLifecycle
 import Vigil
@@ -23,7 +24,14 @@ func describe(_ kind: HostEvent.Kind) -> String {
 }
 
 let logger = Logger(label: "example-host")
-let host = try await Vigil.keepAlive(logger: logger)
+let host: VigilHost
+do {
+    host = try await Vigil.keepAlive(logger: logger)
+} catch {
+    // No vigil.toml, or one that does not parse: the error says why and how to fix it.
+    FileHandle.standardError.write(Data("example-host: \(error)\n".utf8))
+    exit(1)
+}
 
 let status = await host.status()
 print("\(status.hostName): keep-alive started (pid \(status.pid), config \(status.configPath ?? "none"))")

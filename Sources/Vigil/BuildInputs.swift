@@ -1,0 +1,73 @@
+import Foundation
+public import VigilCore
+
+/// What `vigil check` reads for a configuration, against the inputs a build declared for it.
+///
+/// SwiftPM re-runs the build check only when a declared input changes, and the inputs are fixed
+/// when it plans the build. A file that appeared later (a new plugin directory, a new resource) is
+/// read by the check but would not make it run again when it changes; ``unwatched(configuration:watched:)``
+/// finds such files so that the build can fail rather than go silently stale.
+public enum BuildInputs {
+    /// The configuration file, and every directory and non-hidden regular file in each plugin
+    /// path (the paths themselves included), that are not in `watched`. The same enumeration as
+    /// the VigilBuildCheck plugin's.
+    public static func unwatched(configuration: HostConfiguration, watched: Set<String>) -> [String] {
+        let watched = Set(watched.map(normalized))
+        var missing: [String] = []
+        func note(_ path: String) {
+            if !watched.contains(normalized(path)) { missing.append(path) }
+        }
+        note(configuration.path)
+        let fm = FileManager.default
+        for directory in configuration.pluginPaths {
+            var isDirectory: ObjCBool = false
+            guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            note(directory)
+            let root = URL(fileURLWithPath: directory, isDirectory: true)
+            guard let enumerator = fm.enumerator(
+                at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey], options: [.skipsHiddenFiles])
+            else { continue }
+            for case let url as URL in enumerator {
+                let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .isDirectoryKey])
+                if values?.isRegularFile == true || values?.isDirectory == true { note(url.path) }
+            }
+        }
+        return missing.sorted()
+    }
+
+    /// Reads a list written by the plugin: one absolute path per line.
+    public static func readList(at path: String) throws -> Set<String> {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return Set(text.split(separator: "\n").map(String.init).filter { !$0.isEmpty })
+    }
+
+    private static func normalized(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+}
+
+extension HostCheck.Report {
+    /// This report plus an error when the check reads files that are not in the build's input
+    /// list at `listPath` (see ``BuildInputs``); unchanged when the configuration did not load.
+    public func checkingBuildInputs(listPath: String) -> HostCheck.Report {
+        guard let configPath,
+            let configuration = try? HostConfiguration.load(path: configPath)
+        else { return self }
+        let problem: String
+        do {
+            let unwatched = BuildInputs.unwatched(configuration: configuration, watched: try BuildInputs.readList(at: listPath))
+            if unwatched.isEmpty { return self }
+            let shown = unwatched.prefix(5).joined(separator: ", ") + (unwatched.count > 5 ? ", …" : "")
+            problem =
+                "the check reads \(unwatched.count) file\(unwatched.count == 1 ? "" : "s") that appeared after SwiftPM "
+                + "planned this build (\(shown)), so it would not run again when they change — make SwiftPM plan the "
+                + "build again (touch Package.swift), then build"
+        } catch {
+            problem = "the build's input list \(listPath) cannot be read (\(error)) — run `swift package clean`, then build"
+        }
+        return HostCheck.Report(
+            configPath: configPath,
+            diagnostics: diagnostics + [Diagnostic(severity: .error, location: nil, plugin: nil, message: problem)],
+            unsafePlugins: unsafePlugins, plugins: plugins)
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import VigilCore
+import VigilPlugin
+import VigilSupervisor
+
+extension HostCheck {
+    /// The location of a plugin's failure: the `[trusted_plugins]` line when the trusted key is
+    /// what is wrong (it is the line to fix), else the plugin's entry in `plugins`.
+    static func failureKeyPath(plugin name: String, code: String, configuration: HostConfiguration) -> [String] {
+        if code == CoreError.Code.keyRotation.description, configuration.location(of: ["trusted_plugins", name]) != nil {
+            return ["trusted_plugins", name]
+        }
+        return ["plugins", name]
+    }
+
+    /// One diagnostic per supervisor worker whose command cannot be started on this machine,
+    /// located at the worker's `command`: an error when the environment is probed (`vigil check`),
+    /// a warning when only declarations are checked (the build, which runs on the build machine).
+    func workerCommandDiagnostics(
+        _ item: HostPlan.Item, configuration: HostConfiguration, located: ([String]) -> SourceLocation?
+    ) -> [Diagnostic] {
+        guard case .ready(let prepared) = item.entry,
+            prepared.implementation.entry == SupervisorPlugin.implementation.entry
+        else { return [] }
+        let configDirectory = (configuration.path as NSString).deletingLastPathComponent
+        let problems = WorkerCommandCheck.problems(
+            in: prepared.settings, hostEnvironment: environment.variables,
+            configDirectory: configDirectory.isEmpty ? "." : configDirectory)
+        return problems.map { problem in
+            Diagnostic(
+                severity: probeEnvironment ? .error : .warning,
+                location: located([item.name, "workers", "[\(problem.index)]", "command"])
+                    ?? located([item.name, "workers"]) ?? located([item.name]),
+                plugin: item.name, message: problem.message)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+/// Every systemd unit shipped in the repository is one systemd accepts as written — no setting
+/// silently ignored (a comment after a value makes systemd drop the whole line) — and the docs
+/// show each one exactly as the file has it.
+@Suite("Shipped systemd units")
+struct SystemdUnitTests {
+    /// `systemd-analyze`, when installed (it is in scripts/install-deps.sh's `systemd`).
+    static let analyze = RuntimeFixtures.which("systemd-analyze")
+
+    /// The unit files under Examples/ and docs/.
+    static func unitFiles() -> [String] {
+        let root = VigilExecutable.packageRoot
+        var found: [String] = []
+        for top in ["Examples", "docs"] {
+            guard let walker = FileManager.default.enumerator(atPath: root + "/" + top) else { continue }
+            for case let relative as String in walker
+            where [".service", ".socket", ".timer", ".path"].contains(where: relative.hasSuffix) {
+                found.append(root + "/" + top + "/" + relative)
+            }
+        }
+        return found.sorted()
+    }
+
+    @Test("systemd-analyze verify accepts each unit with no warning", .enabled(if: analyze != nil, "systemd-analyze is not installed (Debian package systemd)"))
+    func verify() async throws {
+        let analyze = try #require(Self.analyze)
+        let units = Self.unitFiles()
+        #expect(!units.isEmpty, "no unit file under Examples/ or docs/")
+        for unit in units {
+            let dir = try TestDirectory("vigil-unit")
+            defer { dir.remove() }
+            // verify also checks that ExecStart= names an executable: give %h (the home directory)
+            // one at each path the unit names, as an installed app would have.
+            let text = String(decoding: try dir.read(unit), as: UTF8.self)
+            for line in text.split(separator: "\n") where line.hasPrefix("ExecStart=") {
+                let command = line.dropFirst("ExecStart=".count).split(separator: " ").first.map(String.init) ?? ""
+                let path = command.replacingOccurrences(of: "%h", with: dir.url("home"))
+                #expect(path.hasPrefix(dir.url("home")), "\(unit): ExecStart= is not under %h: \(line)")
+                let relative = String(path.dropFirst(dir.path.count + 1))
+                try dir.write(relative, "#!/bin/sh\nexit 0\n", mode: 0o755)
+            }
+            try dir.makeDirectory("runtime")
+            let environment: [String: String?] = ["HOME": dir.url("home"), "XDG_RUNTIME_DIR": dir.url("runtime")]
+            for scope in [["verify"], ["--user", "verify"]] {
+                let r = try await VigilExecutable.run(
+                    executable: analyze, scope + [unit], in: dir.path, environment: environment)
+                #expect(r.status == 0, "systemd-analyze \(scope.joined(separator: " ")) \(unit) failed:\n\(r.stderr)")
+                #expect(r.stderr.isEmpty && r.stdout.isEmpty, "systemd-analyze \(scope.joined(separator: " ")) \(unit):\n\(r.stdout)\(r.stderr)")
+            }
+        }
+    }
+
+    @Test("the docs show each unit exactly as shipped")
+    func docsShowTheFiles() throws {
+        let root = VigilExecutable.packageRoot
+        let docs = try ["docs/supervisor.md", "docs/host-guide.md"].map {
+            String(decoding: try Data(contentsOf: URL(fileURLWithPath: root + "/" + $0)), as: UTF8.self)
+        }.joined(separator: "\n")
+        for unit in Self.unitFiles() {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: unit)), as: UTF8.self)
+            let relative = String(unit.dropFirst(root.count + 1))
+            #expect(docs.contains("```ini\n" + text + "```"), "no ```ini block in the docs equals \(relative)")
+            #expect(docs.contains(relative), "the docs do not link \(relative)")
+        }
+    }
+}
