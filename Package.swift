@@ -25,7 +25,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
-        .package(url: "https://github.com/mxcl/Version", from: "2.2.1"),
     ],
     targets: [
         // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
@@ -54,7 +53,6 @@ let package = Package(
             dependencies: [
                 "VigilCrypto", "VigilPlugin", log,
                 .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "Version", package: "Version"),
             ],
             swiftSettings: strictSettings),
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native

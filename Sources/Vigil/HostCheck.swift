@@ -56,8 +56,9 @@ public struct HostCheck: Sendable {
         public let unsafePlugins: [String]
         /// The loud banner to print while unsigned plugins are admitted.
         public var banner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
-        /// The activated plugins and, for each, `ready` or the failure code.
-        public let plugins: [(name: String, ready: Bool)]
+        /// The activated plugins: for each, whether it is ready and the directory it was loaded
+        /// from (one of the plugin paths; `nil` when it was not found or did not verify).
+        public let plugins: [(name: String, ready: Bool, directory: String?)]
         /// True when any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
@@ -110,9 +111,16 @@ public struct HostCheck: Sendable {
                 SourceLocation(path: display, line: $0.line, column: $0.column)
             }
         }
-        let plan = HostPlan.make(
-            configuration: configuration, registry: registry,
-            stateDirectory: HostPlan.stateDirectory(environment: environment.variables), record: false)
+        let plan: HostPlan
+        do throws(CoreError) {
+            plan = try HostPlan.make(
+                configuration: configuration, registry: registry, environment: environment.variables, record: false)
+        } catch {
+            // The same refusal `vigil up` reports: no plugin is ready without rollback protection.
+            return Report(
+                configPath: display, diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
+                unsafePlugins: [], plugins: configuration.plugins.map { ($0, false, nil) })
+        }
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
         var diagnostics: [Diagnostic] = []
         for item in plan.items {
@@ -142,7 +150,7 @@ public struct HostCheck: Sendable {
         return Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
-                if case .ready = item.entry { (item.name, true) } else { (item.name, false) }
+                if case .ready = item.entry { (item.name, true, item.directory) } else { (item.name, false, item.directory) }
             })
     }
 

@@ -45,8 +45,8 @@ struct Status: AsyncParsableCommand {
             print("[" + documents.joined(separator: ",\n") + "]")
         } else {
             for (index, host) in hosts.enumerated() {
-                if index > 0 { print("") }
-                print(Self.describe(host))
+                if index > 0 { CLI.say("") }
+                CLI.say(Self.describe(host))
             }
         }
         if hosts.isEmpty {

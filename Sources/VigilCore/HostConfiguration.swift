@@ -62,26 +62,76 @@ public struct HostConfiguration: Sendable {
         self.locator = nil
     }
 
-    /// Vigil's own first-party manifests (`manifests/` at the root of the Vigil package).
-    ///
-    /// Derived from this source file's location at build time (`#filePath`), so it is right for a
-    /// package built from source on the machine that runs it. A binary copied elsewhere must set
-    /// `VIGIL_FIRST_PARTY_MANIFESTS` to the directory holding `silent-engine/`, `soundscape/` and
-    /// `supervisor/`.
-    public static var firstPartyManifestDirectory: String {
-        if let override = SystemCall.environment("VIGIL_FIRST_PARTY_MANIFESTS") { return Path.absolute(override) }
-        let source = #filePath  // …/Sources/VigilCore/HostConfiguration.swift
-        let root = Path.directory(of: Path.directory(of: Path.directory(of: source)))
-        return Path.join(root, "manifests")
+    /// Where Vigil's own first-party manifests are, and why that directory was chosen.
+    public struct FirstPartyManifests: Sendable, Hashable {
+        /// How the directory was chosen.
+        public enum Origin: String, Sendable, Hashable {
+            /// `VIGIL_FIRST_PARTY_MANIFESTS` names it.
+            case environment = "VIGIL_FIRST_PARTY_MANIFESTS"
+            /// The install location: `share/vigil/manifests` under the executable's prefix
+            /// (`PREFIX/bin/vigil` → `PREFIX/share/vigil/manifests`).
+            case installed = "installed"
+            /// The `manifests/` directory of the Vigil source checkout this binary was built from
+            /// (a development build that was not installed).
+            case sourceCheckout = "source-checkout"
+        }
+
+        /// The directory (absolute); it may not exist when nothing is installed.
+        public let path: String
+        /// How it was chosen.
+        public let origin: Origin
     }
 
+    /// Vigil's own first-party manifests, in this order: `VIGIL_FIRST_PARTY_MANIFESTS`; else
+    /// `../share/vigil/manifests` relative to the running executable's directory (the install
+    /// location, `PREFIX/share/vigil/manifests` for `PREFIX/bin/vigil`); else, for a development
+    /// build that was never installed, the source checkout's `manifests/` when it exists.
+    /// When none exists the install location is returned, so errors name where to install.
+    public static var firstPartyManifests: FirstPartyManifests {
+        if let override = SystemCall.environment("VIGIL_FIRST_PARTY_MANIFESTS") {
+            return FirstPartyManifests(path: Path.absolute(override), origin: .environment)
+        }
+        let installed = FirstPartyManifests(
+            path: Path.absolute("../share/vigil/manifests", relativeTo: Path.directory(of: SystemCall.executablePath())),
+            origin: .installed)
+        if SystemCall.isDirectory(installed.path) { return installed }
+        let source = #filePath  // …/Sources/VigilCore/HostConfiguration.swift
+        let root = Path.directory(of: Path.directory(of: Path.directory(of: source)))
+        let checkout = Path.join(root, "manifests")
+        if SystemCall.isDirectory(checkout) { return FirstPartyManifests(path: checkout, origin: .sourceCheckout) }
+        return installed
+    }
+
+    /// The directory of ``firstPartyManifests``.
+    public static var firstPartyManifestDirectory: String { firstPartyManifests.path }
+
     /// The nearest `vigil.toml` in `directory` or one of its parents, or `nil`.
-    public static func find(startingAt directory: String) -> String? {
+    ///
+    /// A `vigil.toml` that exists but is not a regular file (a directory, FIFO, device, socket, or
+    /// a symbolic link to none of these or to nothing) stops the search with an error naming it:
+    /// skipping it would silently use — and let `vigil plugin trust` edit — a parent's file.
+    ///
+    /// - Throws: ``CoreError`` `.notRegularFile`.
+    public static func find(startingAt directory: String) throws(CoreError) -> String? {
         var current = Path.absolute(directory)
         while true {
             let candidate = Path.join(current, fileName)
             var st = stat()
-            if stat(candidate, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { return candidate }
+            if lstat(candidate, &st) == 0 {
+                var target = st
+                let isLink = (st.st_mode & S_IFMT) == S_IFLNK
+                let resolved = !isLink || stat(candidate, &target) == 0
+                if resolved, (target.st_mode & S_IFMT) == S_IFREG { return candidate }
+                let kind =
+                    !resolved
+                    ? "symbolic link to nothing" : isLink
+                        ? "symbolic link to a \(SafeFile.fileKind(target.st_mode))" : SafeFile.fileKind(st.st_mode)
+                throw CoreError(
+                    code: .notRegularFile,
+                    message: "\(candidate) is a \(kind), not a regular file; Vigil stops looking for \(fileName) "
+                        + "there rather than use a parent directory's — remove it or replace it with the real file, "
+                        + "or pass --config PATH")
+            }
             if current == "/" { return nil }
             current = Path.directory(of: current)
         }
@@ -115,7 +165,51 @@ public struct HostConfiguration: Sendable {
             throw CoreError.io("open", path: absolute, errno: e)
         }
         defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: absolute, errno: errno) }
+        if (st.st_mode & S_IFMT) == S_IFREG {
+            try checkOwnership(st, of: absolute, isDirectory: false)
+            try checkDirectory(of: absolute)
+        }
         return try SafeFile.read(fd: fd, path: absolute, cap: maxSize, what: "host configuration", plugin: nil)
+    }
+
+    /// Refuses a configuration directory that others could use to replace `vigil.toml`: the
+    /// directory holding `path` (after resolving symbolic links) must be owned by this user or
+    /// root and not writable by group or others, unless it has the sticky bit (as `/tmp` has).
+    /// The rule is sshd's StrictModes: `vigil.toml` decides which keys are trusted and which
+    /// commands the supervisor runs.
+    ///
+    /// - Throws: ``CoreError`` `.configUnsafe`.
+    static func checkDirectory(of path: String) throws(CoreError) {
+        var real = path
+        if let resolved = realpath(path, nil) {
+            real = String(cString: resolved)
+            free(resolved)
+        }
+        let directory = Path.directory(of: real)
+        var st = stat()
+        guard stat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno) }
+        try checkOwnership(st, of: directory, isDirectory: true)
+    }
+
+    private static func checkOwnership(_ st: stat, of path: String, isDirectory: Bool) throws(CoreError) {
+        let what = isDirectory ? "the directory \(path), which holds \(fileName)," : path
+        let me = geteuid()
+        if st.st_uid != me && st.st_uid != 0 {
+            throw CoreError(
+                code: .configUnsafe,
+                message: "\(what) is owned by uid \(st.st_uid), not by you (uid \(me)) or root; it decides which "
+                    + "plugin keys are trusted, so Vigil does not use it — `chown \(me) \(path)`, or use your own copy")
+        }
+        let sticky = isDirectory && st.st_mode & S_ISVTX != 0
+        if st.st_mode & 0o022 != 0 && !sticky {
+            throw CoreError(
+                code: .configUnsafe,
+                message: "\(what) is writable by group or others (mode \(String(st.st_mode & 0o7777, radix: 8))); "
+                    + "it decides which plugin keys are trusted and which commands run, so Vigil does not use it "
+                    + "— `chmod go-w \(path)`")
+        }
     }
 
     /// Parses the TOML text, mapping TOMLKit's errors to `.configInvalid` with a location.
@@ -124,7 +218,8 @@ public struct HostConfiguration: Sendable {
             throw CoreError(code: .configInvalid, message: "\(path): the file is not valid UTF-8 — save it as UTF-8")
         }
         if let nul = bytes.firstIndex(of: 0) {
-            let (line, column) = TOMLLocator(Array(bytes[..<nul])).lineColumn(of: nul)
+            // Not valid TOML: only count lines, never scan its structure.
+            let (line, column) = TOMLLocator.lineColumn(of: nul, in: bytes)
             throw CoreError(code: .configInvalid, message: "\(path):\(line):\(column): the file contains a NUL byte")
         }
         do {
@@ -287,7 +382,15 @@ private struct ConfigReader {
         return host
     }
 
+    /// The deepest nesting of arrays and tables accepted in a plugin's settings (as for manifests).
+    static let maxSettingsDepth = StrictJSON.defaultMaxDepth
+
     func settingsTable(_ table: TOMLTable, at keyPath: [String]) throws(CoreError) -> [String: SettingValue] {
+        guard keyPath.count <= Self.maxSettingsDepth else {
+            throw fail(
+                at: Array(keyPath.prefix(2)),
+                "settings are nested deeper than \(Self.maxSettingsDepth) levels — flatten the plugin's settings")
+        }
         var out: [String: SettingValue] = [:]
         for key in table.keys {
             guard let v = table[key] else { continue }
@@ -303,6 +406,11 @@ private struct ConfigReader {
         case .double: return .double(value.double ?? 0)
         case .bool: return .bool(value.bool ?? false)
         case .array:
+            guard keyPath.count <= Self.maxSettingsDepth else {
+                throw fail(
+                    at: Array(keyPath.prefix(2)),
+                    "settings are nested deeper than \(Self.maxSettingsDepth) levels — flatten the plugin's settings")
+            }
             var out: [SettingValue] = []
             for (i, element) in (value.array ?? TOMLArray()).enumerated() {
                 out.append(try setting(element, at: keyPath + ["[\(i)]"]))

@@ -101,6 +101,28 @@ import VigilTestSupport
         #expect(try failure("a = \"\u{0}\"\n").message.contains("NUL"))
     }
 
+    /// Deep nesting, with and without a trailing NUL, is a located error, never a stack overflow:
+    /// the NUL check used to run the structural scanner over the unvalidated text.
+    @Test(arguments: [
+        "a = " + String(repeating: "[", count: 5_000) + "\u{0}",
+        "a = " + String(repeating: "{b=", count: 300_000) + "\u{0}",
+        "a = " + String(repeating: "[", count: 5_000),
+        "a = " + String(repeating: "{b=", count: 300_000),
+        "a = " + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "\n",
+    ])
+    func deepNestingIsAnErrorNotACrash(text: String) throws {
+        let e = try failure(text)
+        #expect(e.message.contains(text.hasSuffix("\u{0}") ? "NUL" : "vigil.toml:1:"), "\(e.message)")
+    }
+
+    @Test func deepSettingsAreRefused() throws {
+        let deep = "[p]\nx = " + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "\n"
+        #expect(try failure(deep).message.contains("vigil.toml:2:1: p.x"))
+        #expect(try failure(deep).message.contains("nested deeper than 32 levels"))
+        let table = "[p]\n" + (1...40).map { "[p" + String(repeating: ".t", count: $0) + "]\nv = 1\n" }.joined()
+        #expect(try failure(table).message.contains("nested deeper than 32 levels"))
+    }
+
     @Test func missingFileIsConfigNotFound() {
         #expect(throws: CoreError.self) { try HostConfiguration.load(path: "/nonexistent/vigil.toml") }
         do {
@@ -114,11 +136,85 @@ import VigilTestSupport
         let dir = try TestDirectory()
         defer { dir.remove() }
         try dir.makeDirectory("a/b/c")
-        #expect(HostConfiguration.find(startingAt: dir.url("a/b/c")) == nil || !HostConfiguration.find(startingAt: dir.url("a/b/c"))!.hasPrefix(dir.path))
+        let none = try HostConfiguration.find(startingAt: dir.url("a/b/c"))
+        #expect(none == nil || !none!.hasPrefix(dir.path))
         try dir.write("a/vigil.toml", "")
-        #expect(HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/vigil.toml"))
+        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/vigil.toml"))
         try dir.write("a/b/vigil.toml", "")
-        #expect(HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/vigil.toml"))
+        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/vigil.toml"))
+        // A symbolic link to a regular file is a configuration like any other.
+        #expect(symlink(dir.url("a/vigil.toml"), dir.url("a/b/c/vigil.toml")) == 0)
+        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/c/vigil.toml"))
+    }
+
+    /// Anything else named vigil.toml stops the search with an error naming it, so the parent's
+    /// file is never used (or edited by `plugin trust`) in its place.
+    @Test(arguments: ["dangling", "fifo", "directory", "device", "linked-directory"])
+    func aNonRegularConfigStopsTheSearch(kind: String) throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        try dir.write("vigil.toml", "plugins = []\n")
+        try dir.makeDirectory("sub")
+        let candidate = dir.url("sub/vigil.toml")
+        switch kind {
+        case "dangling": #expect(symlink(dir.url("nothing"), candidate) == 0)
+        case "fifo": #expect(mkfifo(candidate, 0o600) == 0)
+        case "directory": try dir.makeDirectory("sub/vigil.toml")
+        case "device": #expect(symlink("/dev/zero", candidate) == 0)
+        default: #expect(symlink(dir.url("sub"), candidate) == 0)
+        }
+        do {
+            let found = try HostConfiguration.find(startingAt: dir.url("sub"))
+            Issue.record("found \(found ?? "nothing") instead of refusing \(candidate)")
+        } catch {
+            #expect(error.code == .notRegularFile)
+            #expect(error.message.hasPrefix(candidate + " is a "), "\(error.message)")
+        }
+    }
+
+    /// StrictModes: a vigil.toml others can write, or that another user owns, or in a directory
+    /// others can write (without the sticky bit), is refused with the fix.
+    @Test func unsafeOwnershipOrModeIsRefused() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        try dir.makeDirectory("c")
+        let path = try dir.write("c/vigil.toml", "plugins = []\n")
+        func code() -> CoreError.Code? {
+            do {
+                _ = try HostConfiguration.load(path: path)
+                return nil
+            } catch { return error.code }
+        }
+        #expect(code() == nil)
+        for mode: mode_t in [0o666, 0o664, 0o646, 0o660] {
+            #expect(chmod(path, mode) == 0)
+            #expect(code() == .configUnsafe, "mode \(String(mode, radix: 8))")
+        }
+        #expect(chmod(path, 0o644) == 0)
+        do {
+            _ = try HostConfiguration.load(path: path)
+        } catch { Issue.record("\(error)") }
+        #expect(chmod(path, 0o666) == 0)
+        do {
+            _ = try HostConfiguration.load(path: path)
+        } catch {
+            #expect(error.message.contains("chmod go-w \(path)"))
+        }
+        #expect(chmod(path, 0o600) == 0)
+        #expect(chown(path, 65534, 65534) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chown(path, 0, 0) == 0)
+        #expect(chmod(dir.url("c"), 0o777) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chmod(dir.url("c"), 0o1777) == 0)
+        #expect(code() == nil, "a sticky directory is safe for a file the user owns")
+        #expect(chmod(dir.url("c"), 0o775) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chmod(dir.url("c"), 0o755) == 0)
+        #expect(chown(dir.url("c"), 65534, 65534) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chown(dir.url("c"), 0, 0) == 0)
+        #expect(code() == nil)
     }
 
     @Test func emptyFileHasDefaults() throws {

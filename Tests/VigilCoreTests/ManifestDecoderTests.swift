@@ -78,6 +78,12 @@ import VigilPlugin
         #expect(failure(replacing("lib/x.so", path)).contains("$.resources[0].path"))
     }
 
+    /// A size is digits only: "-0" parsed as the integer 0 and was accepted.
+    @Test(arguments: ["-0", "-1", "1.0", "1e1", "10.0", "-10"])
+    func resourceSizesAreDigitsOnly(size: String) {
+        #expect(failure(replacing(#""size": 10"#, #""size": \#(size)"#)).contains("$.resources[0].size"))
+    }
+
     @Test func badDigestsAndDuplicateResourcesAreRejected() {
         #expect(failure(replacing(String(repeating: "ab", count: 32), String(repeating: "AB", count: 32))).contains("sha256"))
         let twice = replacing(

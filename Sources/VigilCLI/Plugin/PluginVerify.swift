@@ -8,8 +8,8 @@ struct PluginVerify: ParsableCommand {
         commandName: "verify",
         abstract: "Verify a plugin directory's signature, manifest and resources.",
         discussion: """
-            Uses the key given with --fingerprint, else the key trusted for the plugin (the directory's name) in
-            vigil.toml. Exits 0 when everything verifies, 1 with the specific error otherwise. The rollback
+            Uses the key given with --fingerprint, else the key trusted for the plugin (the directory's name) in \
+            vigil.toml. Exits 0 when everything verifies, 1 with the specific error otherwise. The rollback \
             store is not consulted.
             """)
 
@@ -50,7 +50,7 @@ struct PluginVerify: ParsableCommand {
             let plugin = try PluginLoader.verify(
                 directory: pluginDirectory, name: name, policy: policy, rollback: nil, record: false)
             guard case .trusted(let key) = plugin.trust else { return }
-            print(
+            CLI.say(
                 "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(key), "
                     + "\(plugin.manifest.resources.count) resource(s) match")
         }
