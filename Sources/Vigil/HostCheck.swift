@@ -94,10 +94,10 @@ public struct HostCheck: Sendable {
         let display = configPath ?? Self.displayPath(found: path)
         let configuration: HostConfiguration
         do throws(CoreError) {
-            configuration = try HostConfiguration.load(path: path)
+            configuration = try HostConfiguration.load(path: path, environment: environment)
         } catch {
             return Report(
-                configPath: display, diagnostics: [Self.configDiagnostic(error, absolute: HostConfiguration(path: path).path, display: display)],
+                configPath: display, diagnostics: [Self.configDiagnostic(error, absolute: HostConfiguration(path: path, environment: environment).path, display: display)],
                 unsafePlugins: [], plugins: [])
         }
         return check(configuration, display: display)
@@ -114,7 +114,7 @@ public struct HostCheck: Sendable {
         let plan: HostPlan
         do throws(CoreError) {
             plan = try HostPlan.make(
-                configuration: configuration, registry: registry, environment: environment.variables, record: false)
+                configuration: configuration, registry: registry, environment: environment, record: false)
         } catch {
             // The same refusal `vigil up` reports: no plugin is ready without rollback protection.
             return Report(

@@ -36,7 +36,7 @@ struct HostPlan: Sendable {
     ///   no state directory for rollback protection (a host refuses to start then, and `vigil
     ///   check` reports it as an error; neither calls a plugin ready without the rollback check).
     static func make(
-        configuration: HostConfiguration, registry: PluginRegistry, environment: [String: String], record: Bool
+        configuration: HostConfiguration, registry: PluginRegistry, environment: HostEnvironment, record: Bool
     ) throws(CoreError) -> HostPlan {
         let store: RollbackStore?
         do throws(CoreError) {
@@ -116,15 +116,14 @@ extension VigilHost {
         let path = try HostPlan.resolveConfigPath(configPath)
         let configuration: HostConfiguration
         do throws(CoreError) {
-            configuration = try HostConfiguration.load(path: path)
+            configuration = try HostConfiguration.load(path: path, environment: options.environment)
         } catch {
             throw VigilError(code: .configuration, message: error.description)
         }
         let plan: HostPlan
         do throws(CoreError) {
             plan = try HostPlan.make(
-                configuration: configuration, registry: registry, environment: options.environment.variables,
-                record: true)
+                configuration: configuration, registry: registry, environment: options.environment, record: true)
         } catch {
             throw VigilError(code: .configuration, message: error.description)
         }

@@ -35,7 +35,7 @@ public struct HostConfiguration: Sendable {
     /// Plugins allowed to load without a signature (`acknowledge_unsafe_plugins`).
     public let acknowledgedUnsafePlugins: [String]
     /// Absolute directories searched for `NAME/plugin.json`, in order: `plugin_paths` (default
-    /// `["manifests"]`, relative to this file), then ``firstPartyManifestDirectory``.
+    /// `["manifests"]`, relative to this file), then ``firstPartyManifests(environment:)``.
     public let pluginPaths: [String]
     /// The `[host]` table.
     public let host: HostDeclarations
@@ -48,7 +48,8 @@ public struct HostConfiguration: Sendable {
     public init(
         path: String, plugins: [String] = [], trustedPlugins: [String: Fingerprint] = [:],
         acknowledgedUnsafePlugins: [String] = [], pluginPaths: [String]? = nil,
-        host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:]
+        host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:],
+        environment: HostEnvironment = .current
     ) {
         self.path = Path.absolute(path)
         self.plugins = plugins
@@ -56,7 +57,9 @@ public struct HostConfiguration: Sendable {
         self.acknowledgedUnsafePlugins = acknowledgedUnsafePlugins
         self.pluginPaths =
             pluginPaths
-            ?? Self.resolvePluginPaths(["manifests"], configDirectory: Path.directory(of: self.path))
+            ?? Self.resolvePluginPaths(
+                ["manifests"], configDirectory: Path.directory(of: self.path),
+                firstParty: Self.firstPartyManifests(environment: environment).path)
         self.host = host
         self.pluginSettings = pluginSettings
         self.locator = nil
@@ -87,8 +90,8 @@ public struct HostConfiguration: Sendable {
     /// location, `PREFIX/share/vigil/manifests` for `PREFIX/bin/vigil`); else, for a development
     /// build that was never installed, the source checkout's `manifests/` when it exists.
     /// When none exists the install location is returned, so errors name where to install.
-    public static var firstPartyManifests: FirstPartyManifests {
-        if let override = SystemCall.environment("VIGIL_FIRST_PARTY_MANIFESTS") {
+    public static func firstPartyManifests(environment: HostEnvironment) -> FirstPartyManifests {
+        if let override = environment["VIGIL_FIRST_PARTY_MANIFESTS"] {
             return FirstPartyManifests(path: Path.absolute(override), origin: .environment)
         }
         let installed = FirstPartyManifests(
@@ -101,9 +104,6 @@ public struct HostConfiguration: Sendable {
         if SystemCall.isDirectory(checkout) { return FirstPartyManifests(path: checkout, origin: .sourceCheckout) }
         return installed
     }
-
-    /// The directory of ``firstPartyManifests``.
-    public static var firstPartyManifestDirectory: String { firstPartyManifests.path }
 
     /// The nearest `vigil.toml` in `directory` or one of its parents, or `nil`.
     ///
@@ -142,15 +142,20 @@ public struct HostConfiguration: Sendable {
     /// - Throws: ``CoreError`` `.configInvalid` with `path:line:column` for a TOML syntax error, an
     ///   unknown key, a value of the wrong type, an invalid plugin name or fingerprint;
     ///   `.configNotFound` when the file does not exist.
-    public static func load(path: String) throws(CoreError) -> HostConfiguration {
+    /// - Parameter environment: the host's environment, for the first-party manifests directory.
+    public static func load(path: String, environment: HostEnvironment = .current) throws(CoreError) -> HostConfiguration {
         let absolute = Path.absolute(path)
         let bytes = try readConfig(absolute)
-        return try HostConfiguration(path: absolute, bytes: bytes)
+        return try HostConfiguration(
+            path: absolute, bytes: bytes, firstParty: firstPartyManifests(environment: environment).path)
     }
 
     /// Parses configuration text; `path` is used for locations and relative plugin paths.
-    public static func parse(_ bytes: [UInt8], path: String) throws(CoreError) -> HostConfiguration {
-        try HostConfiguration(path: Path.absolute(path), bytes: bytes)
+    public static func parse(
+        _ bytes: [UInt8], path: String, environment: HostEnvironment = .current
+    ) throws(CoreError) -> HostConfiguration {
+        try HostConfiguration(
+            path: Path.absolute(path), bytes: bytes, firstParty: firstPartyManifests(environment: environment).path)
     }
 
     static func readConfig(_ absolute: String) throws(CoreError) -> [UInt8] {
@@ -234,7 +239,7 @@ public struct HostConfiguration: Sendable {
         }
     }
 
-    private init(path: String, bytes: [UInt8]) throws(CoreError) {
+    private init(path: String, bytes: [UInt8], firstParty: String) throws(CoreError) {
         let (table, _) = try Self.parseTOML(bytes, path: path)
         let locator = TOMLLocator(bytes)
         self.path = path
@@ -293,14 +298,14 @@ public struct HostConfiguration: Sendable {
         self.plugins = plugins
         self.trustedPlugins = trusted
         self.acknowledgedUnsafePlugins = acknowledged
-        self.pluginPaths = Self.resolvePluginPaths(paths, configDirectory: Path.directory(of: path))
+        self.pluginPaths = Self.resolvePluginPaths(paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
         self.host = host
         self.pluginSettings = settings
     }
 
-    static func resolvePluginPaths(_ paths: [String], configDirectory: String) -> [String] {
+    static func resolvePluginPaths(_ paths: [String], configDirectory: String, firstParty: String) -> [String] {
         var out: [String] = []
-        for p in paths + [firstPartyManifestDirectory] {
+        for p in paths + [firstParty] {
             let absolute = Path.absolute(p, relativeTo: configDirectory)
             if !out.contains(absolute) { out.append(absolute) }
         }

@@ -1,5 +1,6 @@
 import Glibc
 public import VigilCrypto
+public import VigilPlugin
 
 /// How a loaded plugin was admitted.
 public enum PluginTrust: Sendable, Hashable {
@@ -59,7 +60,7 @@ public struct PluginLoader: Sendable {
 
     /// Creates a loader using the rollback store of `environment` (`$XDG_STATE_HOME/vigil`, else
     /// `$HOME/.local/state/vigil`; an error when neither is set).
-    public init(configuration: HostConfiguration, environment: [String: String]) throws(CoreError) {
+    public init(configuration: HostConfiguration, environment: HostEnvironment) throws(CoreError) {
         self.init(configuration: configuration, rollbackStore: try RollbackStore.standard(environment: environment))
     }
 

@@ -1,5 +1,6 @@
 import Glibc
 import VigilCrypto
+public import VigilPlugin
 
 /// Remembers, per plugin name and signing key, the highest manifest version the host accepted
 /// and that manifest's SHA-256, and refuses older versions and changed bytes at the same version.
@@ -33,25 +34,22 @@ public struct RollbackStore: Sendable {
     }
 
     /// The state directory of `environment`: `$XDG_STATE_HOME/vigil`, else
-    /// `$HOME/.local/state/vigil` (only absolute values count).
+    /// `$HOME/.local/state/vigil` (only absolute values count; ``HostEnvironment/vigilStateDirectory``).
     ///
     /// - Throws: ``CoreError`` `.stateInvalid` when neither is set: without a state directory
     ///   there is no rollback protection, so nothing that needs it may be called ready.
-    public static func defaultDirectory(environment: [String: String]) throws(CoreError) -> String {
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            return Path.join(state, "vigil")
-        }
-        guard let home = environment["HOME"], home.hasPrefix("/") else {
+    public static func defaultDirectory(environment: HostEnvironment) throws(CoreError) -> String {
+        guard let directory = environment.vigilStateDirectory else {
             throw CoreError(
                 code: .stateInvalid,
                 message: "neither XDG_STATE_HOME nor HOME is set to an absolute path, so Vigil has no state "
                     + "directory for rollback protection and refuses signed plugins — set one of them")
         }
-        return Path.join(home, ".local/state/vigil")
+        return directory
     }
 
     /// The store in the state directory of `environment` (see ``defaultDirectory(environment:)``).
-    public static func standard(environment: [String: String]) throws(CoreError) -> RollbackStore {
+    public static func standard(environment: HostEnvironment) throws(CoreError) -> RollbackStore {
         RollbackStore(directory: try defaultDirectory(environment: environment))
     }
 

@@ -185,13 +185,6 @@ enum SystemCall {
         String(cString: strerror(code))
     }
 
-    /// The value of an environment variable, if set and not empty.
-    static func environment(_ name: String) -> String? {
-        guard let raw = getenv(name) else { return nil }
-        let value = String(cString: raw)
-        return value.isEmpty ? nil : value
-    }
-
     /// `lstat`'s file type bits, or `nil` when the path does not exist.
     static func fileType(_ path: String) -> mode_t? {
         var st = stat()

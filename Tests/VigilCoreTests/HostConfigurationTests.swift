@@ -43,7 +43,7 @@ import VigilTestSupport
         #expect(config.host == HostDeclarations(name: "my-signer", backgroundModes: ["audio"], services: ["supervisor"]))
         #expect(config.trustedPlugins["silent-engine"]?.description == "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4=")
         #expect(config.trustedPlugins["supervisor"]?.description == "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=")
-        #expect(config.pluginPaths == [dir.url("manifests"), "/opt/vigil-plugins", HostConfiguration.firstPartyManifestDirectory])
+        #expect(config.pluginPaths == [dir.url("manifests"), "/opt/vigil-plugins", HostConfiguration.firstPartyManifests(environment: .current).path])
         #expect(config.pluginSettings["silent-engine"]?["mode"] == .string("sine"))
         #expect(config.pluginSettings["silent-engine"]?["sine_amplitude"] == .double(0.02))
         #expect(config.pluginSettings["silent-engine"]?["nested"] == .table(["a": .array([.integer(1), .integer(2)]), "b": .bool(true)]))

@@ -25,7 +25,7 @@ struct PluginList: ParsableCommand {
         let configuration: HostConfiguration
         do {
             loaded = try CLI.loadConfiguration(options)
-            configuration = loaded ?? HostConfiguration(path: HostConfiguration.fileName)
+            configuration = loaded ?? HostConfiguration(path: HostConfiguration.fileName, environment: CLI.environment)
         } catch {
             if json {
                 CLI.printJSON(Self.document(config: nil, configuration: nil, reports: [], error: error))
@@ -39,7 +39,7 @@ struct PluginList: ParsableCommand {
             CLI.printJSON(Self.document(config: loaded?.path, configuration: configuration, reports: reports, error: nil))
             return
         }
-        let firstParty = HostConfiguration.firstPartyManifests
+        let firstParty = HostConfiguration.firstPartyManifests(environment: CLI.environment)
         CLI.say("config: \(loaded?.path ?? "none (no vigil.toml found)")")
         CLI.say("first-party manifests: \(firstParty.path) (\(firstParty.origin.rawValue))")
         if reports.isEmpty { CLI.say("no plugins found in \(configuration.pluginPaths.joined(separator: ", "))") }
@@ -50,7 +50,7 @@ struct PluginList: ParsableCommand {
     static func document(
         config: String?, configuration: HostConfiguration?, reports: [PluginInspection], error: CoreError?
     ) -> JSONValue {
-        let firstParty = HostConfiguration.firstPartyManifests
+        let firstParty = HostConfiguration.firstPartyManifests(environment: CLI.environment)
         return .object([
             ("schema", .string("vigil.plugin-list/v1")),
             ("config", config.map(JSONValue.string) ?? .null),

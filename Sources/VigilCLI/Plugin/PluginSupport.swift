@@ -3,11 +3,12 @@ import Foundation
 import Glibc
 import VigilCore
 import VigilCrypto
+import VigilPlugin
 
 /// Output and configuration helpers shared by the `vigil plugin` subcommands.
 enum CLI {
-    /// The process environment, read once here (the core and the host only get it injected).
-    static let environment: [String: String] = ProcessInfo.processInfo.environment
+    /// The process environment, read once here; the core and the host only get it injected.
+    static let environment = HostEnvironment.current
 
     /// Prints text for a terminal on standard output: every line goes through
     /// ``Sanitizer/display(_:)``, so text from manifests, status files or other programs cannot
@@ -70,7 +71,7 @@ enum CLI {
     /// Loads the configuration if there is one; an explicit `--config` must exist.
     static func loadConfiguration(_ option: ConfigOption) throws(CoreError) -> HostConfiguration? {
         guard let path = try configPath(option) else { return nil }
-        return try HostConfiguration.load(path: path)
+        return try HostConfiguration.load(path: path, environment: environment)
     }
 
     /// Parses a `--fingerprint` value, or throws a usage error.

@@ -72,10 +72,10 @@ struct PluginTrust: ParsableCommand {
     /// The configuration at `path`, or an empty one to be created there.
     private static func loadOrNew(_ path: String) throws(CoreError) -> HostConfiguration {
         do {
-            return try HostConfiguration.load(path: path)
+            return try HostConfiguration.load(path: path, environment: CLI.environment)
         } catch {
             guard error.code == .configNotFound else { throw error }
-            return HostConfiguration(path: path)
+            return HostConfiguration(path: path, environment: CLI.environment)
         }
     }
 
