@@ -97,7 +97,7 @@ public struct HostCheck: Sendable {
             configuration = try HostConfiguration.load(path: path, environment: environment)
         } catch {
             return Report(
-                configPath: display, diagnostics: [Self.configDiagnostic(error, absolute: HostConfiguration(path: path, environment: environment).path, display: display)],
+                configPath: display, diagnostics: [Self.configDiagnostic(error, display: display)],
                 unsafePlugins: [], plugins: [])
         }
         return check(configuration, display: display)
@@ -167,22 +167,12 @@ public struct HostCheck: Sendable {
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
-    /// A configuration error as a located diagnostic: the core reports `ABSOLUTE:LINE:COL: problem`.
-    static func configDiagnostic(_ error: CoreError, absolute: String, display: String) -> Diagnostic {
-        var rest = Substring(error.message)
-        guard rest.hasPrefix(absolute) else {
-            return Diagnostic(severity: .error, location: nil, plugin: nil, message: error.message)
-        }
-        rest = rest.dropFirst(absolute.count)
-        let parts = rest.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
-        if parts.count == 4, parts[0].isEmpty, let line = Int(parts[1]), let column = Int(parts[2]) {
-            return Diagnostic(
-                severity: .error, location: SourceLocation(path: display, line: line, column: column), plugin: nil,
-                message: parts[3].drop(while: { $0 == " " }).description)
-        }
-        if rest.hasPrefix(": ") { rest = rest.dropFirst(2) }
-        return Diagnostic(
-            severity: .error, location: nil, plugin: nil,
-            message: error.code == .configNotFound ? error.message : "\(display): \(rest)")
+    /// A configuration error as a diagnostic, located from the error's own location field
+    /// (shown with the path as the user gave it).
+    static func configDiagnostic(_ error: CoreError, display: String) -> Diagnostic {
+        Diagnostic(
+            severity: .error,
+            location: error.location.map { SourceLocation(path: display, line: $0.line, column: $0.column) },
+            plugin: error.plugin, message: error.message)
     }
 }

@@ -84,7 +84,7 @@ struct HostPlan: Sendable {
         do throws(CoreError) {
             found = try HostConfiguration.find(startingAt: cwd)
         } catch {
-            throw VigilError(code: .configuration, message: error.description)
+            throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         guard let found else {
             throw VigilError(
@@ -118,14 +118,14 @@ extension VigilHost {
         do throws(CoreError) {
             configuration = try HostConfiguration.load(path: path, environment: options.environment)
         } catch {
-            throw VigilError(code: .configuration, message: error.description)
+            throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         let plan: HostPlan
         do throws(CoreError) {
             plan = try HostPlan.make(
                 configuration: configuration, registry: registry, environment: options.environment, record: true)
         } catch {
-            throw VigilError(code: .configuration, message: error.description)
+            throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         for item in plan.items {
             if case .unavailable(let plugin) = item.entry {

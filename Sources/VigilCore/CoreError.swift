@@ -92,19 +92,25 @@ public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// The plugin concerned, if any.
     public let plugin: String?
-    /// The full message: the cause and the remedy.
+    /// Where in a text file the problem is (a `vigil.toml` key or syntax error), if anywhere.
+    public let location: SourceLocation?
+    /// The cause and the remedy (without the location or the plugin, which are fields).
     public let message: String
 
     /// Creates an error; `message` states the cause and the remedy.
-    public init(code: Code, plugin: String? = nil, message: String) {
+    public init(code: Code, plugin: String? = nil, location: SourceLocation? = nil, message: String) {
         self.code = code
         self.plugin = plugin
+        self.location = location
         self.message = message
     }
 
+    /// `PATH:LINE:COLUMN: [plugin] message`, each part when present: the one rendering of the
+    /// fields (nothing parses it back).
     public var description: String {
-        if let plugin { return "[\(plugin)] \(message)" }
-        return message
+        var text = location.map { "\($0): " } ?? ""
+        if let plugin { text += "[\(plugin)] " }
+        return text + message
     }
 }
 

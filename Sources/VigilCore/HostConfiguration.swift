@@ -225,15 +225,18 @@ public struct HostConfiguration: Sendable {
         if let nul = bytes.firstIndex(of: 0) {
             // Not valid TOML: only count lines, never scan its structure.
             let (line, column) = TOMLLocator.lineColumn(of: nul, in: bytes)
-            throw CoreError(code: .configInvalid, message: "\(path):\(line):\(column): the file contains a NUL byte")
+            throw CoreError(
+                code: .configInvalid, location: SourceLocation(path: path, line: line, column: column),
+                message: "the file contains a NUL byte")
         }
         do {
             return (try TOMLTable(string: text), text)
         } catch let error as TOMLParseError {
             throw CoreError(
                 code: .configInvalid,
-                message: "\(path):\(error.source.begin.line):\(error.source.begin.column): \(error.description) "
-                    + "— fix the TOML syntax")
+                location: SourceLocation(
+                    path: path, line: error.source.begin.line, column: error.source.begin.column),
+                message: "\(error.description) — fix the TOML syntax")
         } catch {
             throw CoreError(code: .configInvalid, message: "\(path): \(error)")
         }
@@ -328,19 +331,19 @@ private struct ConfigReader {
     let locator: TOMLLocator
 
     func fail(at keyPath: [String], fallbackIndex: Int? = nil, _ problem: String) -> CoreError {
-        var where_ = path
         var offset = locator.offset(of: keyPath)
         if offset == nil, let i = fallbackIndex {
             offset = locator.elements.first { $0.arrayPath == Array(keyPath.dropLast()) && $0.index == i }?.start
         }
         if offset == nil { offset = locator.offset(of: Array(keyPath.prefix(1))) }
-        if let offset {
+        let location = offset.map { offset in
             let (line, column) = locator.lineColumn(of: offset)
-            where_ += ":\(line):\(column)"
+            return SourceLocation(path: path, line: line, column: column)
         }
         let key = keyPath.map { PluginName.isValid($0) || $0.allSatisfy { $0.isLetter || $0 == "_" } ? $0 : JSONValue.quote($0) }
             .joined(separator: ".")
-        return CoreError(code: .configInvalid, message: "\(where_): \(key): \(problem)")
+        return CoreError(
+            code: .configInvalid, location: location, message: (location == nil ? "\(path): " : "") + "\(key): \(problem)")
     }
 
     func strings(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> [String] {

@@ -49,7 +49,16 @@ import VigilTestSupport
             let r = try await VigilExecutable.run(args, in: s.work, environment: s.environment)
             #expect(r.status == 1, "\(args) exited \(r.status): \(r.stderr.prefix(300))")
             let expected = text.hasSuffix("\u{0}") ? "NUL byte" : "vigil.toml:1:"
-            #expect((r.stderr + r.stdout).contains(expected), "\(args): \(r.stderr.prefix(300))")
+            if args.contains("--json") {
+                // One document; the location is a field (check's "text" renders it too).
+                let doc = try Self.json(r.stdout)
+                let located =
+                    (doc["diagnostics"] as? [[String: Any]])?.first?["line"] as? Int
+                    ?? ((doc["error"] as? [String: Any])?["location"] as? [String: Any])?["line"] as? Int
+                #expect(located == 1, "\(args): \(r.stdout.prefix(300))")
+            } else {
+                #expect((r.stderr + r.stdout).contains(expected), "\(args): \(r.stderr.prefix(300))")
+            }
         }
     }
 

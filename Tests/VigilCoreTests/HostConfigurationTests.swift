@@ -75,7 +75,7 @@ import VigilTestSupport
             _ = try HostConfiguration.load(path: path)
         } catch {
             #expect(error.code == .configInvalid)
-            #expect(error.message.hasPrefix(path + ":"))
+            #expect(error.description.hasPrefix(path + ":"))
             return error
         }
         Issue.record("loaded")
@@ -84,20 +84,32 @@ import VigilTestSupport
 
     @Test func syntaxErrorsCarryLineAndColumn() throws {
         let e = try failure("plugins = [\"a\"]\n\n[host\n")
-        #expect(e.message.contains("vigil.toml:3:"))
+        #expect(e.description.contains("vigil.toml:3:"))
+    }
+
+    /// The location is a field, not text to parse back: the message holds only the key and the
+    /// problem, and the description renders `PATH:LINE:COLUMN: message` from the fields.
+    @Test func locationsAreFields() throws {
+        let e = try failure("plugins = [\"ok\"]\nbogus = 1\n")
+        #expect(e.location?.line == 2 && e.location?.column == 1)
+        #expect(e.location?.path.hasSuffix("/vigil.toml") == true)
+        #expect(e.message.hasPrefix("bogus: unknown key"), "\(e.message)")
+        #expect(e.description == "\(e.location!): \(e.message)")
+        let syntax = try failure("plugins = [\"a\"]\n\n[host\n")
+        #expect(syntax.location?.line == 3 && !syntax.message.contains("vigil.toml"))
     }
 
     @Test func invalidValuesAreLocated() throws {
-        #expect(try failure("plugins = [\"ok\"]\nbogus = 1\n").message.contains("vigil.toml:2:1: bogus: unknown key"))
-        #expect(try failure("plugins = [\"ok\", \"Bad\"]\n").message.contains("vigil.toml:1:18"))
+        #expect(try failure("plugins = [\"ok\"]\nbogus = 1\n").description.contains("vigil.toml:2:1: bogus: unknown key"))
+        #expect(try failure("plugins = [\"ok\", \"Bad\"]\n").description.contains("vigil.toml:1:18"))
         #expect(try failure("plugins = [\"a\", \"a\"]\n").message.contains("listed twice"))
         #expect(try failure("plugins = \"a\"\n").message.contains("array of strings"))
-        #expect(try failure("[host]\nname = \"x\"\nmodes = []\n").message.contains("vigil.toml:3:1"))
+        #expect(try failure("[host]\nname = \"x\"\nmodes = []\n").description.contains("vigil.toml:3:1"))
         let fp = try failure("[trusted_plugins]\na = \"ed25519:AAAA\"\n")
-        #expect(fp.message.contains("vigil.toml:2:1"))
+        #expect(fp.description.contains("vigil.toml:2:1"))
         #expect(fp.message.contains("vigil plugin trust a"))
         #expect(try failure("[Not-A-Plugin]\nx = 1\n").message.contains("unknown key"))
-        #expect(try failure("[p]\nwhen = 1979-05-27\n").message.contains("vigil.toml:2:1"))
+        #expect(try failure("[p]\nwhen = 1979-05-27\n").description.contains("vigil.toml:2:1"))
         #expect(try failure("a = \"\u{0}\"\n").message.contains("NUL"))
     }
 
@@ -112,12 +124,12 @@ import VigilTestSupport
     ])
     func deepNestingIsAnErrorNotACrash(text: String) throws {
         let e = try failure(text)
-        #expect(e.message.contains(text.hasSuffix("\u{0}") ? "NUL" : "vigil.toml:1:"), "\(e.message)")
+        #expect(e.description.contains(text.hasSuffix("\u{0}") ? "NUL" : "vigil.toml:1:"), "\(e.description)")
     }
 
     @Test func deepSettingsAreRefused() throws {
         let deep = "[p]\nx = " + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "\n"
-        #expect(try failure(deep).message.contains("vigil.toml:2:1: p.x"))
+        #expect(try failure(deep).description.contains("vigil.toml:2:1: p.x"))
         #expect(try failure(deep).message.contains("nested deeper than 32 levels"))
         let table = "[p]\n" + (1...40).map { "[p" + String(repeating: ".t", count: $0) + "]\nv = 1\n" }.joined()
         #expect(try failure(table).message.contains("nested deeper than 32 levels"))

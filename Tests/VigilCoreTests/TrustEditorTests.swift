@@ -114,7 +114,7 @@ import VigilTestSupport
             _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
         } catch {
             #expect(error.code == .configInvalid)
-            #expect(error.message.contains("vigil.toml:"))
+            #expect(error.description.contains("vigil.toml:"))
         }
         #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == broken)
         #expect(try dir.list() == ["vigil.toml"])

@@ -24,12 +24,21 @@ enum CLI {
         fflush(nil)
     }
 
-    /// A core error as JSON (`null` for none): code, plugin and message.
+    /// A core error as JSON (`null` for none): code, plugin, location and message, from its fields.
     static func json(_ error: CoreError?) -> JSONValue {
         guard let error else { return .null }
         return .object([
             ("code", .string(error.code.description)),
             ("plugin", error.plugin.map(JSONValue.string) ?? .null),
+            (
+                "location",
+                error.location.map {
+                    .object([
+                        ("file", .string($0.path)), ("line", .number(String($0.line))),
+                        ("column", .number(String($0.column))),
+                    ])
+                } ?? .null
+            ),
             ("message", .string(error.message)),
         ])
     }
