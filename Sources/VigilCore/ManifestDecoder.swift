@@ -48,8 +48,8 @@ public enum ManifestDecoder {
         if path.isEmpty { return "the path is empty" }
         if path.utf8.count > 1024 { return "the path is longer than 1024 bytes" }
         if path.hasPrefix("/") { return "the path is absolute; resource paths are relative to the plugin directory" }
-        if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) {
-            return "the path contains a control character or a backslash"
+        if path.unicodeScalars.contains(where: { Sanitizer.isUnsafe($0) || $0 == "\\" }) {
+            return "the path contains a control character (C0, C1), a bidirectional control or a backslash"
         }
         for component in path.split(separator: "/", omittingEmptySubsequences: false) {
             if component.isEmpty { return "the path has an empty component ('//' or a trailing '/')" }

@@ -42,11 +42,18 @@ public enum Sanitizer {
                 out.append(scalar)
                 continue
             }
-            let isControl = v < 0x20 || v == 0x7F || (0x80..<0xA0).contains(v)
-            let isBidi = (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) || v == 0x200E || v == 0x200F
-                || v == 0x061C
-            out.append(isControl || isBidi ? "?" : scalar)
+            out.append(isUnsafe(scalar) ? "?" : scalar)
         }
         return String(out)
+    }
+
+    /// True for the scalars ``display(_:keepingNewlines:)`` replaces: C0, DEL, C1, line and
+    /// paragraph separators, and bidirectional controls.
+    public static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        let v = scalar.value
+        let isControl = v < 0x20 || v == 0x7F || (0x80..<0xA0).contains(v) || v == 0x2028 || v == 0x2029
+        let isBidi = (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) || v == 0x200E || v == 0x200F
+            || v == 0x061C
+        return isControl || isBidi
     }
 }

@@ -73,7 +73,10 @@ import VigilPlugin
         #expect(failure(replacing(#""name": "silent-engine""#, "\"name\": \"\(name)\"")).contains("$.name"))
     }
 
-    @Test(arguments: ["/etc/passwd", "../x", "a/../../x", "a/./b", "", "a//b", "a/", "plugin.json", "plugin.pub", "a\\b", "."])
+    @Test(arguments: [
+        "/etc/passwd", "../x", "a/../../x", "a/./b", "", "a//b", "a/", "plugin.json", "plugin.pub", "a\\b", ".",
+        "a\\u009bb", "evil\\u202etxt.so", "a\\u2066b",
+    ])
     func escapingResourcePathsAreRejected(path: String) {
         #expect(failure(replacing("lib/x.so", path)).contains("$.resources[0].path"))
     }
