@@ -24,6 +24,7 @@ struct Status: AsyncParsableCommand {
         do {
             directory = try RuntimeDirectory.resolve(environment: ProcessInfo.processInfo.environment, create: false)
         } catch {
+            if json { print("[]") }  // still one JSON document: no host could be read
             CLI.printError("error: \(error.message)")
             throw ExitCode.failure
         }

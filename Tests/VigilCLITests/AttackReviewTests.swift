@@ -220,6 +220,19 @@ import VigilTestSupport
         #expect(trustDoc["version"] is NSNull)
     }
 
+    @Test func statusJSONIsOneDocumentEvenWhenTheRuntimeDirectoryIsUnsafe() async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.dir.makeDirectory("run/vigil")
+        #expect(chmod(s.dir.url("run/vigil"), 0o777) == 0)
+        var env = s.environment
+        env["XDG_RUNTIME_DIR"] = s.dir.url("run")
+        let r = try await VigilExecutable.run(["status", "--json"], in: s.work, environment: env)
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("chmod 700"), "\(r.stderr)")
+        #expect(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [Any] != nil, "\(r.stdout)")
+    }
+
     @Test func signWithThePublicKeySaysSo() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
