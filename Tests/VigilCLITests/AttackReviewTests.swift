@@ -233,6 +233,52 @@ import VigilTestSupport
         #expect(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [Any] != nil, "\(r.stdout)")
     }
 
+    /// Every refusal kind the CLI can produce, through `plugin list --json`: none that failed
+    /// before or during signature verification shows "valid".
+    @Test func pluginListNeverShowsAValidSignatureForARefusalBeforeVerification() async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        let names = ["p-unsigned", "p-flipped", "p-untrusted", "p-rotated", "p-resource", "p-big", "p-link", "p-rollback"]
+        for name in names { try await s.makePlugin(name, version: name == "p-rollback" ? "2.0.0" : "1.0.0") }
+        try s.dir.write("work/vigil.toml", "plugins = [\(names.map { "\"\($0)\"" }.joined(separator: ", ")), \"p-missing\"]\n")
+        for name in names where name != "p-untrusted" {
+            #expect(try await s.vigil("plugin", "trust", name, "--yes").status == 0)
+        }
+        let dir = { (name: String) in s.dir.url("work/manifests/\(name)") }
+        try FileManager.default.removeItem(atPath: dir("p-unsigned") + "/plugin.json.minisig")
+        let flipped = try s.text("manifests/p-flipped/plugin.json").replacingOccurrences(of: "1.0.0", with: "1.0.1")
+        try s.dir.write("work/manifests/p-flipped/plugin.json", flipped)
+        try FileManager.default.removeItem(atPath: dir("p-rotated") + "/plugin.pub")
+        try await s.makePlugin("p-rotated", keyName: "other")
+        try s.dir.write("work/manifests/p-resource/data.bin", [9, 9, 9])
+        try s.dir.write("work/manifests/p-big/plugin.json", String(repeating: " ", count: 70_000))
+        try FileManager.default.removeItem(atPath: dir("p-link") + "/plugin.json.minisig")
+        #expect(symlink(dir("p-unsigned") + "/plugin.json", dir("p-link") + "/plugin.json.minisig") == 0)
+        try await s.makePlugin("p-rollback", version: "1.0.0")
+
+        let r = try await s.vigil("plugin", "list", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let rows = try #require(try Self.json(r.stdout)["plugins"] as? [[String: Any]])
+        let beforeOrDuring: Set<String> = [
+            "not-signed", "invalid-signature", "unsupported-signature-algorithm", "untrusted-key", "key-rotation",
+            "no-public-key", "plugin-not-found", "file-too-large", "not-regular-file", "file-not-found",
+            "key-invalid", "fingerprint-mismatch", "io-failure",
+        ]
+        var seen: [String: String] = [:]
+        for row in rows {
+            let code = try #require((row["error"] as? [String: Any])?["code"] as? String, "\(row["name"] ?? "?") loaded")
+            let signature = try #require(row["signature"] as? String)
+            seen[code] = signature
+            if beforeOrDuring.contains(code) { #expect(signature != "valid", "\(code) shows \(signature)") }
+        }
+        #expect(
+            Set(seen.keys) == [
+                "not-signed", "invalid-signature", "untrusted-key", "key-rotation", "resource-mismatch",
+                "file-too-large", "not-regular-file", "rollback", "plugin-not-found",
+            ], "\(seen)")
+        #expect(seen["resource-mismatch"] == "valid" && seen["rollback"] == "valid", "after verification: \(seen)")
+    }
+
     @Test func signWithThePublicKeySaysSo() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
