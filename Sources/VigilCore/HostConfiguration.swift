@@ -98,8 +98,12 @@ public struct HostConfiguration: Sendable {
             path: Path.absolute("../share/vigil/manifests", relativeTo: Path.directory(of: SystemCall.executablePath())),
             origin: .installed)
         if SystemCall.isDirectory(installed.path) { return installed }
-        let source = #filePath  // …/Sources/VigilCore/HostConfiguration.swift
-        let root = Path.directory(of: Path.directory(of: Path.directory(of: source)))
+        // …/Sources/VigilCore/…/HostConfiguration.swift: the package root is what precedes the
+        // last "/Sources/", at whatever depth this file sits.
+        let source = #filePath
+        let components = source.split(separator: "/", omittingEmptySubsequences: false)
+        let sources = components.lastIndex(of: "Sources") ?? 1
+        let root = components[..<sources].joined(separator: "/")
         let checkout = Path.join(root, "manifests")
         if SystemCall.isDirectory(checkout) { return FirstPartyManifests(path: checkout, origin: .sourceCheckout) }
         return installed

@@ -229,6 +229,18 @@ import VigilTestSupport
         #expect(code() == nil)
     }
 
+    /// Where the first-party manifests come from, and that it is said: the override, else (for
+    /// this uninstalled test build) the source checkout — found at any depth below Sources/.
+    @Test func firstPartyManifestsSayWhereTheyComeFrom() {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let checkout = HostConfiguration.firstPartyManifests(environment: HostEnvironment(variables: [:]))
+        #expect(checkout.path == root + "/manifests" && checkout.origin == .sourceCheckout, "\(checkout)")
+        let overridden = HostConfiguration.firstPartyManifests(
+            environment: HostEnvironment(variables: ["VIGIL_FIRST_PARTY_MANIFESTS": "/opt/vigil/manifests"]))
+        #expect(overridden.path == "/opt/vigil/manifests" && overridden.origin == .environment)
+    }
+
     @Test func emptyFileHasDefaults() throws {
         let dir = try TestDirectory()
         defer { dir.remove() }
