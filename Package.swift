@@ -30,7 +30,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
-        .package(url: "https://github.com/mxcl/Version", from: "2.2.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
     ],
     targets: [
@@ -63,7 +62,6 @@ let package = Package(
             dependencies: [
                 "VigilCrypto", "VigilPlugin", log,
                 .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "Version", package: "Version"),
             ],
             swiftSettings: strictSettings),
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
@@ -100,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -207,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "VigilAnnounceTests",
             dependencies: [
-                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilSpeech", "VigilSilentEngine", "VigilTestSupport", log,
+                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilPlugin", "VigilSpeech", "VigilSilentEngine", "VigilTestSupport", log,
             ],
             exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
             swiftSettings: strictSettings),

@@ -56,8 +56,9 @@ public struct HostCheck: Sendable {
         public let unsafePlugins: [String]
         /// The loud banner to print while unsigned plugins are admitted.
         public var banner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
-        /// The activated plugins and, for each, `ready` or the failure code.
-        public let plugins: [(name: String, ready: Bool)]
+        /// The activated plugins: for each, whether it is ready and the directory it was loaded
+        /// from (one of the plugin paths; `nil` when it was not found or did not verify).
+        public let plugins: [(name: String, ready: Bool, directory: String?)]
         /// Activated plugins that will wait at start, each with what it waits for first
         /// (`an audio output`): their environment requirements are not met on this machine.
         public var waiting: [String: String] = [:]
@@ -98,10 +99,10 @@ public struct HostCheck: Sendable {
         let display = configPath ?? Self.displayPath(found: path)
         let configuration: HostConfiguration
         do throws(CoreError) {
-            configuration = try HostConfiguration.load(path: path)
+            configuration = try HostConfiguration.load(path: path, environment: environment)
         } catch {
             return Report(
-                configPath: display, diagnostics: [Self.configDiagnostic(error, absolute: HostConfiguration(path: path).path, display: display)],
+                configPath: display, diagnostics: [Self.configDiagnostic(error, display: display)],
                 unsafePlugins: [], plugins: [])
         }
         return check(configuration, display: display)
@@ -115,9 +116,16 @@ public struct HostCheck: Sendable {
                 SourceLocation(path: display, line: $0.line, column: $0.column)
             }
         }
-        let plan = HostPlan.make(
-            configuration: configuration, registry: registry,
-            stateDirectory: HostPlan.stateDirectory(environment: environment.variables), record: false)
+        let plan: HostPlan
+        do throws(CoreError) {
+            plan = try HostPlan.make(
+                configuration: configuration, registry: registry, environment: environment, record: false)
+        } catch {
+            // The same refusal `vigil up` reports: no plugin is ready without rollback protection.
+            return Report(
+                configPath: display, diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
+                unsafePlugins: [], plugins: configuration.plugins.map { ($0, false, nil) })
+        }
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
         var diagnostics: [Diagnostic] = []
         var waiting: [String: String] = [:]
@@ -155,7 +163,7 @@ public struct HostCheck: Sendable {
         return Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
-                if case .ready = item.entry { (item.name, true) } else { (item.name, false) }
+                if case .ready = item.entry { (item.name, true, item.directory) } else { (item.name, false, item.directory) }
             }, waiting: waiting, blocked: blocked)
     }
 
@@ -172,22 +180,12 @@ public struct HostCheck: Sendable {
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
-    /// A configuration error as a located diagnostic: the core reports `ABSOLUTE:LINE:COL: problem`.
-    static func configDiagnostic(_ error: CoreError, absolute: String, display: String) -> Diagnostic {
-        var rest = Substring(error.message)
-        guard rest.hasPrefix(absolute) else {
-            return Diagnostic(severity: .error, location: nil, plugin: nil, message: error.message)
-        }
-        rest = rest.dropFirst(absolute.count)
-        let parts = rest.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
-        if parts.count == 4, parts[0].isEmpty, let line = Int(parts[1]), let column = Int(parts[2]) {
-            return Diagnostic(
-                severity: .error, location: SourceLocation(path: display, line: line, column: column), plugin: nil,
-                message: parts[3].drop(while: { $0 == " " }).description)
-        }
-        if rest.hasPrefix(": ") { rest = rest.dropFirst(2) }
-        return Diagnostic(
-            severity: .error, location: nil, plugin: nil,
-            message: error.code == .configNotFound ? error.message : "\(display): \(rest)")
+    /// A configuration error as a diagnostic, located from the error's own location field
+    /// (shown with the path as the user gave it).
+    static func configDiagnostic(_ error: CoreError, display: String) -> Diagnostic {
+        Diagnostic(
+            severity: .error,
+            location: error.location.map { SourceLocation(path: display, line: $0.line, column: $0.column) },
+            plugin: error.plugin, message: error.message)
     }
 }

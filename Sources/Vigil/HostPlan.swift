@@ -16,6 +16,8 @@ struct HostPlan: Sendable {
         var trust: PluginTrust?
         /// The verified manifest's requirements (empty when it did not verify).
         var requirements: [HostRequirement] = []
+        /// The directory the plugin was loaded from (`nil` when it was not found or did not verify).
+        var directory: String?
     }
 
     var configuration: HostConfiguration
@@ -32,11 +34,20 @@ struct HostPlan: Sendable {
     ///
     /// - Parameter record: record accepted versions in the rollback store (a running host does;
     ///   `vigil check` only checks).
+    /// - Throws: ``CoreError`` `.stateInvalid` when plugins are activated but `environment` gives
+    ///   no state directory for rollback protection (a host refuses to start then, and `vigil
+    ///   check` reports it as an error; neither calls a plugin ready without the rollback check).
     static func make(
-        configuration: HostConfiguration, registry: PluginRegistry, stateDirectory: String?, record: Bool
-    ) -> HostPlan {
-        let loader = PluginLoader(
-            configuration: configuration, rollbackStore: stateDirectory.map { RollbackStore(directory: $0) })
+        configuration: HostConfiguration, registry: PluginRegistry, environment: HostEnvironment, record: Bool
+    ) throws(CoreError) -> HostPlan {
+        let store: RollbackStore?
+        do throws(CoreError) {
+            store = try RollbackStore.standard(environment: environment)
+        } catch {
+            if !configuration.plugins.isEmpty { throw error }
+            store = nil
+        }
+        let loader = PluginLoader(configuration: configuration, rollbackStore: store)
         let items = configuration.plugins.map { name -> Item in
             let loaded: LoadedPlugin
             do throws(CoreError) {
@@ -58,7 +69,7 @@ struct HostPlan: Sendable {
                     return Item(
                         name: name,
                         entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),
-                        trust: loaded.trust, requirements: manifest.hostRequirements)
+                        trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
                 }
             }
             guard let implementation = registry.implementation(for: manifest.entry) else {
@@ -67,7 +78,7 @@ struct HostPlan: Sendable {
                 return Item(
                     name: name,
                     entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),
-                    trust: loaded.trust, requirements: manifest.hostRequirements)
+                    trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
             }
             return ready(name, loaded, implementation, configuration)
         }
@@ -83,27 +94,28 @@ struct HostPlan: Sendable {
         let prepared = VigilHost.PreparedPlugin(
             name: name, version: "\(manifest.version)", requirements: manifest.hostRequirements,
             settings: settings, implementation: implementation)
-        return Item(name: name, entry: .ready(prepared), trust: loaded.trust, requirements: manifest.hostRequirements)
+        return Item(
+            name: name, entry: .ready(prepared), trust: loaded.trust, requirements: manifest.hostRequirements,
+            directory: loaded.directory)
     }
 
     /// The `vigil.toml` to use: `configPath`, else the nearest one from the working directory upward.
     static func resolveConfigPath(_ configPath: String?) throws(VigilError) -> String {
         if let configPath { return configPath }
         let cwd = FileManager.default.currentDirectoryPath
-        guard let found = HostConfiguration.find(startingAt: cwd) else {
+        let found: String?
+        do throws(CoreError) {
+            found = try HostConfiguration.find(startingAt: cwd)
+        } catch {
+            throw VigilError(code: .configuration, message: error.description, cause: error)
+        }
+        guard let found else {
             throw VigilError(
                 code: .configuration,
                 message: "no \(HostConfiguration.fileName) in \(cwd) or any parent directory — create one at your "
                     + "project's root (see docs/host-runtime.md) or pass its path")
         }
         return found
-    }
-
-    /// The state directory (`$XDG_STATE_HOME/vigil`, else `$HOME/.local/state/vigil`) of `environment`.
-    static func stateDirectory(environment: [String: String]) -> String? {
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/vigil" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/state/vigil" }
-        return nil
     }
 }
 
@@ -127,15 +139,16 @@ extension VigilHost {
         let path = try HostPlan.resolveConfigPath(configPath)
         let configuration: HostConfiguration
         do throws(CoreError) {
-            configuration = try HostConfiguration.load(path: path)
+            configuration = try HostConfiguration.load(path: path, environment: options.environment)
         } catch {
-            throw VigilError(code: .configuration, message: error.description)
+            throw VigilError(code: .configuration, message: error.description, cause: error)
         }
-        guard let stateDirectory = HostPlan.stateDirectory(environment: options.environment.variables) else {
-            throw VigilError(
-                code: .configuration,
-                message: "neither XDG_STATE_HOME nor HOME is set, so Vigil has no state directory for rollback "
-                    + "protection — set one of them")
+        let plan: HostPlan
+        do throws(CoreError) {
+            plan = try HostPlan.make(
+                configuration: configuration, registry: registry, environment: options.environment, record: true)
+        } catch {
+            throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         var options = options
         if let table = configuration.pluginSettings["announce"] {
@@ -145,8 +158,6 @@ extension VigilHost {
                 throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
             }
         }
-        let plan = HostPlan.make(
-            configuration: configuration, registry: registry, stateDirectory: stateDirectory, record: true)
         for item in plan.items {
             if case .unavailable(let plugin) = item.entry {
                 logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(item.name)"])

@@ -1,3 +1,5 @@
+public import VigilCore
+
 /// An error from the Vigil host runtime: what went wrong and how to fix it.
 public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure, stable for scripts and tests.
@@ -23,11 +25,14 @@ public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// The full message: the cause and the remedy.
     public let message: String
+    /// The core's error this one reports (with its own code, plugin and location), if any.
+    public let cause: CoreError?
 
     /// Creates an error with a message that states the cause and the remedy.
-    public init(code: Code, message: String) {
+    public init(code: Code, message: String, cause: CoreError? = nil) {
         self.code = code
         self.message = message
+        self.cause = cause
     }
 
     public var description: String { message }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 public import VigilAnnounce
 import VigilCore
+import VigilPlugin
 
 extension VigilHost {
     /// Plays one prompt over the keep-alive — spoken text or the host's own audio — with its
@@ -26,7 +27,7 @@ extension VigilHost {
     }
 
     static func makeAnnouncer(options: Options, logger: Logger) -> Announcer {
-        let base = HostPlan.stateDirectory(environment: options.environment.variables) ?? NSTemporaryDirectory() + "vigil-\(getuid())"
+        let base = options.environment.vigilStateDirectory ?? NSTemporaryDirectory() + "vigil-\(getuid())"
         return Announcer(settings: options.announce, stateDirectory: base + "/announce", logger: logger)
     }
 }

@@ -409,7 +409,7 @@ public actor VigilHost: Service {
         }
         let context = PluginContext(
             pluginName: name, hostName: hostName, settings: slots[index].settings, logger: pluginLogger,
-            reporter: reporter, stateDirectory: stateDirectory(for: name))
+            reporter: reporter, stateDirectory: stateDirectory(for: name), environment: options.environment)
 
         let instance: any KeepAlivePlugin
         do {
@@ -546,15 +546,10 @@ public actor VigilHost: Service {
             })
     }
 
+    /// The plugin's state directory from the host's one environment (the account's home
+    /// directory when the environment names none).
     private func stateDirectory(for name: String) -> String {
-        let variables = options.environment.variables
-        let base: String
-        if let state = variables["XDG_STATE_HOME"], state.hasPrefix("/") {
-            base = state
-        } else {
-            base = (variables["HOME"] ?? NSHomeDirectory()) + "/.local/state"
-        }
-        return "\(base)/vigil/plugins/\(name)"
+        options.environment.pluginStateDirectory(name) ?? NSHomeDirectory() + "/.local/state/vigil/plugins/\(name)"
     }
 
     static func failure(from error: any Error, plugin: String) -> PluginFailure {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import VigilAnnounce
 import VigilCore
+import VigilPlugin
 
 /// `vigil announce FILE` / `vigil announce --say TEXT`: plays one prompt, ducking the other apps, and returns once it
 /// has played and their volumes are back.
@@ -138,19 +139,18 @@ struct Announce: AsyncParsableCommand {
     }
 
     private func loadSettings() throws(AnnounceError) -> AnnounceSettings {
-        let path = options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
         var settings = AnnounceSettings()
-        if let path {
-            let configuration: HostConfiguration
-            do throws(CoreError) {
-                configuration = try HostConfiguration.load(path: path)
-            } catch {
-                throw AnnounceError(code: .invalidSettings, message: error.description)
-            }
+        let found: HostConfiguration?
+        do throws(CoreError) {
+            found = try CLI.loadConfiguration(options)
+        } catch {
+            throw AnnounceError(code: .invalidSettings, message: error.description)
+        }
+        if let configuration = found {
             do throws(AnnounceError) {
                 settings = try AnnounceSettings(table: configuration.pluginSettings["announce"])
             } catch {
-                throw AnnounceError(code: error.code, message: "\(path): \(error.message)")
+                throw AnnounceError(code: error.code, message: "\(configuration.path): \(error.message)")
             }
         }
         if let voice { settings.voice = voice }
@@ -159,10 +159,7 @@ struct Announce: AsyncParsableCommand {
 
     /// `$XDG_STATE_HOME/vigil/announce`, else `$HOME/.local/state/vigil/announce`.
     static func stateDirectory() -> String? {
-        let environment = ProcessInfo.processInfo.environment
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/vigil/announce" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/state/vigil/announce" }
-        return nil
+        CLI.environment.vigilStateDirectory.map { $0 + "/announce" }
     }
 
     private func fail(_ error: AnnounceError) -> ExitCode {

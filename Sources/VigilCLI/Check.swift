@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import Vigil
 import VigilCore
 
@@ -37,60 +36,62 @@ struct Check: AsyncParsableCommand {
         if let buildInputs { report = report.checkingBuildInputs(listPath: buildInputs) }
         if let banner = report.banner { CLI.printError(banner) }
         if json {
-            print(String(decoding: CheckJSON.encode(report), as: UTF8.self))
+            CLI.printJSON(CheckJSON.encode(report))
         } else {
             for diagnostic in report.diagnostics { CLI.printError(diagnostic.description) }
             let errors = report.diagnostics.filter { $0.severity == .error }.count
             let warnings = report.diagnostics.count - errors
             if let path = report.configPath {
-                print(
+                CLI.say(
                     "\(path): \(report.plugins.count) plugin\(report.plugins.count == 1 ? "" : "s") activated, "
                         + CheckSummary.plugins(report) + "; "
                         + "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
+                for plugin in report.plugins {
+                    CLI.say(
+                        "  \(plugin.name): \(plugin.ready ? "ready" : "not ready")"
+                            + (plugin.directory.map { ", from \($0)" } ?? ""))
+                }
             }
         }
         if report.hasErrors { throw ExitCode.failure }
     }
 }
 
-/// `vigil check --json`: `{"schema": "vigil.check/v1", "config": …, "diagnostics": [...], …}`.
+/// `vigil check --json`: `{"schema": "vigil.check/v1", "config": …, "diagnostics": [...], …}`;
+/// every key is always present (`null` when unknown).
 enum CheckJSON {
-    struct Document: Encodable {
-        struct Item: Encodable {
-            var severity: String
-            var file: String?
-            var line: Int?
-            var column: Int?
-            var plugin: String?
-            var message: String
-            var text: String
-        }
-        struct Plugin: Encodable {
-            var name: String
-            var ready: Bool
-        }
-        var schema = "vigil.check/v1"
-        var config: String?
-        var errors: Int
-        var warnings: Int
-        var diagnostics: [Item]
-        var plugins: [Plugin]
-        var unsafe_plugins: [String]
-    }
-
-    static func encode(_ report: HostCheck.Report) -> Data {
+    static func encode(_ report: HostCheck.Report) -> JSONValue {
         let errors = report.diagnostics.filter { $0.severity == .error }.count
-        let document = Document(
-            config: report.configPath, errors: errors, warnings: report.diagnostics.count - errors,
-            diagnostics: report.diagnostics.map {
-                .init(
-                    severity: $0.severity.rawValue, file: $0.location?.path, line: $0.location?.line,
-                    column: $0.location?.column, plugin: $0.plugin, message: $0.message, text: $0.description)
-            },
-            plugins: report.plugins.map { .init(name: $0.name, ready: $0.ready) },
-            unsafe_plugins: report.unsafePlugins)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return (try? encoder.encode(document)) ?? Data()
+        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        func int(_ i: Int?) -> JSONValue { i.map { .number(String($0)) } ?? .null }
+        return .object([
+            ("schema", .string("vigil.check/v1")),
+            ("config", string(report.configPath)),
+            ("errors", int(errors)),
+            ("warnings", int(report.diagnostics.count - errors)),
+            (
+                "diagnostics",
+                .array(
+                    report.diagnostics.map { d in
+                        .object([
+                            ("severity", .string(d.severity.rawValue)),
+                            ("file", string(d.location?.path)),
+                            ("line", int(d.location?.line)),
+                            ("column", int(d.location?.column)),
+                            ("plugin", string(d.plugin)),
+                            ("message", .string(d.message)),
+                            ("text", .string(d.description)),
+                        ])
+                    })
+            ),
+            (
+                "plugins",
+                .array(
+                    report.plugins.map { p in
+                        .object([("name", .string(p.name)), ("ready", .bool(p.ready)), ("directory", string(p.directory))])
+                    })
+            ),
+            ("unsafe_plugins", .array(report.unsafePlugins.map(JSONValue.string))),
+        ])
     }
 }

@@ -113,7 +113,13 @@ struct Run: AsyncParsableCommand {
     /// Builds the host from `--config` or the nearest vigil.toml and keeps it alive; reports every
     /// plugin that is not running. Returns nil when there is no vigil.toml and none was asked for.
     private func startHost(logger: Logger) async throws -> VigilHost? {
-        let configPath = options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
+        let configPath: String?
+        do {
+            configPath = try options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode.failure
+        }
         guard let configPath else {
             printError("vigil run: no vigil.toml here or above; running the command without keep-alive plugins")
             return nil
@@ -139,7 +145,7 @@ struct Run: AsyncParsableCommand {
     }
 
     private func printError(_ message: String) {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        CLI.printError(message)
     }
 }
 

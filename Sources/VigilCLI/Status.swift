@@ -24,6 +24,7 @@ struct Status: AsyncParsableCommand {
         do {
             directory = try RuntimeDirectory.resolve(environment: ProcessInfo.processInfo.environment, create: false)
         } catch {
+            if json { print("[]") }  // still one JSON document: no host could be read
             CLI.printError("error: \(error.message)")
             throw ExitCode.failure
         }
@@ -45,8 +46,8 @@ struct Status: AsyncParsableCommand {
             print("[" + documents.joined(separator: ",\n") + "]")
         } else {
             for (index, host) in hosts.enumerated() {
-                if index > 0 { print("") }
-                print(Self.describe(host))
+                if index > 0 { CLI.say("") }
+                CLI.say(Self.describe(host))
             }
         }
         if hosts.isEmpty {

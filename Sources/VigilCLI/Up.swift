@@ -167,7 +167,7 @@ actor StatusDisplay {
             print("\u{1B}[\(renderedLines)A\u{1B}[J", terminator: "")
             renderedLines = 0
         }
-        print(text)
+        print(Sanitizer.display(text, keepingNewlines: true))
         fflush(nil)
     }
 
@@ -188,6 +188,7 @@ actor StatusDisplay {
             var text = plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  " + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             if !details.isEmpty { text += "  [\(details)]" }
+            text = Sanitizer.display(text)
             if text.count > width - 2 { text = String(text.prefix(width - 3)) + "…" }
             out += "\(mark) \(text)\n"
         }

@@ -5,7 +5,9 @@
 public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure, stable for scripts and tests.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Storage: String, Hashable, Sendable {
+        /// Every code as an enumeration, for exhaustive `switch`es (a new code fails to compile
+        /// wherever it is not handled, instead of falling into a `default`).
+        public enum Kind: String, Hashable, Sendable, CaseIterable {
             case notSigned = "not-signed"
             case noPublicKey = "no-public-key"
             case invalidSignature = "invalid-signature"
@@ -22,56 +24,66 @@ public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
             case fileNotFound = "file-not-found"
             case configInvalid = "config-invalid"
             case configNotFound = "config-not-found"
+            case configUnsafe = "config-unsafe"
             case stateInvalid = "state-invalid"
             case keyInvalid = "key-invalid"
             case fingerprintMismatch = "fingerprint-mismatch"
             case trustDeclined = "trust-declined"
             case ioFailure = "io-failure"
         }
+        private typealias Storage = Kind
         private let storage: Storage
 
+        /// The code as an enumeration case.
+        public var kind: Kind { storage }
+
+        /// The code of `kind`.
+        public init(_ kind: Kind) { storage = kind }
+
         /// The plugin directory has no `plugin.json.minisig`.
-        public static let notSigned = Code(storage: .notSigned)
+        public static let notSigned = Code(.notSigned)
         /// The plugin is signed but ships no usable `plugin.pub`, and no key is trusted for it.
-        public static let noPublicKey = Code(storage: .noPublicKey)
+        public static let noPublicKey = Code(.noPublicKey)
         /// The signature does not verify over the manifest's bytes (tampering or corruption).
-        public static let invalidSignature = Code(storage: .invalidSignature)
+        public static let invalidSignature = Code(.invalidSignature)
         /// The signature uses an algorithm Vigil refuses (minisign's legacy `Ed`).
-        public static let unsupportedSignatureAlgorithm = Code(storage: .unsupportedSignatureAlgorithm)
+        public static let unsupportedSignatureAlgorithm = Code(.unsupportedSignatureAlgorithm)
         /// No key is trusted for this plugin in `[trusted_plugins]`.
-        public static let untrustedKey = Code(storage: .untrustedKey)
+        public static let untrustedKey = Code(.untrustedKey)
         /// The plugin offers a key other than the trusted one.
-        public static let keyRotation = Code(storage: .keyRotation)
+        public static let keyRotation = Code(.keyRotation)
         /// The manifest's version is lower than one already accepted, or the same version changed.
-        public static let rollback = Code(storage: .rollback)
+        public static let rollback = Code(.rollback)
         /// A resource's size or SHA-256 differs from the signed manifest.
-        public static let resourceMismatch = Code(storage: .resourceMismatch)
+        public static let resourceMismatch = Code(.resourceMismatch)
         /// The manifest is not a valid `vigil.plugin-manifest/v1` document.
-        public static let malformedManifest = Code(storage: .malformedManifest)
+        public static let malformedManifest = Code(.malformedManifest)
         /// The manifest's `name` differs from its directory or trust entry.
-        public static let nameMismatch = Code(storage: .nameMismatch)
+        public static let nameMismatch = Code(.nameMismatch)
         /// No directory in the plugin paths holds `NAME/plugin.json`.
-        public static let pluginNotFound = Code(storage: .pluginNotFound)
+        public static let pluginNotFound = Code(.pluginNotFound)
         /// A file is larger than the cap for its kind.
-        public static let fileTooLarge = Code(storage: .fileTooLarge)
+        public static let fileTooLarge = Code(.fileTooLarge)
         /// A file is a symbolic link, directory, FIFO, device or socket.
-        public static let notRegularFile = Code(storage: .notRegularFile)
+        public static let notRegularFile = Code(.notRegularFile)
         /// A required file does not exist.
-        public static let fileNotFound = Code(storage: .fileNotFound)
+        public static let fileNotFound = Code(.fileNotFound)
         /// `vigil.toml` does not parse or holds an invalid value.
-        public static let configInvalid = Code(storage: .configInvalid)
+        public static let configInvalid = Code(.configInvalid)
         /// No `vigil.toml` was found.
-        public static let configNotFound = Code(storage: .configNotFound)
+        public static let configNotFound = Code(.configNotFound)
+        /// `vigil.toml` or its directory is owned by another user or writable by group or others.
+        public static let configUnsafe = Code(.configUnsafe)
         /// The rollback state file or directory is corrupt or unsafe.
-        public static let stateInvalid = Code(storage: .stateInvalid)
+        public static let stateInvalid = Code(.stateInvalid)
         /// A key file is not a valid minisign key.
-        public static let keyInvalid = Code(storage: .keyInvalid)
+        public static let keyInvalid = Code(.keyInvalid)
         /// The plugin's key differs from a fingerprint pinned on the command line.
-        public static let fingerprintMismatch = Code(storage: .fingerprintMismatch)
+        public static let fingerprintMismatch = Code(.fingerprintMismatch)
         /// The operator declined, or could not be asked, to trust a key.
-        public static let trustDeclined = Code(storage: .trustDeclined)
+        public static let trustDeclined = Code(.trustDeclined)
         /// A file system operation failed.
-        public static let ioFailure = Code(storage: .ioFailure)
+        public static let ioFailure = Code(.ioFailure)
 
         public var description: String { storage.rawValue }
     }
@@ -80,19 +92,25 @@ public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// The plugin concerned, if any.
     public let plugin: String?
-    /// The full message: the cause and the remedy.
+    /// Where in a text file the problem is (a `vigil.toml` key or syntax error), if anywhere.
+    public let location: SourceLocation?
+    /// The cause and the remedy (without the location or the plugin, which are fields).
     public let message: String
 
     /// Creates an error; `message` states the cause and the remedy.
-    public init(code: Code, plugin: String? = nil, message: String) {
+    public init(code: Code, plugin: String? = nil, location: SourceLocation? = nil, message: String) {
         self.code = code
         self.plugin = plugin
+        self.location = location
         self.message = message
     }
 
+    /// `PATH:LINE:COLUMN: [plugin] message`, each part when present: the one rendering of the
+    /// fields (nothing parses it back).
     public var description: String {
-        if let plugin { return "[\(plugin)] \(message)" }
-        return message
+        var text = location.map { "\($0): " } ?? ""
+        if let plugin { text += "[\(plugin)] " }
+        return text + message
     }
 }
 

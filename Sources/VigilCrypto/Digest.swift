@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// Hash functions (through libsodium) and hex encoding.
 public enum Digest {
     /// BLAKE2b with a 64-byte output and no key (`crypto_generichash`), the hash minisign signs.
@@ -9,14 +7,7 @@ public enum Digest {
 
     /// SHA-256 (`crypto_hash_sha256`), used for manifest resource digests.
     public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        Sodium.ensureInitialized()
-        var output = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
-        withContiguousBytes(bytes) { input in
-            output.withUnsafeMutableBufferPointer { out in
-                _ = crypto_hash_sha256(out.baseAddress!, input.baseAddress!, UInt64(input.count))
-            }
-        }
-        return output
+        Sodium.sha256(bytes)
     }
 
     /// Lower-case hexadecimal, two digits per byte.
@@ -33,16 +24,6 @@ public enum Digest {
 
     /// BLAKE2b without a key, with an output length libsodium supports (16…64 bytes).
     static func blake2b(_ bytes: some Collection<UInt8>, outputCount: Int) -> [UInt8] {
-        precondition(
-            outputCount >= Int(crypto_generichash_BYTES_MIN) && outputCount <= Int(crypto_generichash_BYTES_MAX))
-        Sodium.ensureInitialized()
-        var output = [UInt8](repeating: 0, count: outputCount)
-        withContiguousBytes(bytes) { input in
-            output.withUnsafeMutableBufferPointer { out in
-                // Returns -1 only for out-of-range lengths, excluded above.
-                _ = crypto_generichash(out.baseAddress!, outputCount, input.baseAddress, UInt64(input.count), nil, 0)
-            }
-        }
-        return output
+        Sodium.blake2b(bytes, outputCount: outputCount)
     }
 }

@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// An Ed25519 public key: the raw 32 bytes of RFC 8032.
 public struct Ed25519PublicKey: Sendable, Hashable {
     /// The size of a raw public key in bytes.
@@ -40,15 +38,7 @@ public struct Ed25519PublicKey: Sendable, Hashable {
         guard signature.count == Self.signatureByteCount, rawRepresentation.count == Self.byteCount else {
             return false
         }
-        Sodium.ensureInitialized()
-        return withContiguousBytes(message) { message in
-            signature.withUnsafeBufferPointer { sig in
-                rawRepresentation.withUnsafeBufferPointer { key in
-                    crypto_sign_verify_detached(sig.baseAddress!, message.baseAddress, UInt64(message.count), key.baseAddress!)
-                        == 0
-                }
-            }
-        }
+        return Sodium.ed25519Verify(signature: signature, message: message, publicKey: rawRepresentation)
     }
 
     /// Checks that `signature` is a valid Ed25519 signature of `message` by this key.

@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// An Ed25519 signing key. Its secret bytes live in one heap buffer that is wiped
 /// (`sodium_memzero`) when the last copy of the key is released.
 public struct Ed25519SecretKey: Sendable {
@@ -13,12 +11,9 @@ public struct Ed25519SecretKey: Sendable {
 
     /// A new random key pair (`crypto_sign_keypair`).
     public static func generate() -> Ed25519SecretKey {
-        Sodium.ensureInitialized()
-        var publicBytes = [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount)
-        let storage = SecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
-            publicBytes.withUnsafeMutableBufferPointer { pk in
-                _ = crypto_sign_keypair(pk.baseAddress!, secret.baseAddress!)
-            }
+        var publicBytes: [UInt8] = []
+        let storage = SecretBytes(count: Sodium.ed25519SecretKeyByteCount) { secret in
+            publicBytes = Sodium.ed25519Keypair(into: secret)
         }
         return Ed25519SecretKey(storage: storage, publicKey: Ed25519PublicKey(checkedBytes: publicBytes))
     }
@@ -38,7 +33,7 @@ public struct Ed25519SecretKey: Sendable {
     /// Restores a key from libsodium's 64-byte form (seed ‖ public key), as stored in minisign key
     /// files, and checks that the public half really belongs to the seed.
     init(libsodiumSecretKey bytes: [UInt8]) throws(CryptoError) {
-        guard bytes.count == Int(crypto_sign_SECRETKEYBYTES) else {
+        guard bytes.count == Sodium.ed25519SecretKeyByteCount else {
             throw .malformedSecretKey("the Ed25519 secret key is \(bytes.count) bytes instead of 64")
         }
         var seed = Array(bytes.prefix(Self.seedByteCount))
@@ -57,31 +52,16 @@ public struct Ed25519SecretKey: Sendable {
 
     private static func derive(fromSeed seed: [UInt8]) -> Ed25519SecretKey {
         precondition(seed.count == seedByteCount)
-        Sodium.ensureInitialized()
-        var publicBytes = [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount)
-        let storage = SecretBytes(count: Int(crypto_sign_SECRETKEYBYTES)) { secret in
-            publicBytes.withUnsafeMutableBufferPointer { pk in
-                seed.withUnsafeBufferPointer { seed in
-                    _ = crypto_sign_seed_keypair(pk.baseAddress!, secret.baseAddress!, seed.baseAddress!)
-                }
-            }
+        var publicBytes: [UInt8] = []
+        let storage = SecretBytes(count: Sodium.ed25519SecretKeyByteCount) { secret in
+            publicBytes = Sodium.ed25519Keypair(seed: seed, into: secret)
         }
         return Ed25519SecretKey(storage: storage, publicKey: Ed25519PublicKey(checkedBytes: publicBytes))
     }
 
     /// The Ed25519 signature (64 bytes) of `message` (`crypto_sign_detached`; deterministic).
     public func signature(for message: some Collection<UInt8>) -> [UInt8] {
-        Sodium.ensureInitialized()
-        var signature = [UInt8](repeating: 0, count: Ed25519PublicKey.signatureByteCount)
-        withContiguousBytes(message) { message in
-            storage.withUnsafeBytes { secret in
-                signature.withUnsafeMutableBufferPointer { sig in
-                    _ = crypto_sign_detached(
-                        sig.baseAddress!, nil, message.baseAddress, UInt64(message.count), secret.baseAddress!)
-                }
-            }
-        }
-        return signature
+        storage.withUnsafeBytes { secret in Sodium.ed25519Sign(message, secret: secret) }
     }
 }
 

@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// A minisign secret key: a key id and an Ed25519 signing key.
 ///
 /// The file form is two lines, an untrusted comment and the base64 of 158 bytes:
@@ -139,24 +137,15 @@ public struct MinisignSecretKey: Sendable {
                 "its key derivation asks for \(operationsLimit) operations and \(memoryLimit) bytes of memory, "
                     + "more than minisign ever writes (the file is damaged)")
         }
-        Sodium.ensureInitialized()
         let salt = Array(raw[6..<38])
         var stream = [UInt8](repeating: 0, count: 104)
         defer { Sodium.wipe(&stream) }
         var passwordBytes = Array(password.utf8)
         defer { Sodium.wipe(&passwordBytes) }
-        let status = stream.withUnsafeMutableBufferPointer { out in
-            withContiguousBytes(passwordBytes) { pw in
-                pw.withMemoryRebound(to: CChar.self) { pw in
-                    salt.withUnsafeBufferPointer { salt in
-                        crypto_pwhash_scryptsalsa208sha256(
-                            out.baseAddress!, UInt64(out.count), pw.baseAddress!, UInt64(pw.count), salt.baseAddress!,
-                            operationsLimit, Int(memoryLimit))
-                    }
-                }
-            }
-        }
-        guard status == 0 else { throw .libraryFailure("derive the key from the password (scrypt)") }
+        let derived = Sodium.scrypt(
+            into: &stream, password: passwordBytes, salt: salt, operationsLimit: operationsLimit,
+            memoryLimit: memoryLimit)
+        guard derived else { throw .libraryFailure("derive the key from the password (scrypt)") }
         for index in 0..<104 {
             raw[54 + index] ^= stream[index]
         }

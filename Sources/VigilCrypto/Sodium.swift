@@ -1,7 +1,8 @@
 internal import CSodium
 
-/// The one place VigilCrypto talks to libsodium's runtime: initialisation, base64, wiping and
-/// constant-time comparison. Every public entry point calls `Sodium.ensureInitialized()` first.
+/// The one place VigilCrypto talks to libsodium (the only file that imports `CSodium`):
+/// initialisation, hashes, Ed25519, scrypt, base64, wiping and constant-time comparison. Every
+/// function here initialises libsodium first.
 enum Sodium {
     /// `sodium_init()` runs exactly once, lazily and thread-safely (Swift initialises a static `let`
     /// under `swift_once`). It returns 0 (done), 1 (already done) or -1 (libsodium cannot work here,
@@ -18,6 +19,118 @@ enum Sodium {
     @inline(__always)
     static func ensureInitialized() {
         precondition(initialized)
+    }
+
+    // MARK: Hashes
+
+    /// The size of a SHA-256 digest.
+    static let sha256ByteCount = Int(crypto_hash_sha256_BYTES)
+    /// The output lengths BLAKE2b (`crypto_generichash`) supports.
+    static let blake2bByteCounts = Int(crypto_generichash_BYTES_MIN)...Int(crypto_generichash_BYTES_MAX)
+
+    /// SHA-256 (`crypto_hash_sha256`).
+    static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        ensureInitialized()
+        var output = [UInt8](repeating: 0, count: sha256ByteCount)
+        withContiguousBytes(bytes) { input in
+            output.withUnsafeMutableBufferPointer { out in
+                _ = crypto_hash_sha256(out.baseAddress!, input.baseAddress!, UInt64(input.count))
+            }
+        }
+        return output
+    }
+
+    /// BLAKE2b without a key (`crypto_generichash`), `outputCount` in ``blake2bByteCounts``.
+    static func blake2b(_ bytes: some Collection<UInt8>, outputCount: Int) -> [UInt8] {
+        precondition(blake2bByteCounts.contains(outputCount))
+        ensureInitialized()
+        var output = [UInt8](repeating: 0, count: outputCount)
+        withContiguousBytes(bytes) { input in
+            output.withUnsafeMutableBufferPointer { out in
+                // Returns -1 only for out-of-range lengths, excluded above.
+                _ = crypto_generichash(out.baseAddress!, outputCount, input.baseAddress, UInt64(input.count), nil, 0)
+            }
+        }
+        return output
+    }
+
+    // MARK: Ed25519
+
+    /// The size of libsodium's Ed25519 secret key (seed ‖ public key).
+    static let ed25519SecretKeyByteCount = Int(crypto_sign_SECRETKEYBYTES)
+
+    /// A new random key pair (`crypto_sign_keypair`): the secret key is written into `secret`
+    /// (``ed25519SecretKeyByteCount`` bytes), the public key returned.
+    static func ed25519Keypair(into secret: UnsafeMutableBufferPointer<UInt8>) -> [UInt8] {
+        precondition(secret.count == ed25519SecretKeyByteCount)
+        ensureInitialized()
+        var publicBytes = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
+        publicBytes.withUnsafeMutableBufferPointer { pk in
+            _ = crypto_sign_keypair(pk.baseAddress!, secret.baseAddress!)
+        }
+        return publicBytes
+    }
+
+    /// The key pair of a 32-byte seed (`crypto_sign_seed_keypair`), written like ``ed25519Keypair(into:)``.
+    static func ed25519Keypair(seed: [UInt8], into secret: UnsafeMutableBufferPointer<UInt8>) -> [UInt8] {
+        precondition(secret.count == ed25519SecretKeyByteCount && seed.count == Int(crypto_sign_SEEDBYTES))
+        ensureInitialized()
+        var publicBytes = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
+        publicBytes.withUnsafeMutableBufferPointer { pk in
+            seed.withUnsafeBufferPointer { seed in
+                _ = crypto_sign_seed_keypair(pk.baseAddress!, secret.baseAddress!, seed.baseAddress!)
+            }
+        }
+        return publicBytes
+    }
+
+    /// The detached Ed25519 signature of `message` (`crypto_sign_detached`; deterministic).
+    static func ed25519Sign(_ message: some Collection<UInt8>, secret: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        precondition(secret.count == ed25519SecretKeyByteCount)
+        ensureInitialized()
+        var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
+        withContiguousBytes(message) { message in
+            signature.withUnsafeMutableBufferPointer { sig in
+                _ = crypto_sign_detached(
+                    sig.baseAddress!, nil, message.baseAddress, UInt64(message.count), secret.baseAddress!)
+            }
+        }
+        return signature
+    }
+
+    /// Strict verification (`crypto_sign_verify_detached`) of a 64-byte signature by a 32-byte key.
+    static func ed25519Verify(signature: [UInt8], message: some Collection<UInt8>, publicKey: [UInt8]) -> Bool {
+        precondition(signature.count == Int(crypto_sign_BYTES) && publicKey.count == Int(crypto_sign_PUBLICKEYBYTES))
+        ensureInitialized()
+        return withContiguousBytes(message) { message in
+            signature.withUnsafeBufferPointer { sig in
+                publicKey.withUnsafeBufferPointer { key in
+                    crypto_sign_verify_detached(sig.baseAddress!, message.baseAddress, UInt64(message.count), key.baseAddress!)
+                        == 0
+                }
+            }
+        }
+    }
+
+    // MARK: Key derivation
+
+    /// scrypt (`crypto_pwhash_scryptsalsa208sha256`) into `output`; false when libsodium fails.
+    static func scrypt(
+        into output: inout [UInt8], password: [UInt8], salt: [UInt8], operationsLimit: UInt64, memoryLimit: UInt64
+    ) -> Bool {
+        ensureInitialized()
+        let status = output.withUnsafeMutableBufferPointer { out in
+            withContiguousBytes(password) { pw in
+                pw.withMemoryRebound(to: CChar.self) { pw in
+                    salt.withUnsafeBufferPointer { salt in
+                        crypto_pwhash_scryptsalsa208sha256(
+                            out.baseAddress!, UInt64(out.count), pw.baseAddress!, UInt64(pw.count), salt.baseAddress!,
+                            operationsLimit, Int(memoryLimit))
+                    }
+                }
+            }
+        }
+        return status == 0
     }
 
     // MARK: Base64 (standard alphabet, padded: the encoding minisign and our fingerprints use)

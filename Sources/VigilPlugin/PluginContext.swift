@@ -22,15 +22,21 @@ public struct PluginContext: Sendable {
     /// below `$XDG_STATE_HOME/vigil/plugins/NAME`.
     public let stateDirectory: String
 
-    /// Creates a context. Hosts create these; plugin tests may too.
+    /// The host's environment (variables, directories, `PATH` lookup). A plugin reads this, never
+    /// the process environment, so a host built with an injected environment is obeyed.
+    public let environment: HostEnvironment
+
+    /// Creates a context. Hosts create these (with their own environment); plugin tests may too.
     public init(
         pluginName: String,
         hostName: String,
         settings: PluginSettings,
         logger: Logger,
         reporter: PluginReporter,
-        stateDirectory: String
+        stateDirectory: String,
+        environment: HostEnvironment = .current
     ) {
+        self.environment = environment
         self.pluginName = pluginName
         self.hostName = hostName
         self.settings = settings

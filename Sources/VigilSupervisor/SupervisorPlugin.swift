@@ -8,9 +8,11 @@ public import VigilPlugin
 /// watchdog from the Swift concurrency runtime (when `WATCHDOG_USEC` is set), and shows one
 /// low-urgency desktop notification (when a session bus has a notification server).
 public enum SupervisorPlugin {
-    /// The implementation for the manifest entry `"supervisor"`, reading this process's environment.
-    public static let implementation: PluginImplementation = implementation(
-        environment: ProcessInfo.processInfo.environment)
+    /// The implementation for the manifest entry `"supervisor"`, using the host's environment
+    /// (``PluginContext/environment``).
+    public static let implementation = PluginImplementation(entry: "supervisor") { context in
+        try SupervisorKeepAlive(context: context, environment: context.environment.variables)
+    }
 
     /// The implementation, with the environment given explicitly (`NOTIFY_SOCKET`, `WATCHDOG_USEC`,
     /// `DBUS_SESSION_BUS_ADDRESS`, `XDG_RUNTIME_DIR`, and what workers inherit).

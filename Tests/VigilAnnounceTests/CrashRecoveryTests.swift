@@ -5,6 +5,7 @@ import VigilAnnounce
 import VigilAudio
 import VigilCore
 import VigilTestSupport
+import VigilPlugin
 
 /// A process killed (SIGKILL) mid-prompt leaves the other apps lowered; the next start puts
 /// their volume and module-stream-restore's saved entry back.

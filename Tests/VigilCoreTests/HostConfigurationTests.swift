@@ -43,7 +43,7 @@ import VigilTestSupport
         #expect(config.host == HostDeclarations(name: "my-signer", backgroundModes: ["audio"], services: ["supervisor"]))
         #expect(config.trustedPlugins["silent-engine"]?.description == "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4=")
         #expect(config.trustedPlugins["supervisor"]?.description == "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=")
-        #expect(config.pluginPaths == [dir.url("manifests"), "/opt/vigil-plugins", HostConfiguration.firstPartyManifestDirectory])
+        #expect(config.pluginPaths == [dir.url("manifests"), "/opt/vigil-plugins", HostConfiguration.firstPartyManifests(environment: .current).path])
         #expect(config.pluginSettings["silent-engine"]?["mode"] == .string("sine"))
         #expect(config.pluginSettings["silent-engine"]?["sine_amplitude"] == .double(0.02))
         #expect(config.pluginSettings["silent-engine"]?["nested"] == .table(["a": .array([.integer(1), .integer(2)]), "b": .bool(true)]))
@@ -75,7 +75,7 @@ import VigilTestSupport
             _ = try HostConfiguration.load(path: path)
         } catch {
             #expect(error.code == .configInvalid)
-            #expect(error.message.hasPrefix(path + ":"))
+            #expect(error.description.hasPrefix(path + ":"))
             return error
         }
         Issue.record("loaded")
@@ -84,21 +84,55 @@ import VigilTestSupport
 
     @Test func syntaxErrorsCarryLineAndColumn() throws {
         let e = try failure("plugins = [\"a\"]\n\n[host\n")
-        #expect(e.message.contains("vigil.toml:3:"))
+        #expect(e.description.contains("vigil.toml:3:"))
+    }
+
+    /// The location is a field, not text to parse back: the message holds only the key and the
+    /// problem, and the description renders `PATH:LINE:COLUMN: message` from the fields.
+    @Test func locationsAreFields() throws {
+        let e = try failure("plugins = [\"ok\"]\nbogus = 1\n")
+        #expect(e.location?.line == 2 && e.location?.column == 1)
+        #expect(e.location?.path.hasSuffix("/vigil.toml") == true)
+        #expect(e.message.hasPrefix("bogus: unknown key"), "\(e.message)")
+        #expect(e.description == "\(e.location!): \(e.message)")
+        let syntax = try failure("plugins = [\"a\"]\n\n[host\n")
+        #expect(syntax.location?.line == 3 && !syntax.message.contains("vigil.toml"))
     }
 
     @Test func invalidValuesAreLocated() throws {
-        #expect(try failure("plugins = [\"ok\"]\nbogus = 1\n").message.contains("vigil.toml:2:1: bogus: unknown key"))
-        #expect(try failure("plugins = [\"ok\", \"Bad\"]\n").message.contains("vigil.toml:1:18"))
+        #expect(try failure("plugins = [\"ok\"]\nbogus = 1\n").description.contains("vigil.toml:2:1: bogus: unknown key"))
+        #expect(try failure("plugins = [\"ok\", \"Bad\"]\n").description.contains("vigil.toml:1:18"))
         #expect(try failure("plugins = [\"a\", \"a\"]\n").message.contains("listed twice"))
         #expect(try failure("plugins = \"a\"\n").message.contains("array of strings"))
-        #expect(try failure("[host]\nname = \"x\"\nmodes = []\n").message.contains("vigil.toml:3:1"))
+        #expect(try failure("[host]\nname = \"x\"\nmodes = []\n").description.contains("vigil.toml:3:1"))
         let fp = try failure("[trusted_plugins]\na = \"ed25519:AAAA\"\n")
-        #expect(fp.message.contains("vigil.toml:2:1"))
+        #expect(fp.description.contains("vigil.toml:2:1"))
         #expect(fp.message.contains("vigil plugin trust a"))
         #expect(try failure("[Not-A-Plugin]\nx = 1\n").message.contains("unknown key"))
-        #expect(try failure("[p]\nwhen = 1979-05-27\n").message.contains("vigil.toml:2:1"))
+        #expect(try failure("[p]\nwhen = 1979-05-27\n").description.contains("vigil.toml:2:1"))
         #expect(try failure("a = \"\u{0}\"\n").message.contains("NUL"))
+    }
+
+    /// Deep nesting, with and without a trailing NUL, is a located error, never a stack overflow:
+    /// the NUL check used to run the structural scanner over the unvalidated text.
+    @Test(arguments: [
+        "a = " + String(repeating: "[", count: 5_000) + "\u{0}",
+        "a = " + String(repeating: "{b=", count: 300_000) + "\u{0}",
+        "a = " + String(repeating: "[", count: 5_000),
+        "a = " + String(repeating: "{b=", count: 300_000),
+        "a = " + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "\n",
+    ])
+    func deepNestingIsAnErrorNotACrash(text: String) throws {
+        let e = try failure(text)
+        #expect(e.description.contains(text.hasSuffix("\u{0}") ? "NUL" : "vigil.toml:1:"), "\(e.description)")
+    }
+
+    @Test func deepSettingsAreRefused() throws {
+        let deep = "[p]\nx = " + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "\n"
+        #expect(try failure(deep).description.contains("vigil.toml:2:1: p.x"))
+        #expect(try failure(deep).message.contains("nested deeper than 32 levels"))
+        let table = "[p]\n" + (1...40).map { "[p" + String(repeating: ".t", count: $0) + "]\nv = 1\n" }.joined()
+        #expect(try failure(table).message.contains("nested deeper than 32 levels"))
     }
 
     @Test func missingFileIsConfigNotFound() {
@@ -114,11 +148,97 @@ import VigilTestSupport
         let dir = try TestDirectory()
         defer { dir.remove() }
         try dir.makeDirectory("a/b/c")
-        #expect(HostConfiguration.find(startingAt: dir.url("a/b/c")) == nil || !HostConfiguration.find(startingAt: dir.url("a/b/c"))!.hasPrefix(dir.path))
+        let none = try HostConfiguration.find(startingAt: dir.url("a/b/c"))
+        #expect(none == nil || !none!.hasPrefix(dir.path))
         try dir.write("a/vigil.toml", "")
-        #expect(HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/vigil.toml"))
+        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/vigil.toml"))
         try dir.write("a/b/vigil.toml", "")
-        #expect(HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/vigil.toml"))
+        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/vigil.toml"))
+        // A symbolic link to a regular file is a configuration like any other.
+        #expect(symlink(dir.url("a/vigil.toml"), dir.url("a/b/c/vigil.toml")) == 0)
+        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/c/vigil.toml"))
+    }
+
+    /// Anything else named vigil.toml stops the search with an error naming it, so the parent's
+    /// file is never used (or edited by `plugin trust`) in its place.
+    @Test(arguments: ["dangling", "fifo", "directory", "device", "linked-directory"])
+    func aNonRegularConfigStopsTheSearch(kind: String) throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        try dir.write("vigil.toml", "plugins = []\n")
+        try dir.makeDirectory("sub")
+        let candidate = dir.url("sub/vigil.toml")
+        switch kind {
+        case "dangling": #expect(symlink(dir.url("nothing"), candidate) == 0)
+        case "fifo": #expect(mkfifo(candidate, 0o600) == 0)
+        case "directory": try dir.makeDirectory("sub/vigil.toml")
+        case "device": #expect(symlink("/dev/zero", candidate) == 0)
+        default: #expect(symlink(dir.url("sub"), candidate) == 0)
+        }
+        do {
+            let found = try HostConfiguration.find(startingAt: dir.url("sub"))
+            Issue.record("found \(found ?? "nothing") instead of refusing \(candidate)")
+        } catch {
+            #expect(error.code == .notRegularFile)
+            #expect(error.message.hasPrefix(candidate + " is a "), "\(error.message)")
+        }
+    }
+
+    /// StrictModes: a vigil.toml others can write, or that another user owns, or in a directory
+    /// others can write (without the sticky bit), is refused with the fix.
+    @Test func unsafeOwnershipOrModeIsRefused() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        try dir.makeDirectory("c")
+        let path = try dir.write("c/vigil.toml", "plugins = []\n")
+        func code() -> CoreError.Code? {
+            do {
+                _ = try HostConfiguration.load(path: path)
+                return nil
+            } catch { return error.code }
+        }
+        #expect(code() == nil)
+        for mode: mode_t in [0o666, 0o664, 0o646, 0o660] {
+            #expect(chmod(path, mode) == 0)
+            #expect(code() == .configUnsafe, "mode \(String(mode, radix: 8))")
+        }
+        #expect(chmod(path, 0o644) == 0)
+        do {
+            _ = try HostConfiguration.load(path: path)
+        } catch { Issue.record("\(error)") }
+        #expect(chmod(path, 0o666) == 0)
+        do {
+            _ = try HostConfiguration.load(path: path)
+        } catch {
+            #expect(error.message.contains("chmod go-w \(path)"))
+        }
+        #expect(chmod(path, 0o600) == 0)
+        #expect(chown(path, 65534, 65534) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chown(path, 0, 0) == 0)
+        #expect(chmod(dir.url("c"), 0o777) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chmod(dir.url("c"), 0o1777) == 0)
+        #expect(code() == nil, "a sticky directory is safe for a file the user owns")
+        #expect(chmod(dir.url("c"), 0o775) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chmod(dir.url("c"), 0o755) == 0)
+        #expect(chown(dir.url("c"), 65534, 65534) == 0)
+        #expect(code() == .configUnsafe)
+        #expect(chown(dir.url("c"), 0, 0) == 0)
+        #expect(code() == nil)
+    }
+
+    /// Where the first-party manifests come from, and that it is said: the override, else (for
+    /// this uninstalled test build) the source checkout — found at any depth below Sources/.
+    @Test func firstPartyManifestsSayWhereTheyComeFrom() {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let checkout = HostConfiguration.firstPartyManifests(environment: HostEnvironment(variables: [:]))
+        #expect(checkout.path == root + "/manifests" && checkout.origin == .sourceCheckout, "\(checkout)")
+        let overridden = HostConfiguration.firstPartyManifests(
+            environment: HostEnvironment(variables: ["VIGIL_FIRST_PARTY_MANIFESTS": "/opt/vigil/manifests"]))
+        #expect(overridden.path == "/opt/vigil/manifests" && overridden.origin == .environment)
     }
 
     @Test func emptyFileHasDefaults() throws {

@@ -93,9 +93,18 @@ import VigilPlugin
         #expect(failure(replacing(#""name": "silent-engine""#, "\"name\": \"\(name)\"")).contains("$.name"))
     }
 
-    @Test(arguments: ["/etc/passwd", "../x", "a/../../x", "a/./b", "", "a//b", "a/", "plugin.json", "plugin.pub", "a\\b", "."])
+    @Test(arguments: [
+        "/etc/passwd", "../x", "a/../../x", "a/./b", "", "a//b", "a/", "plugin.json", "plugin.pub", "a\\b", ".",
+        "a\\u009bb", "evil\\u202etxt.so", "a\\u2066b",
+    ])
     func escapingResourcePathsAreRejected(path: String) {
         #expect(failure(replacing("lib/x.so", path)).contains("$.resources[0].path"))
+    }
+
+    /// A size is digits only: "-0" parsed as the integer 0 and was accepted.
+    @Test(arguments: ["-0", "-1", "1.0", "1e1", "10.0", "-10"])
+    func resourceSizesAreDigitsOnly(size: String) {
+        #expect(failure(replacing(#""size": 10"#, #""size": \#(size)"#)).contains("$.resources[0].size"))
     }
 
     @Test func badDigestsAndDuplicateResourcesAreRejected() {

@@ -3,14 +3,13 @@ import Testing
 import VigilCore
 import VigilCrypto
 import VigilTestSupport
-import Version
 
 @Suite struct RollbackStoreTests {
     let fp = MinisignSecretKey.generate().publicKey.fingerprint
     let sha1 = String(repeating: "1", count: 64)
     let sha2 = String(repeating: "2", count: 64)
 
-    func v(_ s: String) -> Version { SemVer.parse(s)! }
+    func v(_ s: String) -> SemanticVersion { SemanticVersion(s)! }
 
     @Test func recordsAndRefusesLowerOrChangedVersions() throws {
         let dir = try TestDirectory()
@@ -57,6 +56,22 @@ import Version
         }
         #expect(error.code == .stateInvalid)
         #expect(error.message.contains(store.statePath))
+    }
+
+    /// The bypass of the Version package's ordering: after `2.0.0--1`, `2.0.0-0` is older.
+    @Test func preReleaseOrderingCannotBypassRollback() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let store = RollbackStore(directory: dir.url("state/vigil"))
+        try store.record(plugin: "a", fingerprint: fp, version: v("2.0.0--1"), manifestSHA256: sha1)
+        #expect(throws: CoreError.self) { try store.check(plugin: "a", fingerprint: fp, version: v("2.0.0-0"), manifestSHA256: sha2) }
+        // Numeric identifiers longer than 64 bits still compare as numbers.
+        try store.record(plugin: "b", fingerprint: fp, version: v("2.0.0-18446744073709551616"), manifestSHA256: sha2)
+        #expect(throws: CoreError.self) { try store.check(plugin: "b", fingerprint: fp, version: v("2.0.0-9"), manifestSHA256: sha1) }
+        // The same version with other build metadata is the same version: changed bytes are refused.
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "b", fingerprint: fp, version: v("2.0.0-18446744073709551616+b"), manifestSHA256: sha1)
+        }
     }
 
     @Test func unsafePermissionsFailClosed() throws {

@@ -114,7 +114,7 @@ import VigilTestSupport
             _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
         } catch {
             #expect(error.code == .configInvalid)
-            #expect(error.message.contains("vigil.toml:"))
+            #expect(error.description.contains("vigil.toml:"))
         }
         #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == broken)
         #expect(try dir.list() == ["vigil.toml"])
@@ -163,5 +163,36 @@ import VigilTestSupport
         _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: dir.url("vigil.toml"))
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.url("vigil.toml")) == dir.url("real.toml"))
         #expect(try HostConfiguration.load(path: dir.url("vigil.toml")).trustedPlugins["a"] == fpA)
+    }
+
+    /// The trust list is protected like the rollback state: a file or directory others can write
+    /// is refused before any edit, and an edit never leaves a looser mode than it found.
+    @Test func unsafeFilesAreRefusedAndModesNeverLoosen() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", Self.original)
+        #expect(chmod(path, 0o666) == 0)
+        #expect(throws: CoreError.self) { try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) }
+        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == Self.original)
+        #expect(try dir.mode("vigil.toml") == 0o666, "left exactly as it was")
+        #expect(chmod(path, 0o600) == 0)
+        #expect(chmod(dir.path, 0o777) == 0)
+        do {
+            _ = try TrustEditor.untrust(plugin: "silent-engine", configPath: path)
+            Issue.record("edited a file in a world-writable directory")
+        } catch {
+            #expect(error.code == .configUnsafe)
+            #expect(error.message.contains("chmod go-w \(dir.path)"))
+        }
+        #expect(chmod(dir.path, 0o700) == 0)
+        #expect(try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) == .added)
+        #expect(try dir.mode("vigil.toml") == 0o600)
+        // A new file in an unsafe directory is not created either.
+        try dir.makeDirectory("open")
+        #expect(chmod(dir.url("open"), 0o777) == 0)
+        #expect(throws: CoreError.self) {
+            try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: dir.url("open/vigil.toml"))
+        }
+        #expect(try dir.list("open").isEmpty)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VigilCrypto
 
@@ -31,5 +32,20 @@ struct DigestTests {
     @Test func hexIsLowerCaseTwoDigitsPerByte() {
         #expect(Digest.hex([0x00, 0x0f, 0xab, 0xff]) == "000fabff")
         #expect(Digest.hex([UInt8]()) == "")
+    }
+}
+
+/// The wrapper rule: only Sodium.swift imports the C module, so no other file can call libsodium
+/// (or leak one of its types) directly.
+@Suite struct SodiumBoundaryTests {
+    @Test func onlySodiumSwiftImportsCSodium() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/VigilCrypto")
+        let files = try FileManager.default.contentsOfDirectory(atPath: sources.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.contains("Sodium.swift"))
+        for file in files {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            #expect(text.contains("import CSodium") == (file == "Sodium.swift"), "\(file)")
+        }
     }
 }

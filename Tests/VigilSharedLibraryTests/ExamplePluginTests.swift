@@ -4,6 +4,7 @@ import Testing
 import Vigil
 import VigilCore
 import VigilTestSupport
+import VigilPlugin
 
 /// The example third-party plugin in Examples/HeartbeatPlugin: written in Swift with
 /// VigilPluginSDK, shipped as the shared library its manifest (signed with the examples key) names.

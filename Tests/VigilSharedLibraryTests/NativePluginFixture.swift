@@ -5,6 +5,7 @@ import Vigil
 import VigilCore
 import VigilCrypto
 import VigilTestSupport
+import VigilPlugin
 
 /// A temp host project with shared-library plugins compiled here by the system `cc` from
 /// `TestPlugin.c` and signed with a test key.

@@ -3,6 +3,7 @@ import Testing
 import Vigil
 import VigilCore
 import VigilTestSupport
+import VigilPlugin
 
 /// Shared-library plugins end to end through `VigilHost`: the verified bytes are what runs, and
 /// every refusal runs none of the library's code (its constructor would write a sentinel file).

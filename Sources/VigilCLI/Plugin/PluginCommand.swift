@@ -6,8 +6,8 @@ struct PluginCommand: AsyncParsableCommand {
         commandName: "plugin",
         abstract: "Sign, verify and trust plugin manifests.",
         discussion: """
-            Publishers: `vigil plugin keygen --name NAME`, then `vigil plugin sign DIR --key KEY`.
-            Hosts: `vigil plugin trust NAME` records the plugin's key in vigil.toml after a review;
+            Publishers: `vigil plugin keygen --name NAME`, then `vigil plugin sign DIR --key KEY`. \
+            Hosts: `vigil plugin trust NAME` records the plugin's key in vigil.toml after a review; \
             `vigil plugin list` shows every known plugin and its state.
             """,
         subcommands: [

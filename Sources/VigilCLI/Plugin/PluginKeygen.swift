@@ -9,10 +9,10 @@ struct PluginKeygen: ParsableCommand {
         commandName: "keygen",
         abstract: "Create a signing key pair for a plugin.",
         discussion: """
-            Writes DIR/NAME.key (an unencrypted minisign secret key, created with mode 0600 and O_EXCL) and
-            DIR/NAME.pub (the minisign public key; `vigil plugin sign` copies it into the plugin directory as
-            plugin.pub). DIR defaults to $XDG_CONFIG_HOME/vigil/keys (~/.config/vigil/keys), outside any
-            project, so a secret key is not committed by accident. An existing key is never overwritten
+            Writes DIR/NAME.key (an unencrypted minisign secret key, created with mode 0600 and O_EXCL) and \
+            DIR/NAME.pub (the minisign public key; `vigil plugin sign` copies it into the plugin directory as \
+            plugin.pub). DIR defaults to $XDG_CONFIG_HOME/vigil/keys (~/.config/vigil/keys), outside any \
+            project, so a secret key is not committed by accident. An existing key is never overwritten \
             without --force: replacing it is a key rotation every host must review again.
             """)
 
@@ -55,11 +55,11 @@ struct PluginKeygen: ParsableCommand {
                 try AtomicFile.create(secretBytes, at: keyPath, mode: 0o600)
             }
             try AtomicFile.write(Array(secret.publicKey.fileContents().utf8), to: pubPath, mode: 0o644)
-            print("secret key:  \(keyPath)  (mode 0600 — keep it private, never commit it)")
-            print("public key:  \(pubPath)")
-            print("fingerprint: \(secret.publicKey.fingerprint)")
-            print("key id:      \(secret.publicKey.keyIDHex)")
-            print("next: vigil plugin sign PLUGIN_DIR --key \(keyPath)")
+            CLI.say("secret key:  \(keyPath)  (mode 0600 — keep it private, never commit it)")
+            CLI.say("public key:  \(pubPath)")
+            CLI.say("fingerprint: \(secret.publicKey.fingerprint)")
+            CLI.say("key id:      \(secret.publicKey.keyIDHex)")
+            CLI.say("next: vigil plugin sign PLUGIN_DIR --key \(keyPath)")
         }
     }
 

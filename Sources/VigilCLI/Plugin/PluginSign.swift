@@ -9,9 +9,9 @@ struct PluginSign: ParsableCommand {
         commandName: "sign",
         abstract: "Refresh a manifest's resource digests and sign it.",
         discussion: """
-            Checks PLUGIN_DIR/plugin.json strictly, fills in the size and SHA-256 of every file listed in its
-            "resources", writes plugin.json and plugin.json.minisig (trusted comment NAME@VERSION) atomically,
-            and plugin.pub when it is absent. A password-protected minisign key is unlocked with
+            Checks PLUGIN_DIR/plugin.json strictly, fills in the size and SHA-256 of every file listed in its \
+            "resources", writes plugin.json and plugin.json.minisig (trusted comment NAME@VERSION) atomically, \
+            and plugin.pub when it is absent. A password-protected minisign key is unlocked with \
             VIGIL_KEY_PASSWORD, or by asking on the terminal.
             """)
 
@@ -30,25 +30,31 @@ struct PluginSign: ParsableCommand {
         try CLI.run {
             let secret = try Self.readSecretKey(key)
             let signed = try PluginSigner.sign(directory: pluginDirectory, with: secret)
-            print("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
-            print("  resources:   \(signed.manifest.resources.count)")
-            print("  fingerprint: \(secret.publicKey.fingerprint)")
-            print("  key id:      \(secret.publicKey.keyIDHex)")
-            if signed.wrotePublicKey { print("  wrote plugin.pub") }
+            CLI.say("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
+            CLI.say("  resources:   \(signed.manifest.resources.count)")
+            CLI.say("  fingerprint: \(secret.publicKey.fingerprint)")
+            CLI.say("  key id:      \(secret.publicKey.keyIDHex)")
+            if signed.wrotePublicKey { CLI.say("  wrote plugin.pub") }
         }
     }
 
     /// Reads and unlocks a minisign secret key file.
     static func readSecretKey(_ path: String) throws(CoreError) -> MinisignSecretKey {
         let bytes = try SafeFile.read(path, cap: 4096, what: "secret key")
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CoreError(code: .keyInvalid, message: "\(path) is not a minisign secret key (not UTF-8 text)")
+        }
+        if (try? MinisignPublicKey(fileContents: text)) != nil {
+            throw CoreError(
+                code: .keyInvalid,
+                message: "\(path) is a minisign public key; --key needs the secret key (the .key file made with it "
+                    + "by `vigil plugin keygen` or `minisign -G`)")
+        }
         var st = stat()
         if stat(path, &st) == 0, st.st_mode & 0o077 != 0 {
             CLI.printError(
                 "warning: the secret key \(path) is readable by other users (mode "
                     + String(st.st_mode & 0o777, radix: 8) + "); chmod 600 it")
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CoreError(code: .keyInvalid, message: "\(path) is not a minisign secret key (not UTF-8 text)")
         }
         do {
             return try MinisignSecretKey(fileContents: text, password: nil)

@@ -1,13 +1,53 @@
 import ArgumentParser
+import Foundation
 import Glibc
 import VigilCore
 import VigilCrypto
+import VigilPlugin
 
 /// Output and configuration helpers shared by the `vigil plugin` subcommands.
 enum CLI {
-    /// Writes `text` and a newline to standard error.
+    /// The process environment, read once here; the core and the host only get it injected.
+    static let environment = HostEnvironment.current
+
+    /// Prints text for a terminal on standard output: every line goes through
+    /// ``Sanitizer/display(_:)``, so text from manifests, status files or other programs cannot
+    /// move the cursor, recolour the terminal or reorder what is shown. Every plain-text line a
+    /// command prints goes through here or ``printError(_:)``; JSON is printed exactly instead.
+    static func say(_ text: String) {
+        print(Sanitizer.display(text, keepingNewlines: true))
+    }
+
+    /// Prints one JSON document on standard output (exact text; JSON escapes what it must).
+    static func printJSON(_ value: JSONValue) {
+        print(String(decoding: value.serialized(), as: UTF8.self), terminator: "")
+        fflush(nil)
+    }
+
+    /// A core error as JSON (`null` for none): code, plugin, location and message, from its fields.
+    static func json(_ error: CoreError?) -> JSONValue {
+        guard let error else { return .null }
+        return .object([
+            ("code", .string(error.code.description)),
+            ("plugin", error.plugin.map(JSONValue.string) ?? .null),
+            (
+                "location",
+                error.location.map {
+                    .object([
+                        ("file", .string($0.path)), ("line", .number(String($0.line))),
+                        ("column", .number(String($0.column))),
+                    ])
+                } ?? .null
+            ),
+            ("message", .string(error.message)),
+        ])
+    }
+
+    /// Writes `text` (sanitized like ``say(_:)``) and a newline to standard error, after flushing
+    /// standard output so that piped output keeps the order in which it was produced.
     static func printError(_ text: String) {
-        let bytes = Array((text + "\n").utf8)
+        fflush(nil)
+        let bytes = Array((Sanitizer.display(text, keepingNewlines: true) + "\n").utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, bytes.count - offset) }
@@ -32,15 +72,15 @@ enum CLI {
     }
 
     /// The configuration file to use: `--config`, else the nearest vigil.toml upward.
-    static func configPath(_ option: ConfigOption) -> String? {
+    static func configPath(_ option: ConfigOption) throws(CoreError) -> String? {
         if let path = option.config { return path }
-        return HostConfiguration.find(startingAt: ".")
+        return try HostConfiguration.find(startingAt: ".")
     }
 
     /// Loads the configuration if there is one; an explicit `--config` must exist.
     static func loadConfiguration(_ option: ConfigOption) throws(CoreError) -> HostConfiguration? {
-        guard let path = configPath(option) else { return nil }
-        return try HostConfiguration.load(path: path)
+        guard let path = try configPath(option) else { return nil }
+        return try HostConfiguration.load(path: path, environment: environment)
     }
 
     /// Parses a `--fingerprint` value, or throws a usage error.

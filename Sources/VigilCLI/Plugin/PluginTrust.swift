@@ -8,11 +8,11 @@ struct PluginTrust: ParsableCommand {
         commandName: "trust",
         abstract: "Review a plugin and record its signing key in vigil.toml.",
         discussion: """
-            Finds the plugin in the plugin paths, verifies its signature with the key it offers (plugin.pub) —
-            or with --fingerprint, which must match it — and its resources, shows what it is and what it
-            needs, and asks for confirmation on a terminal (--yes for scripts; without a terminal and without
-            --yes nothing is trusted). It then records `NAME = "ed25519:…"` under [trusted_plugins] (creating
-            vigil.toml in the working directory if none is found) and resets the plugin's rollback record to
+            Finds the plugin in the plugin paths, verifies its signature with the key it offers (plugin.pub) — \
+            or with --fingerprint, which must match it — and its resources, shows what it is and what it \
+            needs, and asks for confirmation on a terminal (--yes for scripts; without a terminal and without \
+            --yes nothing is trusted). It then records `NAME = "ed25519:…"` under [trusted_plugins] (creating \
+            vigil.toml in the working directory if none is found) and resets the plugin's rollback record to \
             this version: re-running trust is how a reviewed downgrade is accepted.
             """)
 
@@ -32,115 +32,173 @@ struct PluginTrust: ParsableCommand {
         if let fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
     }
 
+    @Flag(name: .long, help: "Print the review and the outcome as one JSON document; nothing is asked, so add --yes to trust.")
+    var json = false
+
     func run() throws {
-        try CLI.run {
-            // --config, else the nearest vigil.toml, else a new ./vigil.toml.
-            let configPath = CLI.configPath(options) ?? HostConfiguration.fileName
-            let configuration: HostConfiguration
-            do {
-                configuration = try HostConfiguration.load(path: configPath)
-            } catch let error as CoreError where error.code == .configNotFound {
-                configuration = HostConfiguration(path: configPath)
-            }
-            let loader = PluginLoader(configuration: configuration, rollbackStore: nil)
-            let directory = try loader.locate(name)
-            let policy: KeyPolicy = try fingerprint.map { .pinned(try CLI.parseFingerprint($0)) } ?? .offered
-            let plugin = try PluginLoader.verify(
-                directory: directory, name: name, policy: policy, rollback: nil, record: false)
-            guard case .trusted(let key) = plugin.trust else { return }
-            let files = try PluginLoader.readFiles(directory: directory, name: name)
-            let keyID = Self.keyID(files)
-            let current = configuration.trustedPlugins[name]
-            let rotation = current != nil && current != key
-
-            let m = plugin.manifest
-            print("Review \(m.name):")
-            print("  version:       \(m.version)")
-            if !m.description.isEmpty { print("  description:   \(Sanitizer.display(m.description))") }
-            print("  directory:     \(Sanitizer.display(directory))")
-            print("  fingerprint:   \(key)")
-            print("  minisign key:  \(keyID)")
-            if let library = m.sharedLibrary {
-                print("  entry:         shared library \(Sanitizer.display(library.path)) (plugin ABI \(library.abi)) — native code that runs with this program's rights")
+        let prepared: (review: TrustReview, store: RollbackStore)
+        do {
+            prepared = try prepare()
+        } catch let error as CoreError {
+            throw fail(error, review: nil)
+        }
+        let r = prepared.review
+        do {
+            if !json { Self.printReview(r) }
+            try confirm(r)
+            let outcome = try TrustTransaction.commit(r, store: prepared.store)
+            if json {
+                CLI.printJSON(Self.json(review: r, outcome: outcome, error: nil))
             } else {
-                print("  entry:         \(Sanitizer.display(m.entry))")
+                let already = outcome == .unchanged ? "already recorded in" : "recorded in"
+                CLI.say("trusted \(name) (\(r.fingerprint)) — \(already) \(r.configPath)")
             }
-            if m.hostRequirements.isEmpty {
-                print("  requirements:  none")
-            } else {
-                print("  requirements:")
-                for r in m.hostRequirements {
-                    let value = r.value.map { " \(Sanitizer.display($0))" } ?? ""
-                    let why = r.why.map { " — \(Sanitizer.display($0))" } ?? ""
-                    print("    - \(r.kindTag)\(value)\(why)")
-                }
-            }
-            if m.resources.isEmpty {
-                print("  resources:     none")
-            } else {
-                print("  resources:")
-                for r in m.resources {
-                    print("    - \(Sanitizer.display(r.path)) (\(r.size) bytes, sha256 \(r.sha256))")
-                }
-            }
-            if current != nil, !rotation {
-                print("  trust state:   already trusted with this key")
-            } else if let current {
-                // A typo in vigil.toml looks the same as a publisher's new key: say both.
-                print("  trust state:   vigil.toml trusts another key: \(current)")
-                print("                 (a typo there, or the publisher rotated keys — check with them)")
-            } else {
-                print("  trust state:   not trusted yet")
-            }
-
-            // A matching --fingerprint is the confirmation: the key was obtained out of band and the
-            // signature verified with it.
-            if !yes && fingerprint == nil {
-                guard TerminalPrompt.isAvailable else {
-                    throw CoreError(
-                        code: .trustDeclined, plugin: name,
-                        message: "there is no terminal to confirm on, so nothing was trusted — review the plugin above, "
-                            + "then run `\(TrustCommand.display(name, "--yes"))`, or pin the key you got from the "
-                            + "publisher with `\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
-                }
-                let question =
-                    rotation
-                    ? "This replaces the key vigil.toml trusts for it. Trust the key it offers?"
-                    : "Trust this plugin?"
-                switch TerminalPrompt.confirm(question) {
-                case true?: break
-                case false?:
-                    throw CoreError(
-                        code: .trustDeclined, plugin: name, message: "not trusted — \(configuration.path) unchanged")
-                case nil:
-                    throw CoreError(
-                        code: .trustDeclined, plugin: name,
-                        message: "no answer could be read from the terminal, so nothing was trusted — "
-                            + "\(configuration.path) unchanged; re-run it, or pass --yes after reviewing")
-                }
-            }
-
-            let store = try RollbackStore.standard()
-            let outcome = try TrustEditor.trust(plugin: name, fingerprint: key, configPath: configuration.path)
-            try store.reset(plugin: name)
-            try store.record(plugin: name, fingerprint: key, version: m.version, manifestSHA256: plugin.manifestSHA256)
-            switch outcome {
-            case .unchanged: print("trusted \(name) (\(key)) — already recorded in \(configuration.path)")
-            default: print("trusted \(name) (\(key)) — recorded in \(configuration.path)")
-            }
+        } catch {
+            throw fail(error, review: r)
         }
     }
 
-    /// The minisign key id of the plugin's key, from plugin.pub or else the signature.
-    static func keyID(_ files: PluginLoader.Files) -> String {
-        if let pub = files.publicKey, let text = String(validating: pub, as: UTF8.self),
-            let key = try? MinisignPublicKey(fileContents: text)
-        {
-            return key.keyIDHex
+    /// Reads the configuration once and reviews the plugin.
+    private func prepare() throws -> (review: TrustReview, store: RollbackStore) {
+        // --config, else the nearest vigil.toml, else a new ./vigil.toml.
+        let configPath = try CLI.configPath(options) ?? HostConfiguration.fileName
+        let configuration = try Self.loadOrNew(configPath)
+        let store = try RollbackStore.standard(environment: CLI.environment)
+        let pinned = try fingerprint.map { try CLI.parseFingerprint($0) }
+        let review = try TrustTransaction.review(name: name, configuration: configuration, pinned: pinned, store: store)
+        return (review, store)
+    }
+
+    /// The configuration at `path`, or an empty one to be created there.
+    private static func loadOrNew(_ path: String) throws(CoreError) -> HostConfiguration {
+        do {
+            return try HostConfiguration.load(path: path, environment: CLI.environment)
+        } catch {
+            guard error.code == .configNotFound else { throw error }
+            return HostConfiguration(path: path, environment: CLI.environment)
         }
-        if let sig = files.signature, let signature = try? MinisignSignature(fileContents: sig) {
-            return signature.keyIDHex
+    }
+
+    /// Asks on the terminal unless --yes, or unless a matching --fingerprint (a key obtained out of
+    /// band, with which the signature verified) is the confirmation; throws `.trustDeclined` otherwise.
+    private func confirm(_ r: TrustReview) throws(CoreError) {
+        if yes || fingerprint != nil { return }
+        guard !json, TerminalPrompt.isAvailable else {
+            throw CoreError(
+                code: .trustDeclined, plugin: name,
+                message: "there is no terminal to confirm on, so nothing was trusted — review the plugin above, "
+                    + "then run `\(TrustCommand.display(name, "--yes"))`, or pin the key you got from the "
+                    + "publisher with `\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
         }
-        return "unknown"
+        let question =
+            r.isRotation
+            ? "This replaces the key vigil.toml trusts for it. Trust the key it offers?"
+            : r.downgrade != nil ? "This accepts an older version (DOWNGRADE). Trust it?" : "Trust this plugin?"
+        switch TerminalPrompt.confirm(question) {
+        case true?: return
+        case false?:
+            throw CoreError(code: .trustDeclined, plugin: name, message: "not trusted — \(r.configPath) unchanged")
+        case nil:
+            throw CoreError(
+                code: .trustDeclined, plugin: name,
+                message: "no answer could be read from the terminal, so nothing was trusted — "
+                    + "\(r.configPath) unchanged; re-run it, or pass --yes after reviewing")
+        }
+    }
+
+    /// Reports a refusal (as the JSON document with --json) and returns the exit code to throw.
+    private func fail(_ error: CoreError, review: TrustReview?) -> ExitCode {
+        guard json else { return CLI.fail(error) }
+        CLI.printJSON(Self.json(review: review, outcome: nil, error: error))
+        return ExitCode.failure
+    }
+
+    static func printReview(_ r: TrustReview) {
+        let m = r.plugin.manifest
+        var lines = ["Review \(m.name):"]
+        lines.append("  version:       \(m.version)")
+        if let d = r.downgrade {
+            lines.append("  DOWNGRADE from \(d.from) to \(d.to) — this host already accepted \(d.from); trusting "
+                + "accepts the older release")
+        }
+        if r.changedAtSameVersion {
+            lines.append("  CHANGED at version \(m.version) — this host accepted other contents under the same version")
+        }
+        if !m.description.isEmpty { lines.append("  description:   \(m.description)") }
+        lines.append("  directory:     \(r.plugin.directory)")
+        lines.append("  fingerprint:   \(r.fingerprint)")
+        if let expected = r.expectedFirstPartyKey {
+            lines.append("  this is not the first-party key for \(m.name) (expected \(expected)) — it is named like "
+                + "Vigil's own plugin but signed by someone else")
+        }
+        lines.append("  minisign key:  \(r.keyID)")
+        if let library = m.sharedLibrary {
+            lines.append(
+                "  entry:         shared library \(library.path) (plugin ABI \(library.abi)) — native code that runs "
+                    + "with this program's rights")
+        } else {
+            lines.append("  entry:         \(m.entry)")
+        }
+        if m.hostRequirements.isEmpty {
+            lines.append("  requirements:  none")
+        } else {
+            lines.append("  requirements:")
+            for req in m.hostRequirements {
+                lines.append("    - \(req.kindTag)\(req.value.map { " \($0)" } ?? "")\(req.why.map { " — \($0)" } ?? "")")
+            }
+        }
+        if m.resources.isEmpty {
+            lines.append("  resources:     none")
+        } else {
+            lines.append("  resources:")
+            for res in m.resources { lines.append("    - \(res.path) (\(res.size) bytes, sha256 \(res.sha256))") }
+        }
+        if let current = r.currentlyTrusted, r.isRotation {
+            // A typo in vigil.toml looks the same as a publisher's new key: say both.
+            lines.append("  trust state:   vigil.toml trusts another key: \(current)")
+            lines.append("                 (a typo there, or the publisher rotated keys — check with them)")
+        } else if r.currentlyTrusted != nil {
+            lines.append("  trust state:   already trusted with this key")
+        } else {
+            lines.append("  trust state:   not trusted yet")
+        }
+        for line in lines { CLI.say(line) }
+    }
+
+    /// `{"schema": "vigil.trust/v1", …}`: every key always present (null when unknown).
+    static func json(review r: TrustReview?, outcome: TrustEditor.Outcome?, error: CoreError?) -> JSONValue {
+        let m = r?.plugin.manifest
+        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        let outcomeText: String? =
+            switch outcome {
+            case nil: nil
+            case .unchanged?: "unchanged"
+            case .added?: "added"
+            case .replaced?: "replaced"
+            case .removed?: "removed"
+            }
+        return .object([
+            ("schema", .string("vigil.trust/v1")),
+            ("name", string(r?.name)),
+            ("version", string(m.map { "\($0.version)" })),
+            ("description", string(m?.description)),
+            ("directory", string(r?.plugin.directory)),
+            ("fingerprint", string(r?.fingerprint.description)),
+            ("key_id", string(r?.keyID)),
+            ("config", string(r?.configPath)),
+            ("currently_trusted", string(r?.currentlyTrusted?.description)),
+            ("key_rotation", r.map { .bool($0.isRotation) } ?? .null),
+            (
+                "downgrade",
+                r.map { r in
+                    r.downgrade.map { .object([("from", .string("\($0.from)")), ("to", .string("\($0.to)"))]) } ?? .null
+                } ?? .null
+            ),
+            ("changed_at_same_version", r.map { .bool($0.changedAtSameVersion) } ?? .null),
+            ("expected_first_party_key", string(r?.expectedFirstPartyKey?.description)),
+            ("trusted", .bool(outcome != nil)),
+            ("outcome", string(outcomeText)),
+            ("error", CLI.json(error)),
+        ])
     }
 }

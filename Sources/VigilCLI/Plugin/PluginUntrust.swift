@@ -18,14 +18,14 @@ struct PluginUntrust: ParsableCommand {
 
     func run() throws {
         try CLI.run {
-            guard let path = CLI.configPath(options) else {
+            guard let path = try CLI.configPath(options) else {
                 throw CoreError(
                     code: .configNotFound,
                     message: "no vigil.toml was found from the working directory upward — pass --config PATH")
             }
             switch try TrustEditor.untrust(plugin: name, configPath: path) {
-            case .removed: print("untrusted \(name) — removed from \(path)")
-            default: print("\(name) was not trusted — \(path) unchanged")
+            case .removed: CLI.say("untrusted \(name) — removed from \(path)")
+            default: CLI.say("\(name) was not trusted — \(path) unchanged")
             }
         }
     }

@@ -9,9 +9,9 @@ struct PluginVerify: ParsableCommand {
         commandName: "verify",
         abstract: "Verify a plugin directory's signature, manifest and resources.",
         discussion: """
-            Uses the key given with --fingerprint, else the key trusted for the plugin (the directory's name) in
-            vigil.toml. For a shared-library plugin it also checks, without loading it, the library's ELF shape,
-            SONAME, dependencies and plugin ABI. Exits 0 when everything verifies, 1 with the specific error
+            Uses the key given with --fingerprint, else the key trusted for the plugin (the directory's name) in \
+            vigil.toml. For a shared-library plugin it also checks, without loading it, the library's ELF shape, \
+            SONAME, dependencies and plugin ABI. Exits 0 when everything verifies, 1 with the specific error \
             otherwise. The rollback store is not consulted.
             """)
 
@@ -63,7 +63,7 @@ struct PluginVerify: ParsableCommand {
                 }
                 library = ", shared library \(entry.path) loadable (plugin ABI \(SharedLibraryPlugins.abiVersion))"
             }
-            print(
+            CLI.say(
                 "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(key), "
                     + "\(plugin.manifest.resources.count) resource(s) match" + library)
         }

@@ -9,7 +9,8 @@ public import VigilCrypto
 /// that does not parse is refused and left untouched. Before writing, the edited text is parsed
 /// again and compared with the original document plus the intended change, so an edit can never
 /// alter anything else. Writes are atomic (temporary file, `fsync`, `rename`) and keep the file's
-/// mode; an edit that changes nothing writes nothing. Concurrent edits of one file are serialised
+/// mode, never loosening it (a file or directory others can write is refused before any edit, as
+/// ``HostConfiguration/load(path:)`` refuses it); an edit that changes nothing writes nothing. Concurrent edits of one file are serialised
 /// by a lock on its directory, so none is lost.
 public enum TrustEditor {
     /// What an edit did.
@@ -26,15 +27,27 @@ public enum TrustEditor {
 
     /// Records `fingerprint` as the trusted key of `plugin` in the file at `configPath`.
     public static func trust(plugin: String, fingerprint: Fingerprint, configPath: String) throws(CoreError) -> Outcome {
-        try edit(plugin: plugin, value: fingerprint.description, configPath: configPath)
+        try edit(plugin: plugin, value: fingerprint.description, configPath: configPath, then: {})
+    }
+
+    /// Records `fingerprint` like ``trust(plugin:fingerprint:configPath:)``, then runs `body`
+    /// while still holding the lock; when `body` throws, the file is put back exactly as it was
+    /// (or removed, if this edit created it) and the error is rethrown. This makes "write the
+    /// trust entry and the rollback record" all or nothing.
+    public static func trust(
+        plugin: String, fingerprint: Fingerprint, configPath: String, then body: () throws(CoreError) -> Void
+    ) throws(CoreError) -> Outcome {
+        try edit(plugin: plugin, value: fingerprint.description, configPath: configPath, then: body)
     }
 
     /// Removes `plugin`'s entry from `[trusted_plugins]` (``Outcome/unchanged`` when absent).
     public static func untrust(plugin: String, configPath: String) throws(CoreError) -> Outcome {
-        try edit(plugin: plugin, value: nil, configPath: configPath)
+        try edit(plugin: plugin, value: nil, configPath: configPath, then: {})
     }
 
-    private static func edit(plugin: String, value: String?, configPath: String) throws(CoreError) -> Outcome {
+    private static func edit(
+        plugin: String, value: String?, configPath: String, then body: () throws(CoreError) -> Void
+    ) throws(CoreError) -> Outcome {
         if let problem = PluginName.problem(plugin) {
             throw CoreError(code: .configInvalid, message: problem)
         }
@@ -45,15 +58,33 @@ public enum TrustEditor {
         }
         return try withDirectoryLock(of: target) { () throws(CoreError) -> Outcome in
             let original: [UInt8]
-            if SystemCall.fileType(target) == nil {
+            var mode: mode_t = 0o644
+            let existed = SystemCall.fileType(target) != nil
+            if !existed {
                 guard value != nil else { return .unchanged }
+                try HostConfiguration.checkDirectory(of: target)
                 original = []
             } else {
+                // Refuses a file or directory others can write (StrictModes), so the mode kept
+                // below never gives group or others write access.
                 original = try HostConfiguration.readConfig(target)
+                var st = stat()
+                if stat(target, &st) == 0 { mode = st.st_mode & 0o7777 & ~0o022 }
             }
             let (edited, outcome) = try self.edited(original, plugin: plugin, value: value, path: target)
-            if outcome == .unchanged { return outcome }
-            try AtomicFile.write(edited, to: target)
+            if outcome != .unchanged { try AtomicFile.write(edited, to: target, mode: mode) }
+            do throws(CoreError) {
+                try body()
+            } catch {
+                if outcome != .unchanged {
+                    if existed {
+                        try AtomicFile.write(original, to: target, mode: mode)
+                    } else {
+                        unlink(target)
+                    }
+                }
+                throw error
+            }
             return outcome
         }
     }

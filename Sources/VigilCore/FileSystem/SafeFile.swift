@@ -74,11 +74,18 @@ public enum SafeFile {
                 if e == ENOENT { return nil }
                 if e == ELOOP || e == ENOTDIR {
                     let prefix = components[...index].joined(separator: "/")
+                    // Name what is really there (O_DIRECTORY|O_NOFOLLOW reports a link as ENOTDIR).
+                    var st = stat()
+                    let kind =
+                        fstatat(dirfd, component, &st, AT_SYMLINK_NOFOLLOW) == 0
+                        ? "a \(fileKind(st.st_mode))" : (e == ELOOP ? "a symbolic link" : "not a directory")
                     throw CoreError(
                         code: .notRegularFile, plugin: plugin,
-                        message: "the \(what) \(display) goes through \(directory)/\(prefix), which is "
-                            + (e == ELOOP ? "a symbolic link" : "not a directory")
-                            + "; Vigil follows no symbolic links inside a plugin directory — replace it with the real file")
+                        message: (last
+                            ? "the \(what) \(display) is \(kind)"
+                            : "the \(what) \(display) goes through \(directory)/\(prefix), which is \(kind)")
+                            + "; Vigil follows no symbolic links inside a plugin directory — replace it with the real "
+                            + (last ? "file" : "directory"))
                 }
                 throw CoreError(
                     code: .ioFailure, plugin: plugin,
@@ -178,13 +185,6 @@ enum SystemCall {
         String(cString: strerror(code))
     }
 
-    /// The value of an environment variable, if set and not empty.
-    static func environment(_ name: String) -> String? {
-        guard let raw = getenv(name) else { return nil }
-        let value = String(cString: raw)
-        return value.isEmpty ? nil : value
-    }
-
     /// `lstat`'s file type bits, or `nil` when the path does not exist.
     static func fileType(_ path: String) -> mode_t? {
         var st = stat()
@@ -197,6 +197,15 @@ enum SystemCall {
         var st = stat()
         guard stat(path, &st) == 0 else { return false }
         return (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// The running executable's path (`/proc/self/exe`), or the working directory's `vigil` when
+    /// it cannot be read.
+    static func executablePath() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return Path.join(currentDirectory(), "vigil") }
+        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The current working directory.

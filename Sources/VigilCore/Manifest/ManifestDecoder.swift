@@ -1,5 +1,4 @@
 import VigilPlugin
-public import Version
 
 /// Decodes `plugin.json` strictly: ``StrictJSON`` syntax, no unknown fields, a known `"schema"`,
 /// SemVer versions, valid names and resource paths that stay inside the plugin directory.
@@ -49,8 +48,8 @@ public enum ManifestDecoder {
         if path.isEmpty { return "the path is empty" }
         if path.utf8.count > 1024 { return "the path is longer than 1024 bytes" }
         if path.hasPrefix("/") { return "the path is absolute; resource paths are relative to the plugin directory" }
-        if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) {
-            return "the path contains a control character or a backslash"
+        if path.unicodeScalars.contains(where: { Sanitizer.isUnsafe($0) || $0 == "\\" }) {
+            return "the path contains a control character (C0, C1), a bidirectional control or a backslash"
         }
         for component in path.split(separator: "/", omittingEmptySubsequences: false) {
             if component.isEmpty { return "the path has an empty component ('//' or a trailing '/')" }
@@ -135,7 +134,7 @@ public enum ManifestDecoder {
             }
             let version = try at(.key("version")) { r throws(CoreError) in
                 let s = try r.string(fields["version"]!)
-                guard let v = SemVer.parse(s) else {
+                guard let v = SemanticVersion(s) else {
                     throw r.fail(
                         "\(JSONValue.quote(Sanitizer.display(s))) is not a semantic version (MAJOR.MINOR.PATCH, "
                             + "for example \"1.2.0\")")
@@ -267,7 +266,10 @@ public enum ManifestDecoder {
                 return s
             }
             let size = try at(.key("size")) { r throws(CoreError) in
-                guard case .number(let n) = fields["size"]!, let size = Int(n), size >= 0 else {
+                // Digits only: no sign (not even "-0"), fraction or exponent.
+                guard case .number(let n) = fields["size"]!, n.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                    let size = Int(n)
+                else {
                     throw r.fail("expected a non-negative integer number of bytes")
                 }
                 guard size <= ManifestDecoder.maxResourceSize else {
@@ -305,44 +307,5 @@ public enum ManifestDecoder {
                 return .table(out)
             }
         }
-    }
-}
-
-/// Strict Semantic Versioning 2.0.0 parsing (the `Version` package's own parser is lenient:
-/// it accepts leading zeros, signs and empty identifiers).
-public enum SemVer {
-    /// Parses `text` as `MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]` exactly as SemVer 2.0.0 defines it.
-    public static func parse(_ text: String) -> Version? {
-        guard text.utf8.count <= 256, text.unicodeScalars.allSatisfy({ $0.isASCII }) else { return nil }
-        var core = Substring(text)
-        var build: [String] = []
-        var pre: [String] = []
-        if let plus = core.firstIndex(of: "+") {
-            build = core[core.index(after: plus)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            core = core[..<plus]
-            guard build.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isIdentifierCharacter) }) else { return nil }
-        }
-        if let dash = core.firstIndex(of: "-") {
-            pre = core[core.index(after: dash)...].split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            core = core[..<dash]
-            for id in pre {
-                guard !id.isEmpty, id.allSatisfy(isIdentifierCharacter) else { return nil }
-                if id.allSatisfy(\.isNumber) && id.count > 1 && id.hasPrefix("0") { return nil }
-            }
-        }
-        let numbers = core.split(separator: ".", omittingEmptySubsequences: false)
-        guard numbers.count == 3 else { return nil }
-        var values: [Int] = []
-        for n in numbers {
-            guard !n.isEmpty, n.allSatisfy({ ("0"..."9").contains($0) }), !(n.count > 1 && n.hasPrefix("0")),
-                let v = Int(n)
-            else { return nil }
-            values.append(v)
-        }
-        return Version(values[0], values[1], values[2], pre: pre, build: build)
-    }
-
-    private static func isIdentifierCharacter(_ c: Character) -> Bool {
-        c.isASCII && (c.isLetter || c.isNumber || c == "-")
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+public import VigilPlugin
 
 /// The one host-requirement checker shared by `keepAlive()`, `vigil check`, the build plugin and
 /// `vigil plugin list`.
@@ -12,33 +13,8 @@ import Musl
 /// on this machine, now: a sound server socket that accepts a connection or an ALSA playback
 /// device, an executable file on `PATH`, a session bus socket that accepts a connection.
 public struct RequirementChecker: Sendable {
-    /// What the probes look at. Defaults to this process's environment and `/dev/snd`.
-    public struct Environment: Sendable {
-        /// Environment variables (`PULSE_SERVER`, `XDG_RUNTIME_DIR`, `PATH`, `DBUS_SESSION_BUS_ADDRESS`).
-        public var variables: [String: String]
-        /// The ALSA device directory (`/dev/snd`); playback devices are `pcmC*D*p` in it.
-        public var soundDeviceDirectory: String
-
-        /// Creates an environment to probe.
-        public init(variables: [String: String], soundDeviceDirectory: String = "/dev/snd") {
-            self.variables = variables
-            self.soundDeviceDirectory = soundDeviceDirectory
-        }
-
-        /// This process's environment.
-        public static var current: Environment {
-            var vars: [String: String] = [:]
-            var pointer = environ
-            while let entry = pointer.pointee {
-                let pair = String(cString: entry)
-                if let eq = pair.firstIndex(of: "=") {
-                    vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
-                }
-                pointer += 1
-            }
-            return Environment(variables: vars)
-        }
-    }
+    /// The environment probed: the host's one ``HostEnvironment``.
+    public typealias Environment = HostEnvironment
 
     /// The host's declarations from `[host]`.
     public var declarations: HostDeclarations
@@ -164,21 +140,14 @@ public struct RequirementChecker: Sendable {
     // MARK: executable
 
     private func probeExecutable(_ name: String, _ requirement: HostRequirement) -> UnmetRequirement? {
+        if environment.executablePath(named: name) != nil { return nil }
         if name.contains("/") {
-            if access(name, X_OK) == 0 { return nil }
             return UnmetRequirement(
                 requirement: requirement,
                 problem: "needs the executable \(name), which does not exist or is not executable",
                 remedy: "install it or fix the path")
         }
-        let path = environment.variables["PATH"] ?? ""
-        for dir in path.split(separator: ":") where !dir.isEmpty {
-            let candidate = "\(dir)/\(name)"
-            var info = stat()
-            if stat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, access(candidate, X_OK) == 0 {
-                return nil
-            }
-        }
+        let path = environment["PATH"] ?? ""
         return UnmetRequirement(
             requirement: requirement,
             problem: "needs the executable \"\(name)\" on PATH, but it is not there"

@@ -1,5 +1,4 @@
 public import VigilPlugin
-public import Version
 
 /// A plugin manifest (`plugin.json`), as parsed after its signature verified.
 public struct PluginManifest: Sendable, Hashable {
@@ -42,7 +41,7 @@ public struct PluginManifest: Sendable, Hashable {
     /// The plugin's name; equals its directory name and its `[trusted_plugins]` key.
     public let name: String
     /// The plugin's version (SemVer).
-    public let version: Version
+    public let version: SemanticVersion
     /// A one-line description.
     public let description: String
     /// Which plugin implementation runs it: a built-in implementation's name, or
@@ -59,7 +58,7 @@ public struct PluginManifest: Sendable, Hashable {
 
     /// Creates a manifest value.
     public init(
-        name: String, version: Version, description: String, entry: String,
+        name: String, version: SemanticVersion, description: String, entry: String,
         hostRequirements: [HostRequirement], resources: [Resource], settings: [String: SettingValue],
         sharedLibrary: SharedLibraryEntry? = nil
     ) {

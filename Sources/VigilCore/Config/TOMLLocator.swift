@@ -21,9 +21,14 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
 ///
 /// TOMLKit validates the document but reports no positions for values, so this small scanner
 /// walks the same text structurally (comments, the four string forms, arrays, inline tables,
-/// headers, dotted keys) and records byte ranges. It assumes the text already parsed with
-/// TOMLKit; on anything unexpected it stops recording rather than failing.
+/// headers, dotted keys) and records byte ranges. It must only see text that already parsed with
+/// TOMLKit (see ``HostConfiguration/parseTOML(_:path:)``); on anything unexpected, and past
+/// ``maxDepth`` nested arrays and inline tables, it stops recording rather than failing.
 struct TOMLLocator: Sendable {
+    /// The deepest nesting of arrays and inline tables the scanner follows (TOMLKit refuses more
+    /// than 256 before the scanner ever runs; this bound keeps the scanner safe on its own).
+    static let maxDepth = 256
+
     struct Entry: Sendable {
         /// Full key path: the enclosing table's path followed by the (dotted) key.
         var path: [String]
@@ -64,7 +69,7 @@ struct TOMLLocator: Sendable {
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
-        for (i, b) in bytes.enumerated() where b == 0x0A { lineStarts.append(i + 1) }
+        lineStarts = Self.lineStarts(bytes)
         var scanner = Scanner(bytes: bytes)
         scanner.run()
         entries = scanner.entries
@@ -72,8 +77,23 @@ struct TOMLLocator: Sendable {
         elements = scanner.elements
     }
 
+    private static func lineStarts(_ bytes: [UInt8]) -> [Int] {
+        var starts = [0]
+        for (i, b) in bytes.enumerated() where b == 0x0A { starts.append(i + 1) }
+        return starts
+    }
+
+    /// Line and column of `offset` in text that was never scanned (it may not be valid TOML).
+    static func lineColumn(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+        lineColumn(of: offset, in: bytes, lineStarts: lineStarts(bytes))
+    }
+
     /// Line and column (1-based; column in Unicode scalars) of a byte offset.
     func lineColumn(of offset: Int) -> (line: Int, column: Int) {
+        Self.lineColumn(of: offset, in: bytes, lineStarts: lineStarts)
+    }
+
+    private static func lineColumn(of offset: Int, in bytes: [UInt8], lineStarts: [Int]) -> (line: Int, column: Int) {
         var low = 0
         var high = lineStarts.count - 1
         while low < high {
@@ -184,7 +204,7 @@ struct TOMLLocator: Sendable {
                     pos += 1
                     skipSpaces()
                     let valueStart = pos
-                    guard value(path: table + k) != nil || pos > valueStart else { return }
+                    guard value(path: table + k, depth: 0) != nil || pos > valueStart else { return }
                     let valueEnd = pos
                     finishLine()
                     entries.append(
@@ -228,9 +248,10 @@ struct TOMLLocator: Sendable {
             }
         }
 
-        /// Reads a value; returns its string contents for strings, "" for other values, nil on failure.
-        mutating func value(path: [String]) -> String? {
-            guard let b = peek() else { return nil }
+        /// Reads a value; returns its string contents for strings, "" for other values, nil on failure
+        /// (including nesting deeper than ``TOMLLocator/maxDepth``).
+        mutating func value(path: [String], depth: Int) -> String? {
+            guard depth < TOMLLocator.maxDepth, let b = peek() else { return nil }
             switch b {
             case UInt8(ascii: "\""):
                 if at("\"\"\"") { return multiline(quote: UInt8(ascii: "\""), escapes: true) }
@@ -249,7 +270,7 @@ struct TOMLLocator: Sendable {
                         return ""
                     }
                     let start = pos
-                    let s = value(path: path + ["[\(index)]"])
+                    let s = value(path: path + ["[\(index)]"], depth: depth + 1)
                     if pos == start { return nil }
                     let isString = c == UInt8(ascii: "\"") || c == UInt8(ascii: "'")
                     elements.append(Element(arrayPath: path, index: index, stringValue: isString ? s : nil, start: start))
@@ -273,7 +294,7 @@ struct TOMLLocator: Sendable {
                     pos += 1
                     skipSpaces()
                     let valueStart = pos
-                    _ = value(path: path + k)
+                    _ = value(path: path + k, depth: depth + 1)
                     if pos == valueStart { return nil }
                     entries.append(
                         Entry(

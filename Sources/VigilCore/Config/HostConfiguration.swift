@@ -35,7 +35,7 @@ public struct HostConfiguration: Sendable {
     /// Plugins allowed to load without a signature (`acknowledge_unsafe_plugins`).
     public let acknowledgedUnsafePlugins: [String]
     /// Absolute directories searched for `NAME/plugin.json`, in order: `plugin_paths` (default
-    /// `["manifests"]`, relative to this file), then ``firstPartyManifestDirectory``.
+    /// `["manifests"]`, relative to this file), then ``firstPartyManifests(environment:)``.
     public let pluginPaths: [String]
     /// The `[host]` table.
     public let host: HostDeclarations
@@ -48,7 +48,8 @@ public struct HostConfiguration: Sendable {
     public init(
         path: String, plugins: [String] = [], trustedPlugins: [String: Fingerprint] = [:],
         acknowledgedUnsafePlugins: [String] = [], pluginPaths: [String]? = nil,
-        host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:]
+        host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:],
+        environment: HostEnvironment = .current
     ) {
         self.path = Path.absolute(path)
         self.plugins = plugins
@@ -56,32 +57,85 @@ public struct HostConfiguration: Sendable {
         self.acknowledgedUnsafePlugins = acknowledgedUnsafePlugins
         self.pluginPaths =
             pluginPaths
-            ?? Self.resolvePluginPaths(["manifests"], configDirectory: Path.directory(of: self.path))
+            ?? Self.resolvePluginPaths(
+                ["manifests"], configDirectory: Path.directory(of: self.path),
+                firstParty: Self.firstPartyManifests(environment: environment).path)
         self.host = host
         self.pluginSettings = pluginSettings
         self.locator = nil
     }
 
-    /// Vigil's own first-party manifests (`manifests/` at the root of the Vigil package).
-    ///
-    /// Derived from this source file's location at build time (`#filePath`), so it is right for a
-    /// package built from source on the machine that runs it. A binary copied elsewhere must set
-    /// `VIGIL_FIRST_PARTY_MANIFESTS` to the directory holding `silent-engine/`, `soundscape/` and
-    /// `supervisor/`.
-    public static var firstPartyManifestDirectory: String {
-        if let override = SystemCall.environment("VIGIL_FIRST_PARTY_MANIFESTS") { return Path.absolute(override) }
-        let source = #filePath  // …/Sources/VigilCore/HostConfiguration.swift
-        let root = Path.directory(of: Path.directory(of: Path.directory(of: source)))
-        return Path.join(root, "manifests")
+    /// Where Vigil's own first-party manifests are, and why that directory was chosen.
+    public struct FirstPartyManifests: Sendable, Hashable {
+        /// How the directory was chosen.
+        public enum Origin: String, Sendable, Hashable {
+            /// `VIGIL_FIRST_PARTY_MANIFESTS` names it.
+            case environment = "VIGIL_FIRST_PARTY_MANIFESTS"
+            /// The install location: `share/vigil/manifests` under the executable's prefix
+            /// (`PREFIX/bin/vigil` → `PREFIX/share/vigil/manifests`).
+            case installed = "installed"
+            /// The `manifests/` directory of the Vigil source checkout this binary was built from
+            /// (a development build that was not installed).
+            case sourceCheckout = "source-checkout"
+        }
+
+        /// The directory (absolute); it may not exist when nothing is installed.
+        public let path: String
+        /// How it was chosen.
+        public let origin: Origin
+    }
+
+    /// Vigil's own first-party manifests, in this order: `VIGIL_FIRST_PARTY_MANIFESTS`; else
+    /// `../share/vigil/manifests` relative to the running executable's directory (the install
+    /// location, `PREFIX/share/vigil/manifests` for `PREFIX/bin/vigil`); else, for a development
+    /// build that was never installed, the source checkout's `manifests/` when it exists.
+    /// When none exists the install location is returned, so errors name where to install.
+    public static func firstPartyManifests(environment: HostEnvironment) -> FirstPartyManifests {
+        if let override = environment["VIGIL_FIRST_PARTY_MANIFESTS"] {
+            return FirstPartyManifests(path: Path.absolute(override), origin: .environment)
+        }
+        let installed = FirstPartyManifests(
+            path: Path.absolute("../share/vigil/manifests", relativeTo: Path.directory(of: SystemCall.executablePath())),
+            origin: .installed)
+        if SystemCall.isDirectory(installed.path) { return installed }
+        // …/Sources/VigilCore/…/HostConfiguration.swift: the package root is what precedes the
+        // last "/Sources/", at whatever depth this file sits.
+        let source = #filePath
+        let components = source.split(separator: "/", omittingEmptySubsequences: false)
+        let sources = components.lastIndex(of: "Sources") ?? 1
+        let root = components[..<sources].joined(separator: "/")
+        let checkout = Path.join(root, "manifests")
+        if SystemCall.isDirectory(checkout) { return FirstPartyManifests(path: checkout, origin: .sourceCheckout) }
+        return installed
     }
 
     /// The nearest `vigil.toml` in `directory` or one of its parents, or `nil`.
-    public static func find(startingAt directory: String) -> String? {
+    ///
+    /// A `vigil.toml` that exists but is not a regular file (a directory, FIFO, device, socket, or
+    /// a symbolic link to none of these or to nothing) stops the search with an error naming it:
+    /// skipping it would silently use — and let `vigil plugin trust` edit — a parent's file.
+    ///
+    /// - Throws: ``CoreError`` `.notRegularFile`.
+    public static func find(startingAt directory: String) throws(CoreError) -> String? {
         var current = Path.absolute(directory)
         while true {
             let candidate = Path.join(current, fileName)
             var st = stat()
-            if stat(candidate, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { return candidate }
+            if lstat(candidate, &st) == 0 {
+                var target = st
+                let isLink = (st.st_mode & S_IFMT) == S_IFLNK
+                let resolved = !isLink || stat(candidate, &target) == 0
+                if resolved, (target.st_mode & S_IFMT) == S_IFREG { return candidate }
+                let kind =
+                    !resolved
+                    ? "symbolic link to nothing" : isLink
+                        ? "symbolic link to a \(SafeFile.fileKind(target.st_mode))" : SafeFile.fileKind(st.st_mode)
+                throw CoreError(
+                    code: .notRegularFile,
+                    message: "\(candidate) is a \(kind), not a regular file; Vigil stops looking for \(fileName) "
+                        + "there rather than use a parent directory's — remove it or replace it with the real file, "
+                        + "or pass --config PATH")
+            }
             if current == "/" { return nil }
             current = Path.directory(of: current)
         }
@@ -92,15 +146,20 @@ public struct HostConfiguration: Sendable {
     /// - Throws: ``CoreError`` `.configInvalid` with `path:line:column` for a TOML syntax error, an
     ///   unknown key, a value of the wrong type, an invalid plugin name or fingerprint;
     ///   `.configNotFound` when the file does not exist.
-    public static func load(path: String) throws(CoreError) -> HostConfiguration {
+    /// - Parameter environment: the host's environment, for the first-party manifests directory.
+    public static func load(path: String, environment: HostEnvironment = .current) throws(CoreError) -> HostConfiguration {
         let absolute = Path.absolute(path)
         let bytes = try readConfig(absolute)
-        return try HostConfiguration(path: absolute, bytes: bytes)
+        return try HostConfiguration(
+            path: absolute, bytes: bytes, firstParty: firstPartyManifests(environment: environment).path)
     }
 
     /// Parses configuration text; `path` is used for locations and relative plugin paths.
-    public static func parse(_ bytes: [UInt8], path: String) throws(CoreError) -> HostConfiguration {
-        try HostConfiguration(path: Path.absolute(path), bytes: bytes)
+    public static func parse(
+        _ bytes: [UInt8], path: String, environment: HostEnvironment = .current
+    ) throws(CoreError) -> HostConfiguration {
+        try HostConfiguration(
+            path: Path.absolute(path), bytes: bytes, firstParty: firstPartyManifests(environment: environment).path)
     }
 
     static func readConfig(_ absolute: String) throws(CoreError) -> [UInt8] {
@@ -115,7 +174,51 @@ public struct HostConfiguration: Sendable {
             throw CoreError.io("open", path: absolute, errno: e)
         }
         defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: absolute, errno: errno) }
+        if (st.st_mode & S_IFMT) == S_IFREG {
+            try checkOwnership(st, of: absolute, isDirectory: false)
+            try checkDirectory(of: absolute)
+        }
         return try SafeFile.read(fd: fd, path: absolute, cap: maxSize, what: "host configuration", plugin: nil)
+    }
+
+    /// Refuses a configuration directory that others could use to replace `vigil.toml`: the
+    /// directory holding `path` (after resolving symbolic links) must be owned by this user or
+    /// root and not writable by group or others, unless it has the sticky bit (as `/tmp` has).
+    /// The rule is sshd's StrictModes: `vigil.toml` decides which keys are trusted and which
+    /// commands the supervisor runs.
+    ///
+    /// - Throws: ``CoreError`` `.configUnsafe`.
+    static func checkDirectory(of path: String) throws(CoreError) {
+        var real = path
+        if let resolved = realpath(path, nil) {
+            real = String(cString: resolved)
+            free(resolved)
+        }
+        let directory = Path.directory(of: real)
+        var st = stat()
+        guard stat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno) }
+        try checkOwnership(st, of: directory, isDirectory: true)
+    }
+
+    private static func checkOwnership(_ st: stat, of path: String, isDirectory: Bool) throws(CoreError) {
+        let what = isDirectory ? "the directory \(path), which holds \(fileName)," : path
+        let me = geteuid()
+        if st.st_uid != me && st.st_uid != 0 {
+            throw CoreError(
+                code: .configUnsafe,
+                message: "\(what) is owned by uid \(st.st_uid), not by you (uid \(me)) or root; it decides which "
+                    + "plugin keys are trusted, so Vigil does not use it — `chown \(me) \(path)`, or use your own copy")
+        }
+        let sticky = isDirectory && st.st_mode & S_ISVTX != 0
+        if st.st_mode & 0o022 != 0 && !sticky {
+            throw CoreError(
+                code: .configUnsafe,
+                message: "\(what) is writable by group or others (mode \(String(st.st_mode & 0o7777, radix: 8))); "
+                    + "it decides which plugin keys are trusted and which commands run, so Vigil does not use it "
+                    + "— `chmod go-w \(path)`")
+        }
     }
 
     /// Parses the TOML text, mapping TOMLKit's errors to `.configInvalid` with a location.
@@ -124,22 +227,26 @@ public struct HostConfiguration: Sendable {
             throw CoreError(code: .configInvalid, message: "\(path): the file is not valid UTF-8 — save it as UTF-8")
         }
         if let nul = bytes.firstIndex(of: 0) {
-            let (line, column) = TOMLLocator(Array(bytes[..<nul])).lineColumn(of: nul)
-            throw CoreError(code: .configInvalid, message: "\(path):\(line):\(column): the file contains a NUL byte")
+            // Not valid TOML: only count lines, never scan its structure.
+            let (line, column) = TOMLLocator.lineColumn(of: nul, in: bytes)
+            throw CoreError(
+                code: .configInvalid, location: SourceLocation(path: path, line: line, column: column),
+                message: "the file contains a NUL byte")
         }
         do {
             return (try TOMLTable(string: text), text)
         } catch let error as TOMLParseError {
             throw CoreError(
                 code: .configInvalid,
-                message: "\(path):\(error.source.begin.line):\(error.source.begin.column): \(error.description) "
-                    + "— fix the TOML syntax")
+                location: SourceLocation(
+                    path: path, line: error.source.begin.line, column: error.source.begin.column),
+                message: "\(error.description) — fix the TOML syntax")
         } catch {
             throw CoreError(code: .configInvalid, message: "\(path): \(error)")
         }
     }
 
-    private init(path: String, bytes: [UInt8]) throws(CoreError) {
+    private init(path: String, bytes: [UInt8], firstParty: String) throws(CoreError) {
         let (table, _) = try Self.parseTOML(bytes, path: path)
         let locator = TOMLLocator(bytes)
         self.path = path
@@ -198,14 +305,14 @@ public struct HostConfiguration: Sendable {
         self.plugins = plugins
         self.trustedPlugins = trusted
         self.acknowledgedUnsafePlugins = acknowledged
-        self.pluginPaths = Self.resolvePluginPaths(paths, configDirectory: Path.directory(of: path))
+        self.pluginPaths = Self.resolvePluginPaths(paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
         self.host = host
         self.pluginSettings = settings
     }
 
-    static func resolvePluginPaths(_ paths: [String], configDirectory: String) -> [String] {
+    static func resolvePluginPaths(_ paths: [String], configDirectory: String, firstParty: String) -> [String] {
         var out: [String] = []
-        for p in paths + [firstPartyManifestDirectory] {
+        for p in paths + [firstParty] {
             let absolute = Path.absolute(p, relativeTo: configDirectory)
             if !out.contains(absolute) { out.append(absolute) }
         }
@@ -228,19 +335,19 @@ private struct ConfigReader {
     let locator: TOMLLocator
 
     func fail(at keyPath: [String], fallbackIndex: Int? = nil, _ problem: String) -> CoreError {
-        var where_ = path
         var offset = locator.offset(of: keyPath)
         if offset == nil, let i = fallbackIndex {
             offset = locator.elements.first { $0.arrayPath == Array(keyPath.dropLast()) && $0.index == i }?.start
         }
         if offset == nil { offset = locator.offset(of: Array(keyPath.prefix(1))) }
-        if let offset {
+        let location = offset.map { offset in
             let (line, column) = locator.lineColumn(of: offset)
-            where_ += ":\(line):\(column)"
+            return SourceLocation(path: path, line: line, column: column)
         }
         let key = keyPath.map { PluginName.isValid($0) || $0.allSatisfy { $0.isLetter || $0 == "_" } ? $0 : JSONValue.quote($0) }
             .joined(separator: ".")
-        return CoreError(code: .configInvalid, message: "\(where_): \(key): \(problem)")
+        return CoreError(
+            code: .configInvalid, location: location, message: (location == nil ? "\(path): " : "") + "\(key): \(problem)")
     }
 
     func strings(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> [String] {
@@ -287,7 +394,15 @@ private struct ConfigReader {
         return host
     }
 
+    /// The deepest nesting of arrays and tables accepted in a plugin's settings (as for manifests).
+    static let maxSettingsDepth = StrictJSON.defaultMaxDepth
+
     func settingsTable(_ table: TOMLTable, at keyPath: [String]) throws(CoreError) -> [String: SettingValue] {
+        guard keyPath.count <= Self.maxSettingsDepth else {
+            throw fail(
+                at: Array(keyPath.prefix(2)),
+                "settings are nested deeper than \(Self.maxSettingsDepth) levels — flatten the plugin's settings")
+        }
         var out: [String: SettingValue] = [:]
         for key in table.keys {
             guard let v = table[key] else { continue }
@@ -303,6 +418,11 @@ private struct ConfigReader {
         case .double: return .double(value.double ?? 0)
         case .bool: return .bool(value.bool ?? false)
         case .array:
+            guard keyPath.count <= Self.maxSettingsDepth else {
+                throw fail(
+                    at: Array(keyPath.prefix(2)),
+                    "settings are nested deeper than \(Self.maxSettingsDepth) levels — flatten the plugin's settings")
+            }
             var out: [SettingValue] = []
             for (i, element) in (value.array ?? TOMLArray()).enumerated() {
                 out.append(try setting(element, at: keyPath + ["[\(i)]"]))

@@ -28,15 +28,32 @@ public enum Sanitizer {
     /// `text` with every control character (C0, DEL, C1, and bidirectional overrides) replaced
     /// by `?`, so signed or unsigned text from a plugin cannot move the cursor, recolour the
     /// terminal or reorder what a reviewer sees.
-    public static func display(_ text: String) -> String {
+    ///
+    /// This is the one terminal-escaping function: the CLI applies it when it renders any text,
+    /// never earlier (JSON output and stored values keep the exact text).
+    ///
+    /// - Parameter keepingNewlines: keep `\n` (multi-line text of Vigil's own); every other
+    ///   control character is still replaced.
+    public static func display(_ text: String, keepingNewlines: Bool = false) -> String {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             let v = scalar.value
-            let isControl = v < 0x20 || v == 0x7F || (0x80..<0xA0).contains(v)
-            let isBidi = (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) || v == 0x200E || v == 0x200F
-                || v == 0x061C
-            out.append(isControl || isBidi ? "?" : scalar)
+            if keepingNewlines && v == 0x0A {
+                out.append(scalar)
+                continue
+            }
+            out.append(isUnsafe(scalar) ? "?" : scalar)
         }
         return String(out)
+    }
+
+    /// True for the scalars ``display(_:keepingNewlines:)`` replaces: C0, DEL, C1, line and
+    /// paragraph separators, and bidirectional controls.
+    public static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        let v = scalar.value
+        let isControl = v < 0x20 || v == 0x7F || (0x80..<0xA0).contains(v) || v == 0x2028 || v == 0x2029
+        let isBidi = (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) || v == 0x200E || v == 0x200F
+            || v == 0x061C
+        return isControl || isBidi
     }
 }

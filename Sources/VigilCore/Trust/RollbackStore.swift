@@ -1,6 +1,6 @@
 import Glibc
 import VigilCrypto
-public import Version
+public import VigilPlugin
 
 /// Remembers, per plugin name and signing key, the highest manifest version the host accepted
 /// and that manifest's SHA-256, and refuses older versions and changed bytes at the same version.
@@ -14,7 +14,7 @@ public struct RollbackStore: Sendable {
     /// What was accepted for one plugin and key.
     public struct Entry: Sendable, Hashable {
         /// The highest accepted version.
-        public let version: Version
+        public let version: SemanticVersion
         /// Lower-case hex SHA-256 of the manifest accepted at that version.
         public let manifestSHA256: String
     }
@@ -33,23 +33,47 @@ public struct RollbackStore: Sendable {
         self.directory = Path.absolute(directory)
     }
 
-    /// The default state directory: `$XDG_STATE_HOME/vigil`, else `$HOME/.local/state/vigil`.
-    public static func defaultDirectory() throws(CoreError) -> String {
-        if let state = SystemCall.environment("XDG_STATE_HOME"), state.hasPrefix("/") {
-            return Path.join(state, "vigil")
-        }
-        guard let home = SystemCall.environment("HOME") else {
+    /// The state directory of `environment`: `$XDG_STATE_HOME/vigil`, else
+    /// `$HOME/.local/state/vigil` (only absolute values count; ``HostEnvironment/vigilStateDirectory``).
+    ///
+    /// - Throws: ``CoreError`` `.stateInvalid` when neither is set: without a state directory
+    ///   there is no rollback protection, so nothing that needs it may be called ready.
+    public static func defaultDirectory(environment: HostEnvironment) throws(CoreError) -> String {
+        guard let directory = environment.vigilStateDirectory else {
             throw CoreError(
                 code: .stateInvalid,
-                message: "neither XDG_STATE_HOME nor HOME is set, so Vigil has no state directory for rollback "
-                    + "protection — set one of them")
+                message: "neither XDG_STATE_HOME nor HOME is set to an absolute path, so Vigil has no state "
+                    + "directory for rollback protection and refuses signed plugins — set one of them")
         }
-        return Path.join(home, ".local/state/vigil")
+        return directory
     }
 
-    /// The store in the default directory.
-    public static func standard() throws(CoreError) -> RollbackStore {
-        RollbackStore(directory: try defaultDirectory())
+    /// The store in the state directory of `environment` (see ``defaultDirectory(environment:)``).
+    public static func standard(environment: HostEnvironment) throws(CoreError) -> RollbackStore {
+        RollbackStore(directory: try defaultDirectory(environment: environment))
+    }
+
+    /// Every recorded entry for `plugin`, by key fingerprint.
+    public func entries(plugin: String) throws(CoreError) -> [String: Entry] {
+        try read()[plugin] ?? [:]
+    }
+
+    /// Throws when the state cannot be written safely: the directory is created if missing (0700)
+    /// and checked, the lock can be taken and the state file reads. Records nothing.
+    public func checkWritable() throws(CoreError) {
+        try withLock { () throws(CoreError) in _ = try read() }
+    }
+
+    /// Forgets every entry for `plugin` and records `version` for `fingerprint`, in one atomic
+    /// write under the lock (the reviewed way to accept a downgrade or a new key).
+    public func replace(
+        plugin: String, fingerprint: Fingerprint, version: SemanticVersion, manifestSHA256: String
+    ) throws(CoreError) {
+        try withLock { () throws(CoreError) in
+            var state = try read()
+            state[plugin] = [fingerprint.description: Entry(version: version, manifestSHA256: manifestSHA256)]
+            try write(state)
+        }
     }
 
     /// The recorded entry for `plugin` signed by `fingerprint`, if any.
@@ -60,7 +84,7 @@ public struct RollbackStore: Sendable {
     /// Throws `.rollback` when `version` is lower than the recorded one, or equal with different
     /// manifest bytes. Records nothing.
     public func check(
-        plugin: String, fingerprint: Fingerprint, version: Version, manifestSHA256: String
+        plugin: String, fingerprint: Fingerprint, version: SemanticVersion, manifestSHA256: String
     ) throws(CoreError) {
         guard let entry = try entry(plugin: plugin, fingerprint: fingerprint) else { return }
         try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
@@ -69,7 +93,7 @@ public struct RollbackStore: Sendable {
     /// Checks like ``check(plugin:fingerprint:version:manifestSHA256:)`` and, under the lock,
     /// records `version` when it is higher than the recorded one (or the first seen).
     public func record(
-        plugin: String, fingerprint: Fingerprint, version: Version, manifestSHA256: String
+        plugin: String, fingerprint: Fingerprint, version: SemanticVersion, manifestSHA256: String
     ) throws(CoreError) {
         try withLock { () throws(CoreError) in
             var state = try read()
@@ -92,7 +116,7 @@ public struct RollbackStore: Sendable {
         }
     }
 
-    private static func compare(plugin: String, entry: Entry, version: Version, sha: String) throws(CoreError) {
+    private static func compare(plugin: String, entry: Entry, version: SemanticVersion, sha: String) throws(CoreError) {
         if version < entry.version {
             throw CoreError(
                 code: .rollback, plugin: plugin,
@@ -121,6 +145,7 @@ public struct RollbackStore: Sendable {
     typealias State = [String: [String: Entry]]
 
     func read() throws(CoreError) -> State {
+        try checkDirectory(create: false)
         let fd = open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             let e = errno
@@ -153,7 +178,7 @@ public struct RollbackStore: Sendable {
             guard case .object(let keys) = plugin.value else { throw corrupt("entry \(plugin.key) is not an object") }
             for key in keys {
                 guard case .object(let fields) = key.value, fields.count == 2,
-                    case .string(let v)? = key.value["version"], let version = SemVer.parse(v),
+                    case .string(let v)? = key.value["version"], let version = SemanticVersion(v),
                     case .string(let sha)? = key.value["manifest_sha256"], sha.utf8.count == 64
                 else { throw corrupt("entry \(plugin.key) / \(key.key) is malformed") }
                 state[plugin.key, default: [:]][key.key] = Entry(version: version, manifestSHA256: sha)
@@ -182,8 +207,19 @@ public struct RollbackStore: Sendable {
     }
 
     private func ensureDirectory() throws(CoreError) {
+        try checkDirectory(create: true)
+    }
+
+    /// Checks the state directory: a directory (not a link), owned by this user, not writable by
+    /// group or others. A missing directory is created (0700, with missing parents) when `create`
+    /// is true and is otherwise fine (nothing was recorded yet). Reading and writing both check
+    /// it, so `vigil check` refuses exactly what a running host refuses.
+    private func checkDirectory(create: Bool) throws(CoreError) {
         var st = stat()
         if lstat(directory, &st) != 0 {
+            let e = errno
+            guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e) }
+            guard create else { return }
             // Create missing parents with 0700 too (mkdir -p).
             var prefix = ""
             for component in directory.split(separator: "/") {

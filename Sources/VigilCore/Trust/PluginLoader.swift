@@ -1,5 +1,6 @@
 import Glibc
 public import VigilCrypto
+public import VigilPlugin
 
 /// How a loaded plugin was admitted.
 public enum PluginTrust: Sendable, Hashable {
@@ -57,9 +58,10 @@ public struct PluginLoader: Sendable {
         self.rollbackStore = rollbackStore
     }
 
-    /// Creates a loader using the default rollback store (`$XDG_STATE_HOME/vigil`).
-    public init(configuration: HostConfiguration) throws(CoreError) {
-        self.init(configuration: configuration, rollbackStore: try RollbackStore.standard())
+    /// Creates a loader using the rollback store of `environment` (`$XDG_STATE_HOME/vigil`, else
+    /// `$HOME/.local/state/vigil`; an error when neither is set).
+    public init(configuration: HostConfiguration, environment: HostEnvironment) throws(CoreError) {
+        self.init(configuration: configuration, rollbackStore: try RollbackStore.standard(environment: environment))
     }
 
     /// Loads every plugin in `configuration.plugins`, in order.
@@ -95,9 +97,14 @@ public struct PluginLoader: Sendable {
                 + "VIGIL_FIRST_PARTY_MANIFESTS for Vigil's own plugins")
     }
 
-    /// The first `path/NAME` in `paths` that holds a `plugin.json`, or `nil`.
+    /// The first `path/NAME` in `paths` that exists, or `nil` when none does.
     ///
-    /// - Throws: `.notRegularFile` when `path/NAME` is a symbolic link.
+    /// The first one that exists is the plugin's directory: when it is broken (no `plugin.json`,
+    /// not a directory, a symbolic link) that is an error, never a reason to use a copy in a later
+    /// path such as Vigil's first-party manifests.
+    ///
+    /// - Throws: `.notRegularFile` when `path/NAME` is a symbolic link or not a directory;
+    ///   `.pluginNotFound` when it is a directory without `plugin.json`.
     public static func locate(_ name: String, in paths: [String]) throws(CoreError) -> String? {
         for base in paths {
             let candidate = Path.join(base, name)
@@ -108,13 +115,27 @@ public struct PluginLoader: Sendable {
                     message: "the plugin directory \(candidate) is a symbolic link; Vigil follows no links to plugin "
                         + "directories — move the directory there, or add its real parent to plugin_paths")
             }
-            if type == S_IFDIR, SystemCall.fileType(Path.join(candidate, "plugin.json")) != nil { return candidate }
+            guard type == S_IFDIR else {
+                throw CoreError(
+                    code: .notRegularFile, plugin: name,
+                    message: "the plugin directory \(candidate) is a \(SafeFile.fileKind(type)), not a directory — "
+                        + "remove it or put the plugin's directory there")
+            }
+            guard SystemCall.fileType(Path.join(candidate, "plugin.json")) != nil else {
+                throw CoreError(
+                    code: .pluginNotFound, plugin: name,
+                    message: "\(candidate) has no plugin.json; Vigil does not look for \(name) in later plugin paths "
+                        + "while this directory is there — restore the plugin's files (reinstall it), or remove the "
+                        + "directory to use another copy")
+            }
+            return candidate
         }
         return nil
     }
 
-    /// Every plugin in `paths` (directories holding `plugin.json`), first occurrence of each name,
-    /// sorted by name.
+    /// Every plugin directory in `paths` (a directory or link with a valid plugin name), first
+    /// occurrence of each name, sorted by name. A broken first occurrence is listed too, so that
+    /// loading it reports why instead of a later copy being shown.
     public static func discover(in paths: [String]) -> [(name: String, directory: String)] {
         var found: [String: String] = [:]
         for base in paths {
@@ -126,7 +147,9 @@ public struct PluginLoader: Sendable {
                 }
                 guard PluginName.isValid(name), found[name] == nil else { continue }
                 let candidate = Path.join(base, name)
-                if SystemCall.fileType(Path.join(candidate, "plugin.json")) != nil { found[name] = candidate }
+                if let type = SystemCall.fileType(candidate), type == S_IFDIR || type == S_IFLNK {
+                    found[name] = candidate
+                }
             }
         }
         return found.keys.sorted().map { ($0, found[$0]!) }
@@ -355,11 +378,8 @@ public struct PluginLoader: Sendable {
     }
 
     private static func unsupported(_ name: String, _ error: any Error) -> CoreError {
-        CoreError(
-            code: .unsupportedSignatureAlgorithm, plugin: name,
-            message: "its signature uses minisign's legacy non-prehashed algorithm (\(error)), which Vigil refuses "
-                + "because that algorithm allows a known forgery — the publisher must sign with a current minisign "
-                + "(prehashed, the default) or `vigil plugin sign`")
+        // The crypto error already says what the algorithm is, why it is refused and how to re-sign.
+        CoreError(code: .unsupportedSignatureAlgorithm, plugin: name, message: "plugin.json.minisig: \(error)")
     }
 
     static func readResource(

@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The environment a host runs in, built once and handed to everything below it: the host, the
+/// requirement checker, the rollback store and every plugin (``PluginContext/environment``).
+///
+/// It owns the environment variables and what is derived from them — the state, runtime and
+/// configuration directories with their fallbacks, the sound-server addresses to probe, and
+/// `PATH` lookup — so every part of a host answers these questions the same way, and a host
+/// built with an injected environment never consults the process's own variables.
+public struct HostEnvironment: Sendable {
+    /// The environment variables.
+    public var variables: [String: String]
+    /// The ALSA device directory (`/dev/snd`); playback devices are `pcmC*D*p` in it.
+    public var soundDeviceDirectory: String
+
+    /// Creates an environment from explicit variables (tests, embedding hosts).
+    public init(variables: [String: String], soundDeviceDirectory: String = "/dev/snd") {
+        self.variables = variables
+        self.soundDeviceDirectory = soundDeviceDirectory
+    }
+
+    /// This process's environment: the one place Vigil reads it. Build it once at the top (the
+    /// CLI, or a host app's `VigilHost.Options`) and pass it down.
+    public static var current: HostEnvironment {
+        var vars: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let pair = String(cString: entry)
+            if let eq = pair.firstIndex(of: "=") {
+                vars[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
+            }
+            pointer += 1
+        }
+        return HostEnvironment(variables: vars)
+    }
+
+    /// The value of `name`, when set and not empty.
+    public subscript(name: String) -> String? {
+        guard let value = variables[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// The value of `name` when it is an absolute path.
+    private func absolute(_ name: String) -> String? {
+        guard let value = self[name], value.hasPrefix("/") else { return nil }
+        return value
+    }
+
+    /// `$XDG_STATE_HOME`, else `$HOME/.local/state`; `nil` when neither is an absolute path.
+    public var stateHome: String? {
+        absolute("XDG_STATE_HOME") ?? absolute("HOME").map { $0 + "/.local/state" }
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `$HOME/.config`; `nil` when neither is an absolute path.
+    public var configHome: String? {
+        absolute("XDG_CONFIG_HOME") ?? absolute("HOME").map { $0 + "/.config" }
+    }
+
+    /// `$XDG_RUNTIME_DIR` when it is an absolute path.
+    public var runtimeHome: String? { absolute("XDG_RUNTIME_DIR") }
+
+    /// Vigil's state directory (`STATE_HOME/vigil`): rollback records and plugin state.
+    public var vigilStateDirectory: String? { stateHome.map { $0 + "/vigil" } }
+
+    /// The state directory of plugin `name` (`STATE_HOME/vigil/plugins/NAME`).
+    public func pluginStateDirectory(_ name: String) -> String? {
+        vigilStateDirectory.map { "\($0)/plugins/\(name)" }
+    }
+
+    /// The PulseAudio-protocol addresses to try, in order: each entry of `$PULSE_SERVER` (a
+    /// space-separated list), then `$XDG_RUNTIME_DIR/pulse/native`.
+    public var soundServerAddresses: [String] {
+        var out = self["PULSE_SERVER"].map { $0.split(separator: " ").map(String.init) } ?? []
+        if let runtime = runtimeHome { out.append("unix:" + runtime + "/pulse/native") }
+        return out
+    }
+
+    /// The executable `name` found through `$PATH` (or `name` itself when it contains a `/`),
+    /// when it is a regular file this process may execute.
+    public func executablePath(named name: String) -> String? {
+        func isExecutable(_ path: String) -> Bool {
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
+        }
+        if name.contains("/") { return isExecutable(name) ? name : nil }
+        for dir in (self["PATH"] ?? "").split(separator: ":") where !dir.isEmpty {
+            let candidate = "\(dir)/\(name)"
+            if isExecutable(candidate) { return candidate }
+        }
+        return nil
+    }
+}
