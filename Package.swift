@@ -74,11 +74,13 @@ let package = Package(
             name: "Vigil",
             dependencies: ["VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", log, lifecycle],
             swiftSettings: strictSettings),
+        // Descriptors 0–2 and SIGPIPE for the `vigil` tool, set before the Swift runtime starts.
+        .target(name: "CVigilStartup"),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle, "CVigilStartup",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
