@@ -35,6 +35,15 @@ final class StatusPublisher: Sendable {
     /// Records `status` as the one to write next; returns at once.
     func publish(_ status: HostStatus) { writer.publish(status) }
 
+    /// Writes `status` now, past the rate limit, and returns once it is on disk (or the write
+    /// failed): for the points where callers expect the file to be current, like the end of
+    /// `keepAlive()`. The calling task waits; no thread blocks.
+    func publishNow(_ status: HostStatus) async {
+        await withCheckedContinuation { continuation in
+            writer.publish(status, waiter: continuation)
+        }
+    }
+
     /// Drops what is pending, waits for a write in progress and removes the file; nothing is
     /// written again before the next ``publish(_:)``.
     func remove() { writer.remove() }
@@ -54,6 +63,8 @@ final class StatusPublisher: Sendable {
         private let condition = NSCondition()
         // Guarded by `condition`.
         private var pending: HostStatus?
+        /// Waiting for `pending` to be written (it is written without the rate-limit wait).
+        private var waiters: [CheckedContinuation<Void, Never>] = []
         private var active = false
         private var writing = false
         private var finished = false
@@ -66,22 +77,26 @@ final class StatusPublisher: Sendable {
             self.logger = logger
         }
 
-        func publish(_ status: HostStatus) {
+        func publish(_ status: HostStatus, waiter: CheckedContinuation<Void, Never>? = nil) {
             condition.withLock {
                 pending = status
                 active = true
+                if let waiter { waiters.append(waiter) }
                 condition.broadcast()
             }
         }
 
         func remove() {
-            condition.withLock {
+            let released = condition.withLock {
                 pending = nil
                 active = false
                 while writing { condition.wait() }
                 unlink(file)
                 condition.broadcast()
+                defer { waiters = [] }
+                return waiters
             }
+            released.forEach { $0.resume() }
         }
 
         func flush() {
@@ -93,14 +108,17 @@ final class StatusPublisher: Sendable {
         var writeCount: Int { condition.withLock { writes } }
 
         func finish() {
-            condition.withLock {
+            let released = condition.withLock {
                 finished = true
                 pending = nil
                 active = false
                 while writing { condition.wait() }
                 unlink(file)
                 condition.broadcast()
+                defer { waiters = [] }
+                return waiters
             }
+            released.forEach { $0.resume() }
         }
 
         func run() {
@@ -109,16 +127,19 @@ final class StatusPublisher: Sendable {
                 while !finished && pending == nil { condition.wait() }
                 if finished { break }
                 let wait = lastWrite + StatusPublisher.minimumInterval - Self.monotonicSeconds()
-                if wait > 0 {
+                if wait > 0 && waiters.isEmpty {
                     // Later changes replace `pending` meanwhile: the latest wins.
                     _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
                     continue
                 }
                 guard let status = pending else { continue }
                 pending = nil
+                let served = waiters
+                waiters = []
                 writing = true
                 condition.unlock()
                 let problem = write(status)
+                served.forEach { $0.resume() }
                 condition.lock()
                 writing = false
                 writes += 1

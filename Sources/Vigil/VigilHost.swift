@@ -216,7 +216,10 @@ public actor VigilHost: Service {
     @discardableResult
     public func keepAlive() async -> HostStatus {
         await request(up: true)
-        return await status()
+        let current = await status()
+        // The status file is current when keepAlive() returns (later changes are rate-limited).
+        if publishing, let publisher, desiredUp { await publisher.publishNow(current) }
+        return current
     }
 
     /// Stops every running plugin and returns once the host has settled on the latest request.
