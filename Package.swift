@@ -66,8 +66,11 @@ let package = Package(
             swiftSettings: strictSettings),
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
+        // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
+        .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", log], swiftSettings: strictSettings),
+        // The supervisor plugin over it: settings, systemd and desktop channels.
         .target(
-            name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", "CVigilSpawn", log],
+            name: "VigilSupervisor", dependencies: ["VigilSupervisorEngine", "VigilPlugin", "CSystemd", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
@@ -81,6 +84,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle, "CVigilStartup",
+                "VigilSupervisorEngine",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -125,7 +129,8 @@ let package = Package(
             name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilPlugin", "VigilTestSupport"],
+            name: "VigilSupervisorTests",
+            dependencies: ["VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport"],
             exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests",

@@ -6,7 +6,7 @@ import Synchronization
 import UnixSignals
 import Vigil
 import VigilCore
-import VigilSupervisor
+import VigilSupervisorEngine
 
 /// `vigil run [--config PATH] [--restart POLICY] -- CMD ARGS…`: runs CMD under Vigil's supervisor.
 struct Run: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import Foundation
+import VigilSupervisorEngine
 import Logging
 import Synchronization
 import VigilPlugin
@@ -183,7 +184,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         switch event.kind {
         case .crashed(let exit, let delay):
             state.withLock { $0.degraded = true }
-            let ms = Int((delay.seconds * 1000).rounded())
+            let (whole, atto) = delay.components
+            let ms = Int(whole) * 1000 + Int(atto / 1_000_000_000_000_000)
             context.reporter.report(.interrupted(reason: "worker \(name) \(exit); restarting in \(ms) ms"))
         case .watchdogTimeout:
             state.withLock { $0.degraded = true }

@@ -1,4 +1,5 @@
 import Foundation
+import VigilSupervisorEngine
 import VigilPlugin
 
 /// The `[supervisor]` table of vigil.toml (over the manifest's defaults), validated.

@@ -6,6 +6,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 /// The manifest defaults the signed `supervisor` manifest carries.
 let manifestDefaults: [String: SettingValue] = [

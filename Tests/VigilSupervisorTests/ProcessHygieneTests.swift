@@ -3,6 +3,7 @@ import Testing
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 /// Runs the built `vigil` binary (next to the test bundle) as a separate host process, so its
 /// descriptors and children can be inspected from outside, unaffected by tests running in parallel.

@@ -4,6 +4,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 /// Faults and misbehaving workers, with real processes: one worker's failure stays its own,
 /// notify credentials are the kernel's, and a flooding worker is coalesced, not obeyed.

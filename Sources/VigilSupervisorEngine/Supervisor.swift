@@ -59,7 +59,10 @@ public final class Supervisor: Sendable {
         self.onEvent = onEvent
     }
 
-    static func validate(_ workers: [WorkerSpec]) throws {
+    /// Checks `workers` as ``init(workers:configuration:environment:runtimeDirectory:logger:onEvent:)`` does.
+    ///
+    /// - Throws: ``SupervisorError`` with code `invalidWorker`, naming the worker and the fix.
+    public static func validate(_ workers: [WorkerSpec]) throws {
         var seen = Set<String>()
         for worker in workers {
             func bad(_ reason: String) -> SupervisorError {
