@@ -317,6 +317,51 @@ struct SupervisorRuntimeTests {
         #expect(last != nil, "the last STATUS= never reached the status file")
     }
 
+    @Test("on a terminal, Ctrl-C's echoed ^C does not shift the redrawn status block (no overlapping lines)")
+    func liveBlockAfterControlC() async throws {
+        let python = try #require(RuntimeFixtures.which("python3"))
+        let project = try await Self.project(workers: [#"{ name = "w", command = "/bin/sleep", args = ["300"] }"#])
+        defer { project.dir.remove() }
+        // vigil up on a pseudo-terminal; once its block shows `running`, Ctrl-C is typed (the
+        // terminal echoes ^C and sends SIGINT); everything it printed is saved.
+        let transcript = project.dir.path + "/tty.out"
+        let driver = """
+            import os, pty, select, sys, time
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], ["vigil", "up", "--config", sys.argv[2]])
+            out = b""
+            def pump(seconds, until=None):
+                global out
+                end = time.time() + seconds
+                while time.time() < end and not (until and until in out):
+                    r, _, _ = select.select([fd], [], [], 0.05)
+                    if r:
+                        try:
+                            data = os.read(fd, 65536)
+                        except OSError:
+                            return
+                        if not data:
+                            return
+                        out += data
+            pump(20, b"running")
+            os.write(fd, b"\\x03")
+            pump(20, b"vigil up: stopped")
+            os.waitpid(pid, 0)
+            open(sys.argv[3], "wb").write(out)
+            """
+        let r = try await RuntimeFixtures.run(
+            python, ["-c", driver, VigilExecutable.path, project.config, transcript], environment: project.environment,
+            timeout: 60)
+        #expect(r.status == 0, "\(r.stderr)")
+        let text = try String(decoding: Data(contentsOf: URL(fileURLWithPath: transcript)), as: UTF8.self)
+        #expect(text.contains("vigil up: stopped"), "\(text)")
+        #expect(text.contains("^C"), "the terminal did not echo ^C: \(text.debugDescription)")
+        // After the echo the cursor is two columns in: every redraw returns to column 0 first.
+        #expect(!text.contains("^C\u{1B}["), "redrawn from the ^C column: \(text.debugDescription)")
+        #expect(text.contains("^C\r\u{1B}["), "\(text.debugDescription)")
+    }
+
     /// `vigil run ARGS` from the project's directory (no vigil.toml there).
     static func run(_ project: Project, _ arguments: [String]) async throws -> RuntimeFixtures.Output {
         try await RuntimeFixtures.run(
