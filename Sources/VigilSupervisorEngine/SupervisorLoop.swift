@@ -42,6 +42,8 @@ final class SupervisorLoop: @unchecked Sendable {
     private var stopReplies: [@Sendable () -> Void] = []
     private var stoppingAll = false
     private let reader: NotifyReader
+    /// The workers' cgroups and their sentinel, where the kernel allows them (else nil).
+    private var cgroups: CgroupTree?
     /// When the loop meant to wake up last time (for time the host did not run).
     private var plannedWake: Double?
 
@@ -98,6 +100,7 @@ final class SupervisorLoop: @unchecked Sendable {
             releaseDescriptors()
             throw error
         }
+        cgroups = CgroupTree.make(workers: workers.count, logger: logger)
     }
 
     private static func systemError(_ call: String, _ errnoValue: Int32) -> SupervisorError {
@@ -293,6 +296,7 @@ final class SupervisorLoop: @unchecked Sendable {
                     "worker did not stop within the grace period; sending SIGKILL",
                     metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(worker.pid ?? 0)"])
                 signalGroup(worker, SIGKILL)
+                cgroups?.kill(worker: worker.index)
             }
             // A worker whose socket still holds unread datagrams is not judged yet.
             if let t = worker.watchdogDeadline, t <= now, !behind.contains(worker.index) {
@@ -307,7 +311,18 @@ final class SupervisorLoop: @unchecked Sendable {
     private func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
         let now = monotonicNow()
         let started: WorkerSpawner.Started
-        switch spawner.spawn(worker.spec, notifyPath: worker.notifyPath) {
+        var result = spawner.spawn(
+            worker.spec, notifyPath: worker.notifyPath, cgroupProcsFD: cgroups?.procsFD(worker: worker.index) ?? -1)
+        if case .failure(let failure) = result, failure.cgroupStage {
+            // The kernel refused the move (a cgroup with controllers, a policy): do without.
+            logger.notice(
+                "workers cannot be placed in a cgroup; using process groups only",
+                metadata: ["error": "\(failure.reason)"])
+            cgroups?.close()
+            cgroups = nil
+            result = spawner.spawn(worker.spec, notifyPath: worker.notifyPath)
+        }
+        switch result {
         case .success(let s): started = s
         case .failure(let failure): return failure
         }
@@ -348,8 +363,9 @@ final class SupervisorLoop: @unchecked Sendable {
         close(worker.pidfd)
         worker.pidfd = -1
         worker.pid = nil
-        // Whatever the worker left in its process group goes with it.
+        // Whatever the worker left in its process group — and in its cgroup, at any depth — goes with it.
         if pgid > 0 { kill(-pgid, SIGKILL) }
+        cgroups?.kill(worker: worker.index)
         worker.killAt = nil
         worker.watchdogDeadline = nil
 
@@ -523,6 +539,9 @@ final class SupervisorLoop: @unchecked Sendable {
             unlink(worker.notifyPath)
         }
         rmdir(runtimeDirectory)
+        // The sentinel kills what is left in the tree (a setsid grandchild) and removes it.
+        cgroups?.close()
+        cgroups = nil
         publish()
         let (waiters, pendingCommands) = shared.withLock { s in
             s.finished = true

@@ -22,8 +22,9 @@ struct WorkerSpawner {
     /// Variables systemd (or a parent supervisor) set for the supervisor itself.
     static let scrubbed = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"]
 
-    /// Starts `spec` with `notifyPath` as its `NOTIFY_SOCKET`; returns the reason on failure.
-    func spawn(_ spec: WorkerSpec, notifyPath: String) -> Result<Started, SpawnFailure> {
+    /// Starts `spec` with `notifyPath` as its `NOTIFY_SOCKET`, in the cgroup behind
+    /// `cgroupProcsFD` (-1: none); returns the reason on failure.
+    func spawn(_ spec: WorkerSpec, notifyPath: String, cgroupProcsFD: Int32 = -1) -> Result<Started, SpawnFailure> {
         let environment = environment(for: spec, notifyPath: notifyPath)
         let path: String
         switch Self.resolve(spec.command, path: environment["PATH"]) {
@@ -63,7 +64,8 @@ struct WorkerSpawner {
             envp.withUnsafeBufferPointer { envBuf in
                 var request = vigil_spawn_request(
                     path: pathC, argv: argvBuf.baseAddress, envp: envBuf.baseAddress,
-                    working_directory: cwdC, oom_score_adj: oomC, watchdog_pid_env: pidSlot)
+                    working_directory: cwdC, oom_score_adj: oomC, watchdog_pid_env: pidSlot,
+                    cgroup_procs_fd: cgroupProcsFD)
                 return vigil_spawn(&request, &result)
             }
         }
@@ -121,6 +123,7 @@ struct WorkerSpawner {
                 "cannot set oom_score_adj to \(spec.oomScoreAdjust ?? 0): \(what) — lowering it below "
                     + "the current value needs CAP_SYS_RESOURCE")
         case Int(VIGIL_STAGE_CLONE): return SpawnFailure("cannot fork: \(what)")
+        case Int(VIGIL_STAGE_CGROUP): return SpawnFailure(cgroupStage: true, "cannot enter its cgroup: \(what)")
         default: return SpawnFailure("spawn failed at stage \(stage): \(what)")
         }
     }
@@ -129,5 +132,10 @@ struct WorkerSpawner {
 /// Why a worker could not be started.
 struct SpawnFailure: Error, Sendable, Hashable {
     var reason: String
-    init(_ reason: String) { self.reason = reason }
+    /// The child could not move into its cgroup (the caller may retry without one).
+    var cgroupStage = false
+    init(cgroupStage: Bool = false, _ reason: String) {
+        self.reason = reason
+        self.cgroupStage = cgroupStage
+    }
 }
