@@ -58,7 +58,8 @@ static void child_main(const vigil_spawn_request *r, pid_t parent, int errfd) {
         if (s != SIGKILL && s != SIGSTOP) (void)sigaction(s, &dfl, NULL);
     }
 
-    // Into the worker's cgroup first: whatever it forks later, at any depth, stays there.
+    // Forked without CLONE_INTO_CGROUP: into the worker's cgroup first, so that whatever it
+    // forks later, at any depth, stays there.
     if (r->cgroup_procs_fd >= 0 && write(r->cgroup_procs_fd, "0", 1) != 1) child_fail(errfd, VIGIL_STAGE_CGROUP);
 
     if (setpgid(0, 0) != 0) child_fail(errfd, VIGIL_STAGE_SETPGID);
@@ -127,15 +128,33 @@ int vigil_spawn(const vigil_spawn_request *request, vigil_spawn_result *result) 
     args.flags = CLONE_PIDFD;
     args.pidfd = (uint64_t)(uintptr_t)&pidfd;
     args.exit_signal = SIGCHLD;
+    if (request->cgroup_dir_fd >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = (uint64_t)request->cgroup_dir_fd;
+    }
     long pid = syscall(SYS_clone3, &args, sizeof args);
     int usedFork = 0;
+    int intoCgroup = request->cgroup_dir_fd >= 0;
+    if (pid < 0 && intoCgroup && errno != ENOSYS && errno != E2BIG) {
+        // The kernel refused the cgroup (EBUSY for one with controllers, EACCES…): say so.
+        int cloneError = errno;
+        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        result->failed_stage = VIGIL_STAGE_CGROUP;
+        result->error = cloneError;
+        return -1;
+    }
     if (pid < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG)) {
         usedFork = 1;
+        intoCgroup = 0;
         pid = fork();
     }
     if (pid == 0) {
         close(pipefd[0]);
-        child_main(request, parent, pipefd[1]);
+        vigil_spawn_request copy = *request;
+        if (intoCgroup) copy.cgroup_procs_fd = -1;  // already there
+        child_main(&copy, parent, pipefd[1]);
     }
     int cloneError = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);

@@ -10,7 +10,9 @@ import Glibc
 /// No orphans at any depth, where the kernel allows it: a cgroup v2 directory per supervisor
 /// (`vigil-supervisor.PID.N`, under the host's own cgroup) with one child cgroup per worker.
 /// Each worker moves itself into its cgroup before exec, so every process it starts — double
-/// forked, `setsid`, in any process group — stays in it. A worker's cgroup is killed
+/// forked, `setsid`, in any process group — stays in it. It is created in it (clone3
+/// `CLONE_INTO_CGROUP`): writing `cgroup.procs` would cost milliseconds per start (a migration
+/// waits for an RCU grace period), so that is only the fallback where clone3 is missing. A worker's cgroup is killed
 /// (`cgroup.kill`) when its main process exits or is killed; and a sentinel process outside the
 /// tree kills the whole tree when the supervisor stops or dies, even by SIGKILL.
 ///
@@ -22,15 +24,17 @@ final class CgroupTree {
     private let workerPaths: [String]
     private var procsFDs: [Int32]
     private var killFDs: [Int32]
+    private var directoryFDs: [Int32]
     private var sentinelPID: pid_t = -1
     private var sentinelPipe: Int32 = -1
     private let rmdirList: UnsafeMutablePointer<CChar>
 
-    private init(path: String, workerPaths: [String], procsFDs: [Int32], killFDs: [Int32]) {
+    private init(path: String, workerPaths: [String], procsFDs: [Int32], killFDs: [Int32], directoryFDs: [Int32]) {
         self.path = path
         self.workerPaths = workerPaths
         self.procsFDs = procsFDs
         self.killFDs = killFDs
+        self.directoryFDs = directoryFDs
         // Children first, then the tree itself; NUL-separated, ending with an empty string.
         var bytes: [UInt8] = []
         for directory in workerPaths + [path] { bytes += Array(directory.utf8) + [0] }
@@ -63,8 +67,9 @@ final class CgroupTree {
         var workerPaths: [String] = []
         var procs: [Int32] = []
         var kills: [Int32] = []
+        var directories: [Int32] = []
         func undo(_ why: String) -> CgroupTree? {
-            (procs + kills).forEach { _ = Glibc.close($0) }
+            (procs + kills + directories).forEach { _ = Glibc.close($0) }
             workerPaths.reversed().forEach { _ = rmdir($0) }
             rmdir(path)
             return unavailable(why)
@@ -75,13 +80,16 @@ final class CgroupTree {
             workerPaths.append(worker)
             let p = open(worker + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
             let k = open(worker + "/cgroup.kill", O_WRONLY | O_CLOEXEC)
+            let d = open(worker, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if p >= 0 { procs.append(p) }
             if k >= 0 { kills.append(k) }
-            guard p >= 0, k >= 0 else { return undo("\(worker) has no cgroup.procs or cgroup.kill (Linux < 5.14?)") }
+            if d >= 0 { directories.append(d) }
+            guard p >= 0, k >= 0, d >= 0 else { return undo("\(worker) has no cgroup.procs or cgroup.kill (Linux < 5.14?)") }
         }
         let treeKill = open(path + "/cgroup.kill", O_WRONLY | O_CLOEXEC)
         guard treeKill >= 0 else { return undo("\(path)/cgroup.kill cannot be opened") }
-        let tree = CgroupTree(path: path, workerPaths: workerPaths, procsFDs: procs, killFDs: kills)
+        let tree = CgroupTree(
+            path: path, workerPaths: workerPaths, procsFDs: procs, killFDs: kills, directoryFDs: directories)
         var pid: pid_t = -1
         var pipe: Int32 = -1
         let rc = vigil_sentinel_start(treeKill, tree.rmdirList, &pid, &pipe)
@@ -89,6 +97,7 @@ final class CgroupTree {
         guard rc == 0 else {
             tree.procsFDs = []
             tree.killFDs = []
+            tree.directoryFDs = []
             tree.rmdirList.deallocate()
             return undo("cannot start the sentinel: \(String(cString: strerror(-rc)))")
         }
@@ -97,21 +106,36 @@ final class CgroupTree {
         return tree
     }
 
-    /// The descriptor a worker writes "0" to, to move itself into its cgroup.
+    /// The descriptor a worker writes "0" to, to move itself into its cgroup (without clone3).
     func procsFD(worker index: Int) -> Int32 { procsFDs.indices.contains(index) ? procsFDs[index] : -1 }
 
-    /// Kills every process left in worker `index`'s cgroup.
+    /// The worker's cgroup directory, for clone3's CLONE_INTO_CGROUP.
+    func directoryFD(worker index: Int) -> Int32 {
+        directoryFDs.indices.contains(index) ? directoryFDs[index] : -1
+    }
+
+    /// Kills every process left in worker `index`'s cgroup: SIGKILL to each pid in its
+    /// `cgroup.procs`, again for any that forked meanwhile. (Not `cgroup.kill`: on the kernels
+    /// tried, a process later created in a killed cgroup with CLONE_INTO_CGROUP is killed too,
+    /// which would take the worker's replacement; the sentinel uses `cgroup.kill` at the end.)
     func kill(worker index: Int) {
-        guard killFDs.indices.contains(index) else { return }
-        _ = "1".withCString { write(killFDs[index], $0, 1) }
+        guard workerPaths.indices.contains(index) else { return }
+        for _ in 0..<8 {
+            let pids = Self.readAll(workerPaths[index] + "/cgroup.procs").map {
+                $0.split(separator: "\n").compactMap { Int32($0) }
+            } ?? []
+            if pids.isEmpty { return }
+            for pid in pids where pid > 0 { _ = Glibc.kill(pid, SIGKILL) }
+        }
     }
 
     /// Ends the tree: the sentinel kills whatever is left in it, removes the directories and
     /// exits; this waits for it (it is this process's child).
     func close() {
-        (procsFDs + killFDs).forEach { _ = Glibc.close($0) }
+        (procsFDs + killFDs + directoryFDs).forEach { _ = Glibc.close($0) }
         procsFDs = []
         killFDs = []
+        directoryFDs = []
         if sentinelPipe >= 0 {
             _ = Glibc.close(sentinelPipe)
             sentinelPipe = -1

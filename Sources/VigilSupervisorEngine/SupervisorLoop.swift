@@ -312,7 +312,9 @@ final class SupervisorLoop: @unchecked Sendable {
         let now = monotonicNow()
         let started: WorkerSpawner.Started
         var result = spawner.spawn(
-            worker.spec, notifyPath: worker.notifyPath, cgroupProcsFD: cgroups?.procsFD(worker: worker.index) ?? -1)
+            worker.spec, notifyPath: worker.notifyPath,
+            cgroupDirectoryFD: cgroups?.directoryFD(worker: worker.index) ?? -1,
+            cgroupProcsFD: cgroups?.procsFD(worker: worker.index) ?? -1)
         if case .failure(let failure) = result, failure.cgroupStage {
             // The kernel refused the move (a cgroup with controllers, a policy): do without.
             logger.notice(

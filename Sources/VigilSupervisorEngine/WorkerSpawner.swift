@@ -23,8 +23,10 @@ struct WorkerSpawner {
     static let scrubbed = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"]
 
     /// Starts `spec` with `notifyPath` as its `NOTIFY_SOCKET`, in the cgroup behind
-    /// `cgroupProcsFD` (-1: none); returns the reason on failure.
-    func spawn(_ spec: WorkerSpec, notifyPath: String, cgroupProcsFD: Int32 = -1) -> Result<Started, SpawnFailure> {
+    /// `cgroupDirectoryFD` / `cgroupProcsFD` (-1: none); returns the reason on failure.
+    func spawn(
+        _ spec: WorkerSpec, notifyPath: String, cgroupDirectoryFD: Int32 = -1, cgroupProcsFD: Int32 = -1
+    ) -> Result<Started, SpawnFailure> {
         let environment = environment(for: spec, notifyPath: notifyPath)
         let path: String
         switch Self.resolve(spec.command, path: environment["PATH"]) {
@@ -65,7 +67,7 @@ struct WorkerSpawner {
                 var request = vigil_spawn_request(
                     path: pathC, argv: argvBuf.baseAddress, envp: envBuf.baseAddress,
                     working_directory: cwdC, oom_score_adj: oomC, watchdog_pid_env: pidSlot,
-                    cgroup_procs_fd: cgroupProcsFD)
+                    cgroup_dir_fd: cgroupDirectoryFD, cgroup_procs_fd: cgroupProcsFD)
                 return vigil_spawn(&request, &result)
             }
         }

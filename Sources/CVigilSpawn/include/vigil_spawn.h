@@ -42,8 +42,11 @@ typedef struct vigil_spawn_request {
     /// NULL, or a writable buffer of VIGIL_PID_ENV_SIZE bytes that is also an entry of envp: the
     /// child writes "WATCHDOG_PID=<its pid>" into it before exec.
     char *watchdog_pid_env;
-    /// -1, or an open descriptor of a cgroup's `cgroup.procs`: the child moves itself there
-    /// (writes "0") before anything else, so every process it ever starts stays in that cgroup.
+    /// -1, or an open descriptor of a cgroup directory: the child is created in it
+    /// (clone3 CLONE_INTO_CGROUP, no migration cost), so every process it ever starts stays there.
+    int cgroup_dir_fd;
+    /// -1, or that cgroup's `cgroup.procs`: where clone3 is missing, the forked child moves
+    /// itself there (writes "0") before anything else.
     int cgroup_procs_fd;
 } vigil_spawn_request;
 
