@@ -73,8 +73,11 @@ let package = Package(
             swiftSettings: strictSettings),
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
+        // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
+        .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", log], swiftSettings: strictSettings),
+        // The supervisor plugin over it: settings, systemd and desktop channels.
         .target(
-            name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", "CVigilSpawn", log],
+            name: "VigilSupervisor", dependencies: ["VigilSupervisorEngine", "VigilPlugin", "CSystemd", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
@@ -94,11 +97,13 @@ let package = Package(
         .target(
             name: "VigilExecutor", dependencies: [.product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings),
+        // Descriptors 0–2 and SIGPIPE for the `vigil` tool, set before the Swift runtime starts.
+        .target(name: "CVigilStartup"),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -143,7 +148,8 @@ let package = Package(
             name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilSupervisorTests", dependencies: ["VigilSupervisor", "VigilPlugin", "VigilTestSupport"],
+            name: "VigilSupervisorTests",
+            dependencies: ["VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport"],
             exclude: ["Fixtures"], swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests",

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef P_PIDFD
@@ -56,6 +57,10 @@ static void child_main(const vigil_spawn_request *r, pid_t parent, int errfd) {
     for (int s = 1; s < NSIG; s++) {
         if (s != SIGKILL && s != SIGSTOP) (void)sigaction(s, &dfl, NULL);
     }
+
+    // Forked without CLONE_INTO_CGROUP: into the worker's cgroup first, so that whatever it
+    // forks later, at any depth, stays there.
+    if (r->cgroup_procs_fd >= 0 && write(r->cgroup_procs_fd, "0", 1) != 1) child_fail(errfd, VIGIL_STAGE_CGROUP);
 
     if (setpgid(0, 0) != 0) child_fail(errfd, VIGIL_STAGE_SETPGID);
 
@@ -123,15 +128,33 @@ int vigil_spawn(const vigil_spawn_request *request, vigil_spawn_result *result) 
     args.flags = CLONE_PIDFD;
     args.pidfd = (uint64_t)(uintptr_t)&pidfd;
     args.exit_signal = SIGCHLD;
+    if (request->cgroup_dir_fd >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = (uint64_t)request->cgroup_dir_fd;
+    }
     long pid = syscall(SYS_clone3, &args, sizeof args);
     int usedFork = 0;
+    int intoCgroup = request->cgroup_dir_fd >= 0;
+    if (pid < 0 && intoCgroup && errno != ENOSYS && errno != E2BIG) {
+        // The kernel refused the cgroup (EBUSY for one with controllers, EACCES…): say so.
+        int cloneError = errno;
+        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        result->failed_stage = VIGIL_STAGE_CGROUP;
+        result->error = cloneError;
+        return -1;
+    }
     if (pid < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG)) {
         usedFork = 1;
+        intoCgroup = 0;
         pid = fork();
     }
     if (pid == 0) {
         close(pipefd[0]);
-        child_main(request, parent, pipefd[1]);
+        vigil_spawn_request copy = *request;
+        if (intoCgroup) copy.cgroup_procs_fd = -1;  // already there
+        child_main(&copy, parent, pipefd[1]);
     }
     int cloneError = errno;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
@@ -324,6 +347,68 @@ int vigil_notify_send(const char *address, const char *message, size_t length) {
     int e = errno;
     close(fd);
     return n == (ssize_t)length ? 0 : -(n < 0 ? e : EMSGSIZE);
+}
+
+int vigil_sentinel_start(int kill_fd, const char *rmdir_paths, pid_t *pid, int *pipe_write_fd) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -errno;
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t child = fork();
+    if (child == 0) {
+        // Async-signal-safe only: raw system calls, no allocation.
+        (void)prctl(PR_SET_NAME, "vigil-sentinel", 0, 0, 0);
+        (void)setsid();
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        int ignored[] = {SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU};
+        for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) (void)sigaction(ignored[i], &ign, NULL);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            (void)dup2(null, 0);
+            (void)dup2(null, 1);
+            (void)dup2(null, 2);
+        }
+        // Above any descriptor the dup2()s below could clobber, then to 3 and 4.
+        int readEnd = fcntl(fds[0], F_DUPFD, 10);
+        int killer = fcntl(kill_fd, F_DUPFD, 10);
+        if (readEnd < 0 || killer < 0 || dup2(readEnd, 3) < 0 || dup2(killer, 4) < 0) _exit(1);
+        (void)syscall(SYS_close_range, 5U, ~0U, 0U);
+        sigset_t none;
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        char buffer[64];
+        for (;;) {
+            ssize_t n = read(3, buffer, sizeof buffer);
+            if (n == 0) break;
+            if (n < 0 && errno != EINTR) break;
+        }
+        ssize_t ignoredResult = write(4, "1", 1);
+        (void)ignoredResult;
+        // The processes take a moment to die; the directories can go once they are empty.
+        for (int attempt = 0; attempt < 300; attempt++) {
+            int left = 0;
+            for (const char *p = rmdir_paths; *p != '\0'; p += strlen(p) + 1) {
+                if (rmdir(p) != 0 && errno != ENOENT) left++;
+            }
+            if (left == 0) break;
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            (void)nanosleep(&pause, NULL);
+        }
+        _exit(0);
+    }
+    int e = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    close(fds[0]);
+    if (child < 0) {
+        close(fds[1]);
+        return -e;
+    }
+    *pid = child;
+    *pipe_write_fd = fds[1];
+    return 0;
 }
 
 void vigil_set_thread_name(const char *name) {

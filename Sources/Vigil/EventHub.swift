@@ -49,6 +49,17 @@ final class EventInbox: Sendable {
     }
     private let queue = Mutex<[Entry]>([])
 
-    func append(_ entry: Entry) { queue.withLock { $0.append(entry) } }
+    /// Queues `entry`; a `detailsChanged` right behind the same one is dropped (one refresh
+    /// reads the latest details anyway), so a chatty plugin cannot grow the queue.
+    func append(_ entry: Entry) {
+        queue.withLock { queue in
+            if entry.event == .detailsChanged, let last = queue.last, last.event == .detailsChanged,
+                last.slot == entry.slot, last.instanceID == entry.instanceID
+            {
+                return
+            }
+            queue.append(entry)
+        }
+    }
     func takeAll() -> [Entry] { queue.withLock { q in defer { q = [] }; return q } }
 }

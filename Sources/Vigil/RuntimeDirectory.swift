@@ -13,8 +13,11 @@ import Musl
 public struct RuntimeDirectory: Sendable, Hashable {
     /// The directory's path.
     public let path: String
-    /// True when `XDG_RUNTIME_DIR` was unset and the `/tmp/vigil-UID` fallback is used.
+    /// True when `XDG_RUNTIME_DIR` was unset (or not absolute) and the `/tmp/vigil-UID`
+    /// fallback is used.
     public let isFallback: Bool
+    /// Why the fallback is used, in words for the user (nil when it is not).
+    public let fallbackReason: String?
 
     /// Resolves the directory for `environment` (default: this process's).
     ///
@@ -25,11 +28,24 @@ public struct RuntimeDirectory: Sendable, Hashable {
         environment: [String: String], create: Bool
     ) throws(VigilError) -> RuntimeDirectory? {
         let directory: RuntimeDirectory
+        let fallback = "/tmp/vigil-\(getuid())"
         if let base = environment["XDG_RUNTIME_DIR"], base.hasPrefix("/") {
-            directory = RuntimeDirectory(path: base + "/vigil", isFallback: false)
+            directory = RuntimeDirectory(path: base + "/vigil", isFallback: false, fallbackReason: nil)
+        } else if let base = environment["XDG_RUNTIME_DIR"], !base.isEmpty {
+            directory = RuntimeDirectory(
+                path: fallback, isFallback: true,
+                fallbackReason: "XDG_RUNTIME_DIR=\"\(base)\" is not an absolute path and is ignored; using \(fallback)")
         } else {
-            directory = RuntimeDirectory(path: "/tmp/vigil-\(getuid())", isFallback: true)
+            directory = RuntimeDirectory(
+                path: fallback, isFallback: true, fallbackReason: "XDG_RUNTIME_DIR is not set; using \(fallback)")
         }
+        // Advice for a directory that is not ours: the fallback in /tmp may belong to someone
+        // else, who alone (or root) can remove it.
+        let elsewhere =
+            directory.isFallback
+            ? "set XDG_RUNTIME_DIR to an absolute path of a directory you own (usually /run/user/\(getuid())), "
+                + "or ask root to remove \(directory.path)"
+            : "remove it"
         if create, mkdir(directory.path, 0o700) != 0, errno != EEXIST {
             let reason = String(cString: strerror(errno))
             throw VigilError(
@@ -47,14 +63,15 @@ public struct RuntimeDirectory: Sendable, Hashable {
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw VigilError(
                 code: .runtimeDirectory,
-                message: "\(directory.path) is not a directory (a symlink or file?) — remove it; "
+                message: "\(directory.path) is not a directory (a symlink or file?) — \(elsewhere); "
                     + "Vigil recreates it with mode 0700")
         }
         guard info.st_uid == getuid() else {
             throw VigilError(
                 code: .runtimeDirectory,
                 message: "\(directory.path) belongs to uid \(info.st_uid), not to you (uid \(getuid())) — "
-                    + "another user may have planted it; remove it or set XDG_RUNTIME_DIR")
+                    + "another user may have planted it; "
+                    + (directory.isFallback ? elsewhere : "remove it, or set XDG_RUNTIME_DIR to a directory you own"))
         }
         guard info.st_mode & 0o077 == 0 else {
             throw VigilError(

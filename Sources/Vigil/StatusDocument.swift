@@ -20,11 +20,99 @@ struct StatusDocument: Codable {
         var name: String
         var version: String?
         var state: String
-        var since: Double
+        /// RFC 3339 (UTC, milliseconds) in the file; older hosts wrote seconds since 1970.
+        var since: Timestamp
         var reason: String?
         var error: Failure?
         var unmet: [Unmet]?
-        var details: [String: String]
+        var details: [String: Detail]
+    }
+
+    /// A point in time written as RFC 3339 (`2026-11-23T04:05:06.789Z`), read from that or
+    /// from a number of seconds since 1970.
+    struct Timestamp: Codable {
+        var secondsSince1970: Double
+
+        init(_ seconds: Double) { secondsSince1970 = seconds }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let seconds = try? container.decode(Double.self) {
+                secondsSince1970 = seconds
+                return
+            }
+            let text = try container.decode(String.self)
+            guard let date = Self.formatter().date(from: text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "\"\(text)\" is not an RFC 3339 time")
+            }
+            secondsSince1970 = date.timeIntervalSince1970
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(Self.formatter().string(from: Date(timeIntervalSince1970: secondsSince1970)))
+        }
+
+        private static func formatter() -> ISO8601DateFormatter {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            return formatter
+        }
+    }
+
+    /// A plugin detail: a JSON number when its text is a plain decimal number (`42`, `-3`,
+    /// `0.25`), else a string. Read back as its text either way.
+    struct Detail: Codable {
+        var text: String
+
+        init(_ text: String) { self.text = text }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let int = try? container.decode(Int64.self) {
+                text = String(int)
+            } else if let number = try? container.decode(Double.self) {
+                text = String(number)
+            } else if let flag = try? container.decode(Bool.self) {
+                text = String(flag)
+            } else {
+                text = try container.decode(String.self)
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            if let int = Self.integer(text) {
+                try container.encode(int)
+            } else if let number = Self.decimal(text) {
+                try container.encode(number)
+            } else {
+                try container.encode(text)
+            }
+        }
+
+        /// `text` as an integer when it is written the canonical way (no sign but `-`, no
+        /// leading zero, at most 15 digits so that every reader keeps it exact).
+        static func integer(_ text: String) -> Int64? {
+            let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+            guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+                digits == "0" || digits.first != "0", text != "-0"
+            else { return nil }
+            return Int64(text)
+        }
+
+        /// `text` as a decimal number when it is `digits.digits` and reads back as the same text.
+        static func decimal(_ text: String) -> Double? {
+            let parts = (text.hasPrefix("-") ? String(text.dropFirst()) : text).split(
+                separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 2, integer(String(parts[0])) != nil, !parts[1].isEmpty,
+                parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let value = Double(text),
+                String(value) == text
+            else { return nil }
+            return value
+        }
     }
 
     var schema: String
@@ -41,8 +129,8 @@ extension HostStatus {
             schema: StatusDocument.schema, pid: pid, host: hostName, config: configPath,
             plugins: plugins.map { plugin in
                 var entry = StatusDocument.Plugin(
-                    name: plugin.name, version: plugin.version, state: plugin.state.name, since: plugin.since,
-                    details: plugin.details)
+                    name: plugin.name, version: plugin.version, state: plugin.state.name,
+                    since: .init(plugin.since), details: plugin.details.mapValues(StatusDocument.Detail.init))
                 switch plugin.state {
                 case .interrupted(let reason): entry.reason = reason
                 case .failed(let failure):
@@ -98,8 +186,8 @@ extension HostStatus {
                     default: .idle
                     }
                 return PluginStatus(
-                    name: plugin.name, version: plugin.version, state: state, since: plugin.since,
-                    details: plugin.details)
+                    name: plugin.name, version: plugin.version, state: state, since: plugin.since.secondsSince1970,
+                    details: plugin.details.mapValues(\.text))
             })
     }
 

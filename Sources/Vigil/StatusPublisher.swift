@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import VigilCore
 
 #if canImport(Glibc)
 import Glibc
@@ -6,50 +8,168 @@ import Glibc
 import Musl
 #endif
 
-/// Writes a host's status file atomically (temp file 0600, fsync, rename) and removes it.
+/// Publishes a host's status file off the host actor, on a thread of its own.
+///
+/// ``publish(_:)`` only records the latest status and returns; the writer thread writes it
+/// through the core's ``AtomicFile`` (temp file 0600, fsync, rename, directory fsync). Writes are
+/// at most ``minimumInterval`` apart, the latest status wins and is always written, so a host
+/// whose plugins change state very often costs a few writes a second, not one per change.
 final class StatusPublisher: Sendable {
+    /// The shortest time between two writes of the file, in seconds.
+    static let minimumInterval = 0.2
+
     let directory: RuntimeDirectory
     let file: String
+    private let writer: Writer
 
-    init(directory: RuntimeDirectory, pid: Int32) {
+    init(directory: RuntimeDirectory, pid: Int32, logger: Logger) {
         self.directory = directory
         self.file = directory.statusFile(pid: pid)
+        self.writer = Writer(file: file, logger: logger)
+        let writer = self.writer
+        let thread = Thread { writer.run() }
+        thread.name = "vigil-status"
+        thread.start()
     }
 
-    /// Publishes `status`; returns an error message when the write failed (the host keeps running).
-    func publish(_ status: HostStatus) -> String? {
-        let temp = file + ".tmp"
-        unlink(temp)
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return "cannot create \(temp): \(String(cString: strerror(errno)))" }
-        let data = status.jsonData()
-        var failure: String?
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = "cannot write \(temp): \(String(cString: strerror(errno)))"
-                    return
-                }
-                offset += n
+    /// Records `status` as the one to write next; returns at once.
+    func publish(_ status: HostStatus) { writer.publish(status) }
+
+    /// Writes `status` now, past the rate limit, and returns once it is on disk (or the write
+    /// failed): for the points where callers expect the file to be current, like the end of
+    /// `keepAlive()`. The calling task waits; no thread blocks.
+    func publishNow(_ status: HostStatus) async {
+        await withCheckedContinuation { continuation in
+            writer.publish(status, waiter: continuation)
+        }
+    }
+
+    /// Drops what is pending, waits for a write in progress and removes the file; nothing is
+    /// written again before the next ``publish(_:)``.
+    func remove() { writer.remove() }
+
+    /// Waits until nothing is pending or being written.
+    func flush() { writer.flush() }
+
+    /// How many times the file was written so far.
+    var writeCount: Int { writer.writeCount }
+
+    deinit { writer.finish() }
+
+    /// The writer thread's state, shared with the publisher under one condition lock.
+    private final class Writer: @unchecked Sendable {
+        let file: String
+        let logger: Logger
+        private let condition = NSCondition()
+        // Guarded by `condition`.
+        private var pending: HostStatus?
+        /// Waiting for `pending` to be written (it is written without the rate-limit wait).
+        private var waiters: [CheckedContinuation<Void, Never>] = []
+        private var active = false
+        private var writing = false
+        private var finished = false
+        private var lastWrite = -Double.infinity
+        private var lastProblem: String?
+        private var writes = 0
+
+        init(file: String, logger: Logger) {
+            self.file = file
+            self.logger = logger
+        }
+
+        func publish(_ status: HostStatus, waiter: CheckedContinuation<Void, Never>? = nil) {
+            condition.withLock {
+                pending = status
+                active = true
+                if let waiter { waiters.append(waiter) }
+                condition.broadcast()
             }
         }
-        if failure == nil, fsync(fd) != 0 { failure = "cannot fsync \(temp): \(String(cString: strerror(errno)))" }
-        close(fd)
-        if failure == nil, rename(temp, file) != 0 {
-            failure = "cannot rename \(temp) to \(file): \(String(cString: strerror(errno)))"
+
+        func remove() {
+            let released = condition.withLock {
+                pending = nil
+                active = false
+                while writing { condition.wait() }
+                unlink(file)
+                condition.broadcast()
+                defer { waiters = [] }
+                return waiters
+            }
+            released.forEach { $0.resume() }
         }
-        if failure != nil { unlink(temp) }
-        return failure
-    }
 
-    func remove() {
-        unlink(file)
-    }
+        func flush() {
+            condition.withLock {
+                while pending != nil || writing { condition.wait() }
+            }
+        }
 
-    deinit { unlink(file) }
+        var writeCount: Int { condition.withLock { writes } }
+
+        func finish() {
+            let released = condition.withLock {
+                finished = true
+                pending = nil
+                active = false
+                while writing { condition.wait() }
+                unlink(file)
+                condition.broadcast()
+                defer { waiters = [] }
+                return waiters
+            }
+            released.forEach { $0.resume() }
+        }
+
+        func run() {
+            condition.lock()
+            while true {
+                while !finished && pending == nil { condition.wait() }
+                if finished { break }
+                let wait = lastWrite + StatusPublisher.minimumInterval - Self.monotonicSeconds()
+                if wait > 0 && waiters.isEmpty {
+                    // Later changes replace `pending` meanwhile: the latest wins.
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
+                    continue
+                }
+                guard let status = pending else { continue }
+                pending = nil
+                let served = waiters
+                waiters = []
+                writing = true
+                condition.unlock()
+                let problem = write(status)
+                served.forEach { $0.resume() }
+                condition.lock()
+                writing = false
+                writes += 1
+                lastWrite = Self.monotonicSeconds()
+                if !active { unlink(file) }  // removed while it was being written
+                if let problem, problem != lastProblem {
+                    logger.warning("cannot publish status for `vigil status`: \(problem)")
+                }
+                lastProblem = problem
+                condition.broadcast()
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        private func write(_ status: HostStatus) -> String? {
+            do {
+                try AtomicFile.write(Array(status.jsonData()), to: file, mode: 0o600)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+
+        private static func monotonicSeconds() -> Double {
+            var ts = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        }
+    }
 }
 
 /// The hosts currently publishing status for this user (what `vigil status` shows).
@@ -74,8 +194,11 @@ public enum PublishedHosts {
                 unlink(path)
                 continue
             }
-            guard let data = FileManager.default.contents(atPath: path) else {
-                results.append((pid, .failure(VigilError(code: .statusUnreadable, message: "cannot read \(path)"))))
+            let data: Data
+            switch readCapped(path) {
+            case .success(let bytes): data = bytes
+            case .failure(let error):
+                results.append((pid, .failure(error)))
                 continue
             }
             do {
@@ -86,5 +209,47 @@ public enum PublishedHosts {
             }
         }
         return results.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    /// The most a status file may hold; a host's is a few KiB.
+    public static let maximumFileSize = 1 << 20
+
+    /// Reads a status file without following a symlink, refusing anything but a regular file
+    /// and never reading more than ``maximumFileSize`` bytes.
+    static func readCapped(_ path: String) -> Result<Data, VigilError> {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            return .failure(
+                VigilError(code: .statusUnreadable, message: "cannot read \(path): \(String(cString: strerror(errno)))"))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(
+                VigilError(
+                    code: .statusUnreadable, message: "\(path) is not a regular file — it was not written by Vigil; remove it"))
+        }
+        guard Int(info.st_size) <= maximumFileSize else {
+            return .failure(
+                VigilError(
+                    code: .statusUnreadable,
+                    message: "\(path) is \(info.st_size) bytes, more than a status file can be (\(maximumFileSize)) — "
+                        + "it was not written by Vigil; it was not read; remove it"))
+        }
+        var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
+        var total = 0
+        while total < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            total += n
+        }
+        guard total <= maximumFileSize else {
+            return .failure(
+                VigilError(
+                    code: .statusUnreadable,
+                    message: "\(path) grew past \(maximumFileSize) bytes while it was read — remove it"))
+        }
+        return .success(Data(bytes[0..<total]))
     }
 }

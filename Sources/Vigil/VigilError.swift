@@ -8,6 +8,7 @@ public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
             case configuration = "configuration"
             case runtimeDirectory = "runtime-directory"
             case statusUnreadable = "status-unreadable"
+            case configInUse = "config-in-use"
         }
         private let storage: Storage
 
@@ -17,6 +18,8 @@ public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let runtimeDirectory = Code(storage: .runtimeDirectory)
         /// A published status file could not be read.
         public static let statusUnreadable = Code(storage: .statusUnreadable)
+        /// Another running host holds the lock of the same `vigil.toml`.
+        public static let configInUse = Code(storage: .configInUse)
 
         public var description: String { storage.rawValue }
     }

@@ -199,10 +199,10 @@ public actor VigilHost: Service {
                 throw VigilError(code: .runtimeDirectory, message: "the runtime directory could not be created")
             }
             self.runtimeDirectory = directory
-            self.publisher = StatusPublisher(directory: directory, pid: getpid())
-            if directory.isFallback {
+            self.publisher = StatusPublisher(directory: directory, pid: getpid(), logger: logger)
+            if let reason = directory.fallbackReason {
                 logger.notice(
-                    "XDG_RUNTIME_DIR is not set; publishing status in \(directory.path) instead",
+                    "\(reason) to publish status",
                     metadata: ["vigil.runtime_dir": "\(directory.path)"])
             }
         } else {
@@ -226,7 +226,10 @@ public actor VigilHost: Service {
     public func keepAlive() async -> HostStatus {
         await recoverAnnouncements()
         await request(up: true)
-        return await status()
+        let current = await status()
+        // The status file is current when keepAlive() returns (later changes are rate-limited).
+        if publishing, let publisher, desiredUp { await publisher.publishNow(current) }
+        return current
     }
 
     /// Stops every running plugin and returns once the host has settled on the latest request.
@@ -497,6 +500,14 @@ public actor VigilHost: Service {
 
     private func apply(_ event: PluginEvent, to index: Int) async {
         let name = slots[index].name
+        // Every event carries fresh details into the status (a restarted worker's pid, its
+        // restart count), not only `detailsChanged`.
+        if event != .detailsChanged, let instance = slots[index].instance {
+            let id = slots[index].instanceID
+            let details = await instance.details()
+            guard slots[index].instanceID == id, slots[index].instance != nil else { return }
+            slots[index].details = details
+        }
         switch event {
         case .interrupted(let reason):
             logger.warning("[\(name)] interrupted: \(reason)", metadata: ["plugin.name": "\(name)"])
@@ -533,9 +544,7 @@ public actor VigilHost: Service {
 
     private func publish() {
         guard publishing, let publisher else { return }
-        if let problem = publisher.publish(snapshot()) {
-            logger.warning("cannot publish status for `vigil status`: \(problem)")
-        }
+        publisher.publish(snapshot())
     }
 
     private func snapshot() -> HostStatus {

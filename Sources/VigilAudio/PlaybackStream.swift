@@ -241,6 +241,15 @@ public final class PlaybackStream: Sendable {
         update { $0.backend = driver.backend }
         do {
             try driver.open()
+        } catch where driver.backend == .pulseAudio && (error.errno == EIO || error.errno == ETIMEDOUT) {
+            // A server that accepted the connection and then dropped it (or never answered) is
+            // a server loss like any other: start in recovery and keep reopening with backoff.
+            // (No server at all, ECONNREFUSED, still fails start(): the host waits for one.)
+            started(.success(()))
+            let final = keepPlaying(driver, device: device, wakeFD: wakeFD, logger: logger, lost: error)
+            driver.release()
+            finishThread(state: final)
+            return
         } catch {
             driver.release()
             shared.withLock { $0.status.lastError = error }
@@ -258,12 +267,20 @@ public final class PlaybackStream: Sendable {
 
     /// Plays until stopped; after each failure that needs a reopen, closes the output, reports
     /// ``Event/interrupted(_:)`` and reopens with exponential backoff. Returns the final state.
-    private func keepPlaying(_ driver: any PlaybackDriver, device: String, wakeFD: Int32, logger: Logger) -> State {
+    private func keepPlaying(
+        _ driver: any PlaybackDriver, device: String, wakeFD: Int32, logger: Logger, lost: AudioError? = nil
+    ) -> State {
+        var lost = lost
         while true {
             let error: AudioError
-            switch driver.play() {
-            case .stopped: return .stopped
-            case .failed(let failure): error = failure
+            if let first = lost {
+                error = first
+                lost = nil
+            } else {
+                switch driver.play() {
+                case .stopped: return .stopped
+                case .failed(let failure): error = failure
+                }
             }
             driver.close()
             update {

@@ -1,10 +1,12 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
 import Vigil
 import VigilCore
-import VigilSupervisor
+import VigilSupervisorEngine
 
 /// `vigil run [--config PATH] [--restart POLICY] -- CMD ARGS…`: runs CMD under Vigil's supervisor.
 struct Run: AsyncParsableCommand {
@@ -83,36 +85,52 @@ struct Run: AsyncParsableCommand {
             backoffInitial: .milliseconds(restartDelayMs), backoffMax: .milliseconds(maxRestartDelayMs),
             startLimitBurst: startLimitBurst, startLimitInterval: .seconds(10),
             stopGrace: .milliseconds(Int64(stopGrace * 1000)))
-        let supervisor = try Supervisor(workers: [spec], configuration: configuration, logger: logger)
-
-        let forwarding = SignalForwarding(supervisor: supervisor)
-        defer { forwarding.cancel() }
+        let supervisor: Supervisor
+        do {
+            supervisor = try Supervisor(workers: [spec], configuration: configuration, logger: logger)
+        } catch let error as SupervisorError {
+            printError("vigil run: \(error.message)")
+            throw ExitCode.failure
+        }
 
         // Keep-alive: the activated plugins of vigil.toml (--config, or the nearest one upward) run
         // for as long as CMD is supervised. Without a vigil.toml, CMD runs supervised on its own.
-        let host = try await startHost(logger: logger)
+        let (host, lock) = try makeHost(logger: logger)
+        defer { withExtendedLifetime(lock) {} }
 
+        // The host (when there is one) and CMD are services of one group; CMD's end stops the group.
+        let supervised = SupervisedCommand(supervisor: supervisor, host: host) { message in
+            printError(message)
+        }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let host { services.append(.init(service: host)) }
+        services.append(
+            .init(
+                service: supervised, successTerminationBehavior: .gracefullyShutdownGroup,
+                failureTerminationBehavior: .gracefullyShutdownGroup))
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
         do {
-            try await supervisor.start()
+            try await group.run()
         } catch let error as SupervisorError {
             printError("vigil run: \(error.message)")
-            await host?.stop()
-            throw ExitCode(127)
+            // 127 as a shell says "command not found"; other set-up refusals are 1.
+            throw ExitCode(error.code == .spawnFailed ? 127 : 1)
         }
-        let final = await supervisor.waitUntilSettled()
-        await supervisor.stop()
-        await host?.stop()
 
-        let status = final.first?.lastExit?.shellStatus ?? 0
-        if restart != .never, let worker = final.first, worker.state == WorkerState.failed, let reason = worker.reason {
-            printError("vigil run: \(worker.name) failed: \(reason)")
+        let final = supervised.outcome
+        let status = final?.lastExit?.shellStatus ?? 0
+        if let worker = final, worker.state == WorkerState.failed {
+            printError(
+                "vigil run: \(worker.name) failed: \(worker.reason ?? "") — fix the command (run it by hand to see "
+                    + "why it exits), or raise --start-limit-burst / --restart-delay-ms, then run vigil run again")
+            throw ExitCode(status != 0 ? status : 1)
         }
         if status != 0 { throw ExitCode(status) }
     }
 
-    /// Builds the host from `--config` or the nearest vigil.toml and keeps it alive; reports every
-    /// plugin that is not running. Returns nil when there is no vigil.toml and none was asked for.
-    private func startHost(logger: Logger) async throws -> VigilHost? {
+    /// Builds the host from `--config` or the nearest vigil.toml and takes its lock. Returns nil
+    /// when there is no vigil.toml and none was asked for.
+    private func makeHost(logger: Logger) throws -> (VigilHost?, ConfigLock?) {
         let configPath: String?
         do {
             configPath = try options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
@@ -122,7 +140,7 @@ struct Run: AsyncParsableCommand {
         }
         guard let configPath else {
             printError("vigil run: no vigil.toml here or above; running the command without keep-alive plugins")
-            return nil
+            return (nil, nil)
         }
         let host: VigilHost
         do {
@@ -131,11 +149,16 @@ struct Run: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode.failure
         }
-        let status = await host.keepAlive()
-        for plugin in status.plugins where plugin.state != .running {
-            printError("vigil run: [\(plugin.name)] \(plugin.state)")
+        var lock: ConfigLock?
+        if let directory = host.runtimeDirectory, let config = host.configPath {
+            do {
+                lock = try ConfigLock.acquire(configPath: config, in: directory)
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(Up.configInUseExit)
+            }
         }
-        return host
+        return (host, lock)
     }
 
     static func workerName(for program: String) -> String {
@@ -143,36 +166,70 @@ struct Run: AsyncParsableCommand {
         let cleaned = String(base.map { $0.isLetter || $0.isNumber || "._-".contains($0) ? $0 : "_" }.prefix(64))
         return cleaned.isEmpty ? "command" : cleaned
     }
-
-    private func printError(_ message: String) {
-        CLI.printError(message)
-    }
 }
 
-/// Forwards SIGINT/SIGTERM (as a stop: signal, grace, SIGKILL) and SIGHUP/SIGUSR1/SIGUSR2 (as is)
-/// to the supervised command.
-private final class SignalForwarding {
-    private let sources: [any DispatchSourceSignal]
+private func printError(_ message: String) {
+    CLI.printError(message)
+}
 
-    init(supervisor: Supervisor) {
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                if sig == SIGINT || sig == SIGTERM {
-                    Task { await supervisor.stop(signal: sig) }
-                } else {
-                    supervisor.signal(sig)
-                }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = sources
+/// `vigil run`'s command as a service: waits for the host's plugins (when there is a host),
+/// starts CMD under the supervisor and returns once it settled. Its structured children forward
+/// signals: SIGINT and SIGTERM as a stop (signal, grace, SIGKILL), SIGHUP, SIGUSR1 and SIGUSR2
+/// as they are.
+final class SupervisedCommand: Service, Sendable {
+    let supervisor: Supervisor
+    let host: VigilHost?
+    let report: @Sendable (String) -> Void
+    private let final = Mutex<WorkerStatus?>(nil)
+
+    init(supervisor: Supervisor, host: VigilHost?, report: @escaping @Sendable (String) -> Void) {
+        self.supervisor = supervisor
+        self.host = host
+        self.report = report
     }
 
-    func cancel() {
-        sources.forEach { $0.cancel() }
+    /// CMD's status once it settled.
+    var outcome: WorkerStatus? { final.withLock { $0 } }
+
+    func run() async throws {
+        // Trap before anything starts, so that no signal is lost or kills vigil meanwhile.
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigusr1, .sigusr2)
+        if let host {
+            let status = await host.keepAlive()
+            for plugin in status.plugins where plugin.state != .running {
+                report("vigil run: [\(plugin.name)] \(plugin.state)")
+            }
+        }
+        try await supervisor.start()
+        let supervisor = self.supervisor
+        let settled = await withTaskGroup(of: [WorkerStatus]?.self) { group in
+            group.addTask {
+                for await signal in signals {
+                    switch signal {
+                    case .sigint, .sigterm: await supervisor.stop(signal: signal.rawValue)
+                    default: supervisor.signal(signal.rawValue)
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                await withGracefulShutdownHandler {
+                    await supervisor.waitUntilSettled()
+                } onGracefulShutdown: {
+                    Task { await supervisor.stop() }
+                }
+            }
+            var result: [WorkerStatus] = []
+            while let next = await group.next() {
+                if let next {
+                    result = next
+                    break
+                }
+            }
+            group.cancelAll()
+            return result
+        }
+        await supervisor.stop()
+        final.withLock { $0 = settled.first }
     }
 }

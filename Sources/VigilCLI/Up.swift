@@ -49,40 +49,62 @@ struct Up: AsyncParsableCommand {
             CLI.printError("error: \(error.message)")
             throw ExitCode.failure
         }
+        // One host per vigil.toml: a second `vigil up` would run every worker twice.
+        var lock: ConfigLock?
+        if let directory = host.runtimeDirectory, let config = host.configPath {
+            do {
+                lock = try ConfigLock.acquire(configPath: config, in: directory)
+            } catch {
+                CLI.printError("error: \(error.message)")
+                throw ExitCode(Self.configInUseExit)
+            }
+        }
+        defer { withExtendedLifetime(lock) {} }
         if let banner = host.unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(host.unsafePlugins) {
             CLI.printError(banner)
         }
-        let display = StatusDisplay(host: host, live: isatty(1) == 1)
+        // Output goes through its own thread: a full or closed pipe never holds up a stop.
+        let output = OutputWriter()
+        let display = StatusDisplay(host: host, live: isatty(1) == 1, output: output)
         await display.header()
         let events = host.events  // subscribe before anything starts
         let displayTask = Task { await display.follow(events) }
 
+        // SIGHUP (a closed terminal) stops as gracefully as SIGTERM and Ctrl-C.
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: host)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [.init(service: host)], gracefulShutdownSignals: [.sigterm, .sigint, .sighup],
+                logger: logger))
         do {
             try await group.run()
         } catch {
             displayTask.cancel()
+            output.finish(timeout: 1)
             CLI.printError("error: \(error)")
             throw ExitCode.failure
         }
         displayTask.cancel()
         _ = await displayTask.value
         await display.footer()
+        output.finish(timeout: 1)
     }
+
+    /// The exit status when another host already runs the same vigil.toml.
+    static let configInUseExit: Int32 = 75
 }
 
 /// Prints a host's plugins: a live block of status lines on a terminal, plain event lines otherwise.
 actor StatusDisplay {
     private let host: VigilHost
     private let live: Bool
+    private let output: OutputWriter
     private var renderedLines = 0
     private var lastReason: [String: String] = [:]
 
-    init(host: VigilHost, live: Bool) {
+    init(host: VigilHost, live: Bool, output: OutputWriter) {
         self.host = host
         self.live = live
+        self.output = output
     }
 
     func header() async {
@@ -90,7 +112,10 @@ actor StatusDisplay {
         emit(
             "vigil up: host \(status.hostName), pid \(status.pid), config \(status.configPath ?? "-"); "
                 + "\(status.plugins.count) plugin\(status.plugins.count == 1 ? "" : "s") — Ctrl-C or SIGTERM stops")
-        if let dir = host.runtimeDirectory { emit("status published in \(dir.path) (see `vigil status`)") }
+        if let dir = host.runtimeDirectory {
+            if let reason = dir.fallbackReason { emit("note: \(reason)") }
+            emit("status published in \(dir.path) (see `vigil status`)")
+        }
         for plugin in status.plugins { note(plugin) }
         if status.plugins.isEmpty { emit("no plugins are activated in vigil.toml (plugins = [...])") }
         render(status)
@@ -163,18 +188,24 @@ actor StatusDisplay {
 
     /// Prints a permanent line (above the live block on a terminal).
     private func emit(_ text: String) {
+        var out = ""
         if live, renderedLines > 0 {
-            print("\u{1B}[\(renderedLines)A\u{1B}[J", terminator: "")
+            out += Self.clearBlock(renderedLines)
             renderedLines = 0
         }
-        print(Sanitizer.display(text, keepingNewlines: true))
-        fflush(nil)
+        output.write(out + Sanitizer.display(text, keepingNewlines: true) + "\n")
+    }
+
+    /// Moves to the first column (the terminal may have echoed `^C` after the block) and up
+    /// over the live block, and clears to the end of the screen.
+    private static func clearBlock(_ lines: Int) -> String {
+        "\r\u{1B}[\(lines)A\u{1B}[J"
     }
 
     /// Redraws the live block: one line per plugin, cut to the terminal width.
     private func render(_ status: HostStatus) {
         guard live else { return }
-        var out = renderedLines > 0 ? "\u{1B}[\(renderedLines)A\u{1B}[J" : ""
+        var out = renderedLines > 0 ? Self.clearBlock(renderedLines) : "\r\u{1B}[J"
         let width = max(Self.terminalWidth() - 1, 20)
         let nameWidth = status.plugins.map(\.name.count).max() ?? 0
         for plugin in status.plugins {
@@ -192,8 +223,7 @@ actor StatusDisplay {
             if text.count > width - 2 { text = String(text.prefix(width - 3)) + "…" }
             out += "\(mark) \(text)\n"
         }
-        print(out, terminator: "")
-        fflush(nil)
+        output.write(out)
         renderedLines = status.plugins.count
     }
 

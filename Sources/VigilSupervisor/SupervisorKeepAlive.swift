@@ -1,4 +1,5 @@
 import Foundation
+import VigilSupervisorEngine
 import Logging
 import Synchronization
 import VigilPlugin
@@ -7,7 +8,8 @@ import VigilPlugin
 final class SupervisorKeepAlive: KeepAlivePlugin {
     private struct State {
         var supervisor: Supervisor?
-        var watchdog: Task<Void, Never>?
+        /// The watchdog and refresh pumps, as children of one task made by `start()`.
+        var pumps: Task<Void, Never>?
         var notification: DesktopNotification?
         var systemdLive = false
         var running = false
@@ -20,32 +22,20 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     let environment: [String: String]
     let systemd: SystemdNotifier?
     private let state = Mutex(State())
-    /// Serialises status refreshes (systemd STATUS=, notification body) in event order.
-    private let refreshes: AsyncStream<Void>.Continuation
-    private let refreshTask: Task<Void, Never>
+    /// Status refreshes (systemd STATUS=, notification body), coalesced: the latest wins.
+    private let refreshes: AsyncStream<Void>
+    private let refreshSignal: AsyncStream<Void>.Continuation
 
     init(context: PluginContext, environment: [String: String]) throws {
         self.context = context
         self.settings = try SupervisorSettings(context.settings)
         self.environment = environment
         self.systemd = SystemdNotifier(environment: environment)
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        self.refreshes = continuation
-        // Filled in below once `self` exists.
-        let box = WeakBox()
-        self.refreshTask = Task {
-            for await _ in stream { await box.value?.refreshStatus() }
-        }
-        box.value = self
+        (refreshes, refreshSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     deinit {
-        refreshes.finish()
-        refreshTask.cancel()
-    }
-
-    private final class WeakBox: @unchecked Sendable {
-        weak var value: SupervisorKeepAlive?
+        refreshSignal.finish()
     }
 
     var baseStatus: String { "\(context.hostName) — running in background" }
@@ -65,6 +55,17 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
         }
 
+        if let failed = supervisor.workers.first(where: { worker in
+            worker.state == .failed && settings.workers.first { $0.name == worker.name }?.failureAction == .stop
+        }) {
+            await supervisor.stop()
+            state.withLock { $0.supervisor = nil }
+            throw PluginError.startFailed(
+                plugin: context.pluginName,
+                reason: "worker \"\(failed.name)\" failed (failure_action = \"stop\"): \(failed.reason ?? "")")
+        }
+
+        var watchdogInterval: Duration?
         if let systemd {
             let text = statusLine(supervisor.workers)
             let rc = systemd.send(["READY=1", "STATUS=" + text])
@@ -76,17 +77,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 context.logger.warning(
                     "could not notify systemd", metadata: ["notify.socket": "\(systemd.address)", "error": "\(-rc)"])
             }
-            if let interval = systemd.watchdogPingInterval {
-                // A task on the cooperative pool, not a thread: if the host's runtime is stuck, the
-                // pings stop and systemd restarts the host.
-                let watchdog = Task {
-                    while !Task.isCancelled {
-                        systemd.send(["WATCHDOG=1"])
-                        try? await Task.sleep(for: interval)
-                    }
-                }
-                state.withLock { $0.watchdog = watchdog }
-            }
+            watchdogInterval = systemd.watchdogPingInterval
         }
 
         var notification: DesktopNotification?
@@ -96,23 +87,48 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 summary: "\(context.hostName) is running in background",
                 body: notificationBody(supervisor.workers), logger: context.logger)
         }
+        // One task for this run, whose children are the pumps; stop() cancels and awaits it.
+        let pumps = Task { [weak self, refreshes, systemd] in
+            await withTaskGroup(of: Void.self) { group in
+                if let systemd, let interval = watchdogInterval {
+                    // On the cooperative pool, not a thread: if the host's runtime is stuck, the
+                    // pings stop and systemd restarts the host.
+                    group.addTask {
+                        while !Task.isCancelled {
+                            systemd.send(["WATCHDOG=1"])
+                            try? await Task.sleep(for: interval)
+                        }
+                    }
+                }
+                group.addTask {
+                    for await _ in refreshes {
+                        if Task.isCancelled { return }
+                        await self?.refreshStatus()
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
         state.withLock {
             $0.notification = notification
+            $0.pumps = pumps
             $0.running = true
         }
         context.reporter.report(.detailsChanged)
+        refreshSignal.yield()
     }
 
     func stop() async {
-        let (supervisor, watchdog, notification, live) = state.withLock { s in
+        let (supervisor, pumps, notification, live) = state.withLock { s in
             defer {
-                s.watchdog = nil
+                s.pumps = nil
                 s.notification = nil
                 s.running = false
             }
-            return (s.supervisor, s.watchdog, s.notification, s.systemdLive)
+            return (s.supervisor, s.pumps, s.notification, s.systemdLive)
         }
-        watchdog?.cancel()
+        pumps?.cancel()
+        await pumps?.value
         if let systemd, live { systemd.send(["STOPPING=1", "STATUS=\(context.hostName) — stopping"]) }
         await supervisor?.stop()
         await notification?.close()
@@ -151,6 +167,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             if let reason = worker.reason, worker.state == .failed || worker.state == .backingOff {
                 out[prefix + "reason"] = reason
             }
+            if worker.flooding { out[prefix + "flooding"] = "true" }
         }
         return out
     }
@@ -158,18 +175,36 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     // MARK: Events and status
 
     /// Runs on the supervisor's thread: never blocks.
+    ///
+    /// A worker's failure is that worker's: the plugin is `interrupted` (degraded) while any
+    /// worker still runs or waits to restart. It gives up (`resumeFailed`) only when the failed
+    /// worker's `failure_action` is `stop`, or when no worker is left running.
     private func handle(_ event: SupervisorEvent) {
         let name = event.worker.name
         switch event.kind {
         case .crashed(let exit, let delay):
             state.withLock { $0.degraded = true }
-            let ms = Int((delay.seconds * 1000).rounded())
+            let (whole, atto) = delay.components
+            let ms = Int(whole) * 1000 + Int(atto / 1_000_000_000_000_000)
             context.reporter.report(.interrupted(reason: "worker \(name) \(exit); restarting in \(ms) ms"))
         case .watchdogTimeout:
             state.withLock { $0.degraded = true }
             context.reporter.report(.interrupted(reason: "worker \(name) missed its watchdog deadline; killed"))
         case .failed(let reason):
-            context.reporter.report(.resumeFailed(reason: "worker \(name) failed: \(reason)"))
+            let action = settings.workers.first { $0.name == name }?.failureAction ?? .none
+            let (anyLeft, running) = state.withLock { s -> (Bool, Bool) in
+                s.degraded = true
+                let workers = s.supervisor?.workers ?? []
+                return (workers.contains { [.starting, .running, .ready, .backingOff].contains($0.state) }, s.running)
+            }
+            if action == .stop {
+                context.reporter.report(
+                    .resumeFailed(reason: "worker \(name) failed (failure_action = \"stop\"): \(reason)"))
+            } else if !anyLeft && running {
+                context.reporter.report(.resumeFailed(reason: "worker \(name) failed and no worker is left running: \(reason)"))
+            } else {
+                context.reporter.report(.interrupted(reason: "worker \(name) failed: \(reason)"))
+            }
         case .started, .ready:
             let healthy = state.withLock { s -> Bool in
                 guard s.degraded, let supervisor = s.supervisor else { return false }
@@ -178,10 +213,10 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 return ok
             }
             context.reporter.report(healthy ? .resumed : .detailsChanged)
-        case .statusChanged, .stopped:
+        case .statusChanged, .stopped, .floodingChanged:
             context.reporter.report(.detailsChanged)
         }
-        refreshes.yield()
+        refreshSignal.yield()
     }
 
     private func refreshStatus() async {

@@ -1,4 +1,5 @@
 import Foundation
+import VigilSupervisorEngine
 public import VigilPlugin
 
 /// The `supervisor` keep-alive plugin: the Linux counterpart of an Android foreground service.

@@ -1,4 +1,5 @@
 import Foundation
+import VigilSupervisorEngine
 import VigilPlugin
 
 /// The `[supervisor]` table of vigil.toml (over the manifest's defaults), validated.
@@ -14,6 +15,7 @@ struct SupervisorSettings: Sendable, Equatable {
     ]
     static let workerKeys: Set<String> = [
         "name", "command", "args", "env", "working_directory", "restart", "type", "watchdog_sec", "oom_score_adj",
+        "failure_action",
     ]
 
     init(_ settings: PluginSettings) throws {
@@ -102,6 +104,10 @@ struct SupervisorSettings: Sendable, Equatable {
         let readiness = try qualified {
             try fields.choice("type", default: "simple", from: WorkerSpec.ReadinessType.allCases.map(\.rawValue))
         }
+        let failureAction = try qualified {
+            try fields.choice(
+                "failure_action", default: "none", from: WorkerSpec.FailureAction.allCases.map(\.rawValue))
+        }
         let watchdog = try qualified { try fields.number("watchdog_sec") }
         if let watchdog, !(watchdog > 0 && watchdog <= 86_400) {
             throw fail("watchdog_sec", "\(watchdog) is out of range; use more than 0 and at most 86400 seconds")
@@ -118,7 +124,7 @@ struct SupervisorSettings: Sendable, Equatable {
             name: name, command: command, arguments: arguments, environment: environment,
             workingDirectory: directory, restart: WorkerSpec.RestartPolicy(rawValue: restart)!,
             readiness: WorkerSpec.ReadinessType(rawValue: readiness)!, watchdogSeconds: watchdog,
-            oomScoreAdjust: oom)
+            oomScoreAdjust: oom, failureAction: WorkerSpec.FailureAction(rawValue: failureAction)!)
     }
 }
 

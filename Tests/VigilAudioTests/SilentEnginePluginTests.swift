@@ -105,3 +105,69 @@ struct SilentEnginePluginTests {
         }
     }
 }
+
+/// A sound server that accepts the connection and drops it at once (a server starting up or
+/// shutting down, or a broken proxy) is a server loss like any other: silent-engine keeps
+/// retrying with backoff and plays once a real server answers.
+@Suite("silent-engine: a server that accepts and drops", .serialized)
+struct DroppingServerTests {
+    @Test("start() rides out a server that drops every connection, retries with backoff, resumes on a real server")
+    func acceptThenDrop() async throws {
+        let python = try #require(RuntimeFixtures.which("python3"))
+        try await PulseAudioServer.with { server in
+            let dir = try TestDirectory("vigil-drop")
+            defer { dir.remove() }
+            let socket = dir.url("native")
+            let accepts = dir.url("accepts")
+            // Accepts every connection and closes it at once; counts them.
+            let dropper = try ChildProcess(
+                python,
+                [
+                    "-c",
+                    """
+                    import socket, sys
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    s.bind(sys.argv[1]); s.listen(16)
+                    n = 0
+                    while True:
+                        c, _ = s.accept(); c.close(); n += 1
+                        open(sys.argv[2], "w").write(str(n))
+                    """,
+                    socket, accepts,
+                ])
+            defer { dropper.terminate(grace: 1) }
+            #expect(await RuntimeFixtures.waitUntil(timeout: 5) { FileManager.default.fileExists(atPath: socket) })
+
+            let events = EventRecorder<PluginEvent>()
+            let context = PluginContext(
+                pluginName: "silent-engine", hostName: "drop-tests",
+                settings: PluginSettings(
+                    pluginName: "silent-engine", defaults: SilentEngineSettingsTests.manifestDefaults,
+                    overrides: [
+                        "pulse_server": .string("unix:" + socket), "retry_initial_ms": .integer(50),
+                        "retry_max_ms": .integer(400),
+                    ]),
+                logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: dir.path)
+            let plugin = try SilentEnginePlugin.implementation.make(context)
+            try await plugin.start()  // no throw: the loss is ridden out like any other
+            #expect(await events.wait(timeout: 5) { $0.first.map { if case .interrupted = $0 { true } else { false } } ?? false })
+            // It keeps trying, with backoff: several more connections, not a tight loop.
+            #expect(await RuntimeFixtures.waitUntil(timeout: 10) {
+                (Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0) >= 4
+            })
+            let details = await plugin.details()
+            #expect(details["state"] == "recovering", "\(details)")
+            let tried = Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0
+            #expect(tried < 60, "\(tried) connections: no backoff")
+
+            // The real server takes the address over.
+            dropper.terminate(grace: 1)
+            unlink(socket)
+            #expect(symlink(server.socketPath, socket) == 0)
+            #expect(await events.wait(timeout: 10) { $0.contains(.resumed) }, "\(events.all)")
+            #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
+            #expect(await plugin.details()["state"] == "running")
+            await plugin.stop()
+        }
+    }
+}

@@ -4,6 +4,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 @Suite("supervisor plugin: the desktop notification on a real dbus-daemon")
 struct DesktopNotificationTests {

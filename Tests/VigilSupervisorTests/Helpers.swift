@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 /// A private temporary directory, removed by `remove()`.
 struct TestDirectory {

@@ -6,6 +6,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 /// The manifest defaults the signed `supervisor` manifest carries.
 let manifestDefaults: [String: SettingValue] = [
@@ -164,7 +165,12 @@ struct PluginTests {
                 ]),
             ], environment: environment, events: events)
         try await plugin.start()
-        #expect(await eventually { events.all.contains { if case .resumeFailed = $0 { true } else { false } } })
+        // The broken worker's failure is its own: the plugin is degraded (interrupted), not failed.
+        #expect(
+            await eventually {
+                events.all.contains { if case .interrupted(let r) = $0 { r.contains("worker broken failed") } else { false } }
+            })
+        #expect(!events.all.contains { if case .resumeFailed = $0 { true } else { false } })
         let details = await plugin.details()
         #expect(details["worker.flaky.state"] == "running")
         #expect(details["worker.flaky.restarts"] == "1")

@@ -3,6 +3,7 @@ import Testing
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 /// Runs the built `vigil` binary (next to the test bundle) as a separate host process, so its
 /// descriptors and children can be inspected from outside, unaffected by tests running in parallel.
@@ -26,8 +27,15 @@ final class VigilProcess: @unchecked Sendable {
 
     var pid: Int32 { process.processIdentifier }
 
-    /// Live (non-zombie) children of the host.
-    var children: [Int32] { processes { $0.parent == pid && $0.state != "Z" } }
+    /// Live (non-zombie) children of the host: its workers (not the cgroup sentinel).
+    var children: [Int32] {
+        processes { $0.parent == pid && $0.state != "Z" }.filter { !Self.isSentinel($0) }
+    }
+
+    /// Whether `pid` is a supervisor's cgroup sentinel (named `vigil-sentinel`).
+    static func isSentinel(_ pid: Int32) -> Bool {
+        ProcessTree.readSmallFile("/proc/\(pid)/comm")?.hasPrefix("vigil-sentinel") == true
+    }
     /// Zombie children of the host.
     var zombies: [Int32] { processes { $0.parent == pid && $0.state == "Z" } }
 
@@ -43,7 +51,8 @@ final class VigilProcess: @unchecked Sendable {
         return names.sorted().map { name in
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(name)")) ?? "?"
             // Socket and pipe inode numbers differ between processes; keep the kind.
-            return target.replacing(/\[\d+\]/, with: "")
+            // and each host's cgroup is named after its pid.
+            return target.replacing(/\[\d+\]/, with: "").replacing(/vigil-supervisor\.\d+\./, with: "vigil-supervisor.PID.")
         }.sorted()
     }
 
@@ -69,6 +78,34 @@ struct ProcessHygieneTests {
         await host.kill9()
         // PR_SET_PDEATHSIG(SIGKILL) takes the worker down with the host.
         #expect(await eventually(timeout: 5) { !processIsLive(worker) })
+    }
+
+    @Test("SIGKILL of the host takes every process a worker started: a setsid one and a double-forked one")
+    func noOrphansAtAnyDepth() async throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let detached = dir.file("setsid.pid")
+        let orphaned = dir.file("double.pid")
+        // One grandchild in a session of its own, one whose parent exits at once (re-parented away).
+        let script = "setsid sleep 300 & echo $! > \(detached); sh -c 'sleep 301 & echo $! > \(orphaned)'; exec sleep 302"
+        let host = try VigilProcess(["run", "--", "/bin/sh", "-c", script])
+        func pid(_ file: String) -> Int32? {
+            Int32(((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        #expect(await eventually { pid(detached).map(processIsLive) == true && pid(orphaned).map(processIsLive) == true })
+        let a = try #require(pid(detached))
+        let b = try #require(pid(orphaned))
+        let worker = try #require(host.children.first)
+        #expect(ProcessTree.stat(of: a)?.processGroup == a, "the setsid grandchild leads its own group")
+        #expect(ProcessTree.stat(of: b)?.parent != worker, "the double-forked grandchild was re-parented")
+        // Both are in the worker's cgroup, whatever their session or parent.
+        let cgroupA = ProcessTree.readSmallFile("/proc/\(a)/cgroup") ?? ""
+        #expect(cgroupA.contains("/vigil-supervisor.\(host.pid)."), "\(cgroupA)")
+        await host.kill9()
+        let killed = monotonicNow()
+        #expect(await eventually(timeout: 5) { !processIsLive(a) && !processIsLive(b) && !processIsLive(worker) })
+        // Within a second of the SIGKILL on an idle machine; the margin is for a loaded one.
+        #expect(monotonicNow() - killed < 2, "took \(monotonicNow() - killed) s")
     }
 
     @Test("1,000 worker crashes leave no zombie and no leaked descriptor")

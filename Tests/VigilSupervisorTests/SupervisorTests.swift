@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 @Suite("Supervisor: spawning, restarts, backoff, start limit")
 struct SupervisorTests {

@@ -3,6 +3,7 @@ import Testing
 import VigilTestSupport
 
 @testable import VigilSupervisor
+@testable import VigilSupervisorEngine
 
 @Suite("Supervisor: each worker's NOTIFY_SOCKET")
 struct WorkerNotifyTests {

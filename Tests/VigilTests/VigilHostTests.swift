@@ -238,6 +238,8 @@ struct VigilHostTests {
             let file = dir.path + "/vigil/host-\(getpid()).json"
             #expect(!FileManager.default.fileExists(atPath: file))
             await host.keepAlive()
+            // Written off the host actor, at once but asynchronously.
+            #expect(await RuntimeFixtures.waitUntil(timeout: 5) { FileManager.default.fileExists(atPath: file) })
             let attributes = try FileManager.default.attributesOfItem(atPath: file)
             #expect((attributes[.posixPermissions] as? Int) == 0o600)
             let dirAttributes = try FileManager.default.attributesOfItem(atPath: dir.path + "/vigil")

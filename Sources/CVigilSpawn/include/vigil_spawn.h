@@ -25,6 +25,7 @@ enum {
     VIGIL_STAGE_CLOSE_FDS = 7,
     VIGIL_STAGE_EXEC = 8,
     VIGIL_STAGE_PIDFD = 9,
+    VIGIL_STAGE_CGROUP = 10,
 };
 
 typedef struct vigil_spawn_request {
@@ -41,6 +42,12 @@ typedef struct vigil_spawn_request {
     /// NULL, or a writable buffer of VIGIL_PID_ENV_SIZE bytes that is also an entry of envp: the
     /// child writes "WATCHDOG_PID=<its pid>" into it before exec.
     char *watchdog_pid_env;
+    /// -1, or an open descriptor of a cgroup directory: the child is created in it
+    /// (clone3 CLONE_INTO_CGROUP, no migration cost), so every process it ever starts stays there.
+    int cgroup_dir_fd;
+    /// -1, or that cgroup's `cgroup.procs`: where clone3 is missing, the forked child moves
+    /// itself there (writes "0") before anything else.
+    int cgroup_procs_fd;
 } vigil_spawn_request;
 
 typedef struct vigil_spawn_result {
@@ -96,6 +103,15 @@ long vigil_notify_receive(int fd, char *buffer, size_t capacity, int *pid, int *
 /// Sends `message` as one datagram to the sd_notify address `address` (a path, or "@name" for
 /// the abstract namespace) without blocking. Returns 0 or -errno.
 int vigil_notify_send(const char *address, const char *message, size_t length);
+
+/// Starts the sentinel of a supervisor's cgroup: a small process (forked, no exec) in a session
+/// of its own that ignores terminal signals and waits until the read end of a pipe reports
+/// end-of-file — when the supervisor closes the write end (a normal stop) or dies, even by
+/// SIGKILL. It then writes "1" to `kill_fd` (the cgroup's `cgroup.kill`: every process in the
+/// cgroup tree dies, at any depth, whatever its session or process group), removes the
+/// directories in `rmdir_paths` (NUL-separated, ending with an empty string; children first) as
+/// they empty, and exits. Returns 0 and sets *pid and *pipe_write_fd (close-on-exec), or -errno.
+int vigil_sentinel_start(int kill_fd, const char *rmdir_paths, pid_t *pid, int *pipe_write_fd);
 
 /// Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
 void vigil_set_thread_name(const char *name);

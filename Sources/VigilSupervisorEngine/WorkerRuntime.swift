@@ -3,6 +3,7 @@ final class WorkerRuntime {
     let index: Int
     let spec: WorkerSpec
     let notifyPath: String
+    let policy: RestartPolicy
     var notifyFD: Int32 = -1
 
     var state: WorkerState = .stopped
@@ -13,10 +14,8 @@ final class WorkerRuntime {
     var statusText: String?
     var reason: String?
 
-    /// Monotonic start times inside the start-limit window.
-    var startTimes: [Double] = []
-    /// Quick failures in a row (drives the backoff exponent).
-    var quickFailures = 0
+    /// Start times and quick failures, for ``RestartPolicy``.
+    var history = RestartPolicy.History()
     var startedAt: Double = 0
     var restartAt: Double?
     var watchdogInterval: Double?
@@ -25,10 +24,19 @@ final class WorkerRuntime {
     var killAt: Double?
     var stopRequested = false
 
-    init(index: Int, spec: WorkerSpec, notifyPath: String) {
+    /// Notify traffic: datagrams in the current one-second window, and whether the worker floods.
+    var notifyWindowStart: Double = 0
+    var notifyCount = 0
+    var flooding = false
+    /// When the last `statusChanged` event went out, and when a held-back one is due.
+    var lastStatusEvent: Double = -.infinity
+    var statusEventAt: Double?
+
+    init(index: Int, spec: WorkerSpec, notifyPath: String, configuration: SupervisorConfiguration) {
         self.index = index
         self.spec = spec
         self.notifyPath = notifyPath
+        self.policy = RestartPolicy(restart: spec.restart, configuration: configuration)
     }
 
     var alive: Bool { pid != nil }
@@ -36,6 +44,6 @@ final class WorkerRuntime {
     var status: WorkerStatus {
         WorkerStatus(
             name: spec.name, state: state, pid: pid, restarts: restarts, lastExit: lastExit,
-            statusText: statusText, reason: reason)
+            statusText: statusText, reason: reason, flooding: flooding)
     }
 }

@@ -59,7 +59,10 @@ public final class Supervisor: Sendable {
         self.onEvent = onEvent
     }
 
-    static func validate(_ workers: [WorkerSpec]) throws {
+    /// Checks `workers` as ``init(workers:configuration:environment:runtimeDirectory:logger:onEvent:)`` does.
+    ///
+    /// - Throws: ``SupervisorError`` with code `invalidWorker`, naming the worker and the fix.
+    public static func validate(_ workers: [WorkerSpec]) throws {
         var seen = Set<String>()
         for worker in workers {
             func bad(_ reason: String) -> SupervisorError {
@@ -88,7 +91,9 @@ public final class Supervisor: Sendable {
 
     /// Starts every worker and returns once each one was spawned.
     ///
-    /// - Throws: ``SupervisorError``: `spawnFailed` if a worker could not be started (nothing is
+    /// A worker that cannot be started is `failed` (with its reason) and the others run on.
+    ///
+    /// - Throws: ``SupervisorError``: `spawnFailed` if no worker could be started (nothing is
     ///   left running), `runtimeDirectory` or `system` if the supervisor itself could not be set up,
     ///   `alreadyStarted` on a second call.
     public func start() async throws {
@@ -116,7 +121,7 @@ public final class Supervisor: Sendable {
                 continuation.resume(returning: ["the supervisor was stopped"])
             }
         }
-        if !failures.isEmpty {
+        if !failures.isEmpty && failures.count == specs.count {
             await stop()
             throw SupervisorError(
                 code: .spawnFailed, message: failures.joined(separator: "; "))
@@ -168,28 +173,86 @@ public final class Supervisor: Sendable {
 
     private func makeRuntimeDirectory() throws -> String {
         var bases: [String] = []
+        var skipped: [String] = []
         if let base = runtimeBase {
             bases.append(base)
         } else {
-            if let xdg = environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/") { bases.append(xdg + "/vigil") }
+            if let xdg = environment["XDG_RUNTIME_DIR"] {
+                if xdg.hasPrefix("/") {
+                    bases.append(xdg + "/vigil")
+                } else {
+                    skipped.append("XDG_RUNTIME_DIR=\"\(xdg)\" is not an absolute path and was ignored")
+                }
+            }
             bases.append((environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"))
         }
-        var lastError = ""
-        for base in bases {
-            if mkdir(base, 0o700) != 0 && errno != EEXIST {
-                lastError = "\(base): \(String(cString: strerror(errno)))"
-                continue
+        var problems = skipped
+        for (index, base) in bases.enumerated() {
+            let shared = runtimeBase == nil && index == bases.count - 1  // /tmp: other users' too
+            if !shared {
+                if mkdir(base, 0o700) != 0 && errno != EEXIST {
+                    problems.append("\(base): \(String(cString: strerror(errno)))")
+                    continue
+                }
+                if let unsafe = Self.ownershipProblem(base) {
+                    // Refused, not skipped: falling back would hide a planted directory.
+                    throw SupervisorError(
+                        code: .runtimeDirectory, message: "refusing the runtime directory: \(unsafe)")
+                }
+                Self.removeStaleDirectories(in: base)
             }
-            var template = Array("\(base)/supervisor.XXXXXX".utf8CString)
+            // The pid in the name lets a later supervisor remove it if this process dies hard.
+            var template = Array("\(base)/supervisor.\(getpid()).XXXXXX".utf8CString)
             let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
             if made != nil {
+                if !skipped.isEmpty { logger.warning("\(skipped.joined(separator: "; ")); using \(base)") }
                 return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             }
-            lastError = "\(base): \(String(cString: strerror(errno)))"
+            problems.append("\(base): \(String(cString: strerror(errno)))")
         }
         throw SupervisorError(
             code: .runtimeDirectory,
-            message: "cannot create a private directory for the workers' notify sockets (\(lastError)) — "
-                + "set XDG_RUNTIME_DIR to a writable directory")
+            message: "cannot create a private directory for the workers' notify sockets (\(problems.joined(separator: "; "))) — "
+                + "set XDG_RUNTIME_DIR to an absolute path of a directory you own")
+    }
+
+    /// Why `base` must not hold the notify sockets: not a real directory, not ours, or open to
+    /// other users (who could rename a socket directory and plant their own). Nil when it is safe.
+    static func ownershipProblem(_ base: String) -> String? {
+        var info = stat()
+        guard lstat(base, &info) == 0 else { return "\(base): \(String(cString: strerror(errno)))" }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            return "\(base) is not a directory (a symlink or file?) — remove it; Vigil recreates it with mode 0700"
+        }
+        guard info.st_uid == getuid() else {
+            return "\(base) belongs to uid \(info.st_uid), not to you (uid \(getuid())) — another user may have "
+                + "planted it; ask root to remove it, or set XDG_RUNTIME_DIR to a directory you own"
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            return "\(base) is open to other users (mode \(String(info.st_mode & 0o777, radix: 8))) — "
+                + "run `chmod 700 \(base)`"
+        }
+        return nil
+    }
+
+    /// Removes `supervisor.PID.*` directories in `base` whose process no longer exists (a host
+    /// killed with SIGKILL cannot clean up after itself).
+    static func removeStaleDirectories(in base: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        for name in names where name.hasPrefix("supervisor.") {
+            let parts = name.split(separator: ".")
+            guard parts.count == 3, let pid = Int32(parts[1]), pid > 0 else { continue }
+            if kill(pid, 0) == 0 || errno != ESRCH { continue }
+            let directory = "\(base)/\(name)"
+            var info = stat()
+            guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == getuid() else {
+                continue
+            }
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            where entry.hasSuffix(".notify") {
+                unlink("\(directory)/\(entry)")
+            }
+            rmdir(directory)
+        }
     }
 }

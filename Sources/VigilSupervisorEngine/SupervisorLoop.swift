@@ -29,7 +29,7 @@ final class SupervisorLoop: @unchecked Sendable {
 
     let configuration: SupervisorConfiguration
     let logger: Logger
-    let baseEnvironment: [String: String]
+    let spawner: WorkerSpawner
     let runtimeDirectory: String
     let onEvent: @Sendable (SupervisorEvent) -> Void
     let shared: Mutex<Shared>
@@ -41,7 +41,19 @@ final class SupervisorLoop: @unchecked Sendable {
     private var pendingEvents: [SupervisorEvent] = []
     private var stopReplies: [@Sendable () -> Void] = []
     private var stoppingAll = false
-    private let myUID = getuid()
+    private let reader: NotifyReader
+    /// The workers' cgroups and their sentinel, where the kernel allows them (else nil).
+    private var cgroups: CgroupTree?
+    /// When the loop meant to wake up last time (for time the host did not run).
+    private var plannedWake: Double?
+
+    /// `statusChanged` events per worker are at most this far apart (latest text wins)…
+    static let statusEventGap = 0.25
+    /// …and this far apart while the worker floods its socket.
+    static let floodingStatusEventGap = 1.0
+    /// A wake-up this much later than planned means the host itself did not run (SIGSTOP, a
+    /// frozen cgroup): that time is not held against the workers' watchdogs.
+    static let stallThreshold = 1.0
 
     init(
         specs: [WorkerSpec], configuration: SupervisorConfiguration, environment: [String: String],
@@ -49,11 +61,14 @@ final class SupervisorLoop: @unchecked Sendable {
     ) throws {
         self.configuration = configuration
         self.logger = logger
-        self.baseEnvironment = environment
+        self.spawner = WorkerSpawner(baseEnvironment: environment)
+        self.reader = NotifyReader(uid: getuid(), logger: logger)
         self.runtimeDirectory = runtimeDirectory
         self.onEvent = onEvent
         self.workers = specs.enumerated().map { index, spec in
-            WorkerRuntime(index: index, spec: spec, notifyPath: "\(runtimeDirectory)/\(index).notify")
+            WorkerRuntime(
+                index: index, spec: spec, notifyPath: "\(runtimeDirectory)/\(index).notify",
+                configuration: configuration)
         }
         self.shared = Mutex(Shared(snapshot: workers.map(\.status)))
 
@@ -85,6 +100,7 @@ final class SupervisorLoop: @unchecked Sendable {
             releaseDescriptors()
             throw error
         }
+        cgroups = CgroupTree.make(workers: workers.count, logger: logger)
     }
 
     private static func systemError(_ call: String, _ errnoValue: Int32) -> SupervisorError {
@@ -138,10 +154,12 @@ final class SupervisorLoop: @unchecked Sendable {
         var tokens = [UInt64](repeating: 0, count: 32)
         while true {
             let timeout = timeoutMilliseconds()
+            plannedWake = timeout >= 0 ? monotonicNow() + Double(timeout) / 1000 : nil
             let n = tokens.withUnsafeMutableBufferPointer { vigil_epoll_wait(epollFD, $0.baseAddress, 32, timeout) }
             if n < 0 && n != -EINTR {
                 logger.error("epoll_wait failed", metadata: ["error": "\(String(cString: strerror(-n)))"])
             }
+            forgiveStall()
             var exited: [WorkerRuntime] = []
             for i in 0..<max(Int(n), 0) {
                 let t = tokens[i]
@@ -150,17 +168,49 @@ final class SupervisorLoop: @unchecked Sendable {
                     continue
                 }
                 let worker = workers[Int(t >> 1) - 1]
-                if t & 1 == 1 { drainNotify(worker) } else { exited.append(worker) }
+                if t & 1 == 0 { exited.append(worker) }
             }
+            // Every socket is read before any exit or deadline is judged: pings that queued up
+            // while this thread did not run (or that epoll did not report this round) count.
+            let behind = drainAll()
             for worker in exited { handleExit(worker) }
             processCommands()
-            fireTimers()
+            fireTimers(skippingWatchdogOf: behind)
             if stoppingAll && !workers.contains(where: \.alive) {
                 finish()
                 return
             }
             publish()
         }
+    }
+
+    /// Moves the workers' watchdog deadlines by the time this thread was not scheduled beyond
+    /// its planned wake-up (the host stopped, frozen or starved), so that it is not counted.
+    private func forgiveStall() {
+        guard let planned = plannedWake else { return }
+        let late = monotonicNow() - planned
+        guard late > Self.stallThreshold else { return }
+        logger.notice(
+            """
+            the supervisor did not run for \(formatSeconds(late.rounded())) (host stopped or frozen); \
+            worker watchdog deadlines are moved by that much
+            """,
+            metadata: ["supervisor.stall_s": "\(late)"])
+        for worker in workers where worker.alive {
+            if let deadline = worker.watchdogDeadline { worker.watchdogDeadline = deadline + late }
+        }
+    }
+
+    /// Reads every worker's notify socket; returns the workers with datagrams still queued.
+    private func drainAll() -> Set<Int> {
+        var behind = Set<Int>()
+        let now = monotonicNow()
+        for worker in workers where worker.notifyFD >= 0 {
+            let more = reader.drain(worker, now: now) { apply($0, to: worker, now: now) }
+            if more { behind.insert(worker.index) }
+            updateFlooding(worker, now: now)
+        }
+        return behind
     }
 
     private func processCommands() {
@@ -172,12 +222,18 @@ final class SupervisorLoop: @unchecked Sendable {
             switch command {
             case .start(let reply):
                 var failures: [String] = []
+                let now = monotonicNow()
                 for worker in workers {
+                    _ = worker.policy.mayStart(at: now, history: &worker.history)
                     if let failure = spawn(worker) {
                         worker.state = .failed
-                        worker.reason = failure
-                        worker.lastExit = .spawnFailed(failure)
-                        failures.append("worker \"\(worker.spec.name)\": \(failure)")
+                        worker.reason = failure.reason
+                        worker.lastExit = .spawnFailed(failure.reason)
+                        logger.error(
+                            "worker could not be started",
+                            metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(failure.reason)"])
+                        emit(.failed(failure.reason), worker)
+                        failures.append("worker \"\(worker.spec.name)\": \(failure.reason)")
                     }
                 }
                 publish()
@@ -208,6 +264,8 @@ final class SupervisorLoop: @unchecked Sendable {
         var nearest = Double.infinity
         for worker in workers {
             if let t = worker.restartAt { nearest = min(nearest, t) }
+            if let t = worker.statusEventAt { nearest = min(nearest, t) }
+            if worker.flooding { nearest = min(nearest, worker.notifyWindowStart + 1) }
             if worker.alive {
                 if let t = worker.watchdogDeadline { nearest = min(nearest, t) }
                 if let t = worker.killAt { nearest = min(nearest, t) }
@@ -218,13 +276,19 @@ final class SupervisorLoop: @unchecked Sendable {
         return Int32(max(0, min(ms, 86_400_000)))
     }
 
-    private func fireTimers() {
+    private func fireTimers(skippingWatchdogOf behind: Set<Int>) {
         let now = monotonicNow()
         for worker in workers {
             if let t = worker.restartAt, t <= now {
                 worker.restartAt = nil
                 restart(worker, now: now)
             }
+            if let t = worker.statusEventAt, t <= now {
+                worker.statusEventAt = nil
+                worker.lastStatusEvent = now
+                emit(.statusChanged, worker)
+            }
+            updateFlooding(worker, now: now)
             guard worker.alive else { continue }
             if let t = worker.killAt, t <= now {
                 worker.killAt = nil
@@ -232,8 +296,10 @@ final class SupervisorLoop: @unchecked Sendable {
                     "worker did not stop within the grace period; sending SIGKILL",
                     metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(worker.pid ?? 0)"])
                 signalGroup(worker, SIGKILL)
+                cgroups?.kill(worker: worker.index)
             }
-            if let t = worker.watchdogDeadline, t <= now {
+            // A worker whose socket still holds unread datagrams is not judged yet.
+            if let t = worker.watchdogDeadline, t <= now, !behind.contains(worker.index) {
                 watchdogExpired(worker)
             }
         }
@@ -241,57 +307,29 @@ final class SupervisorLoop: @unchecked Sendable {
 
     // MARK: - Spawning
 
-    /// Starts `worker`'s process; returns a reason on failure.
-    private func spawn(_ worker: WorkerRuntime) -> String? {
+    /// Starts `worker`'s process; returns the reason on failure.
+    private func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
         let now = monotonicNow()
-        worker.startTimes.append(now)
-        let environment = environment(for: worker)
-        guard let path = resolve(worker.spec.command, path: environment["PATH"]) else {
-            return "program \"\(worker.spec.command)\" was not found in PATH or is not executable — "
-                + "use an absolute path or fix PATH"
+        let started: WorkerSpawner.Started
+        var result = spawner.spawn(
+            worker.spec, notifyPath: worker.notifyPath,
+            cgroupDirectoryFD: cgroups?.directoryFD(worker: worker.index) ?? -1,
+            cgroupProcsFD: cgroups?.procsFD(worker: worker.index) ?? -1)
+        if case .failure(let failure) = result, failure.cgroupStage {
+            // The kernel refused the move (a cgroup with controllers, a policy): do without.
+            logger.notice(
+                "workers cannot be placed in a cgroup; using process groups only",
+                metadata: ["error": "\(failure.reason)"])
+            cgroups?.close()
+            cgroups = nil
+            result = spawner.spawn(worker.spec, notifyPath: worker.notifyPath)
         }
-        let watchdogUsec = worker.spec.watchdogSeconds.map { UInt64(($0 * 1_000_000).rounded()) }
-        var envStrings = environment.map { "\($0.key)=\($0.value)" }.sorted()
-        if let usec = watchdogUsec { envStrings.append("WATCHDOG_USEC=\(usec)") }
-
-        var allocations: [UnsafeMutablePointer<CChar>] = []
-        func dup(_ s: String) -> UnsafeMutablePointer<CChar> {
-            let p = strdup(s)!
-            allocations.append(p)
-            return p
+        switch result {
+        case .success(let s): started = s
+        case .failure(let failure): return failure
         }
-        defer { allocations.forEach { free($0) } }
-
-        let argv: [UnsafeMutablePointer<CChar>?] = [dup(worker.spec.command)] + worker.spec.arguments.map(dup) + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map(dup)
-        var pidSlot: UnsafeMutablePointer<CChar>?
-        if watchdogUsec != nil {
-            let slot = UnsafeMutablePointer<CChar>.allocate(capacity: Int(VIGIL_PID_ENV_SIZE))
-            slot.initialize(repeating: 0, count: Int(VIGIL_PID_ENV_SIZE))
-            _ = "WATCHDOG_PID=0".withCString { strcpy(slot, $0) }
-            pidSlot = slot
-            envp.append(slot)
-        }
-        defer { pidSlot?.deallocate() }
-        envp.append(nil)
-        let pathC = dup(path)
-        let cwdC = worker.spec.workingDirectory.map(dup)
-        let oomC = worker.spec.oomScoreAdjust.map { dup(String($0)) }
-
-        var result = vigil_spawn_result()
-        let rc = argv.withUnsafeBufferPointer { argvBuf in
-            envp.withUnsafeBufferPointer { envBuf in
-                var request = vigil_spawn_request(
-                    path: pathC, argv: argvBuf.baseAddress, envp: envBuf.baseAddress,
-                    working_directory: cwdC, oom_score_adj: oomC, watchdog_pid_env: pidSlot)
-                return vigil_spawn(&request, &result)
-            }
-        }
-        guard rc == 0 else {
-            return spawnFailureReason(stage: result.failed_stage, error: result.error, worker: worker, path: path)
-        }
-        worker.pid = result.pid
-        worker.pidfd = result.pidfd
+        worker.pid = started.pid
+        worker.pidfd = started.pidfd
         worker.startedAt = now
         worker.watchdogFired = false
         worker.killAt = nil
@@ -299,49 +337,15 @@ final class SupervisorLoop: @unchecked Sendable {
         worker.state = worker.spec.readiness == .notify ? .starting : .running
         worker.watchdogInterval = worker.spec.watchdogSeconds
         worker.watchdogDeadline = worker.watchdogInterval.map { now + $0 }
-        if vigil_epoll_add(epollFD, result.pidfd, token(worker, notify: false)) != 0 {
+        if vigil_epoll_add(epollFD, started.pidfd, token(worker, notify: false)) != 0 {
             logger.error("cannot watch worker's pidfd", metadata: ["worker.name": "\(worker.spec.name)"])
         }
         logger.debug(
             "worker started",
-            metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(result.pid)", "worker.path": "\(path)"])
+            metadata: [
+                "worker.name": "\(worker.spec.name)", "process.pid": "\(started.pid)", "worker.path": "\(started.path)",
+            ])
         emit(.started, worker)
-        return nil
-    }
-
-    private func spawnFailureReason(stage: Int32, error: Int32, worker: WorkerRuntime, path: String) -> String {
-        let what = String(cString: strerror(error))
-        switch Int(stage) {
-        case Int(VIGIL_STAGE_EXEC): return "cannot execute \(path): \(what) — check the `command` setting"
-        case Int(VIGIL_STAGE_CHDIR):
-            return "cannot change into working_directory \(worker.spec.workingDirectory ?? ""): \(what)"
-        case Int(VIGIL_STAGE_OOM_SCORE_ADJ):
-            return "cannot set oom_score_adj to \(worker.spec.oomScoreAdjust ?? 0): \(what) — lowering it below "
-                + "the current value needs CAP_SYS_RESOURCE"
-        case Int(VIGIL_STAGE_CLONE): return "cannot fork: \(what)"
-        default: return "spawn failed at stage \(stage): \(what)"
-        }
-    }
-
-    /// The supervisor's environment without the variables systemd meant for the supervisor itself,
-    /// plus the worker's own variables and its notify socket.
-    private func environment(for worker: WorkerRuntime) -> [String: String] {
-        var env = baseEnvironment
-        for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] {
-            env[key] = nil
-        }
-        env.merge(worker.spec.environment) { _, new in new }
-        env["NOTIFY_SOCKET"] = worker.notifyPath
-        return env
-    }
-
-    private func resolve(_ command: String, path: String?) -> String? {
-        if command.contains("/") { return command }
-        let directories = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
-        for directory in directories where !directory.isEmpty {
-            let candidate = "\(directory)/\(command)"
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
         return nil
     }
 
@@ -349,7 +353,6 @@ final class SupervisorLoop: @unchecked Sendable {
 
     private func handleExit(_ worker: WorkerRuntime) {
         guard worker.alive else { return }
-        drainNotify(worker)
         var code: Int32 = 0
         var status: Int32 = 0
         let reaped = vigil_reap(worker.pidfd, &code, &status)
@@ -362,8 +365,9 @@ final class SupervisorLoop: @unchecked Sendable {
         close(worker.pidfd)
         worker.pidfd = -1
         worker.pid = nil
-        // Whatever the worker left in its process group goes with it.
+        // Whatever the worker left in its process group — and in its cgroup, at any depth — goes with it.
         if pgid > 0 { kill(-pgid, SIGKILL) }
+        cgroups?.kill(worker: worker.index)
         worker.killAt = nil
         worker.watchdogDeadline = nil
 
@@ -374,84 +378,64 @@ final class SupervisorLoop: @unchecked Sendable {
             default: .signaled(status, coreDumped: false)
             }
         worker.lastExit = exit
-        let clean: Bool =
-            switch exit {
-            case .exited(let c): c == 0
-            case .signaled(let s, _): [SIGHUP, SIGINT, SIGTERM, SIGPIPE].contains(s)
-            case .spawnFailed: false
-            }
         logger.debug(
             "worker exited",
             metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(pgid)", "worker.exit": "\(exit)"])
-        afterEnd(worker, exit: exit, failure: !clean || worker.watchdogFired, spawnFailure: false)
+        afterEnd(worker, exit: exit)
     }
 
-    private func afterEnd(_ worker: WorkerRuntime, exit: WorkerExit, failure: Bool, spawnFailure: Bool) {
+    private func afterEnd(_ worker: WorkerRuntime, exit: WorkerExit) {
         let now = monotonicNow()
         if worker.stopRequested {
             worker.state = .stopped
             emit(.stopped, worker)
             return
         }
-        let policy = worker.spec.restart
-        guard policy == .always || (policy == .onFailure && failure) else {
-            if failure {
+        let decision = worker.policy.afterExit(
+            exit, watchdogFired: worker.watchdogFired, ranFor: now - worker.startedAt, history: &worker.history)
+        switch decision {
+        case .stop(let failed):
+            if failed {
                 worker.state = .failed
-                worker.reason = "\(exit) (restart = \(policy.rawValue))"
+                worker.reason = "\(exit) (restart = \(worker.spec.restart.rawValue))"
+                logger.error(
+                    "worker failed", metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
                 emit(.failed(worker.reason!), worker)
             } else {
                 worker.state = .stopped
                 worker.reason = "\(exit)"
                 emit(.stopped, worker)
             }
-            return
+        case .restart(let delay):
+            worker.state = .backingOff
+            worker.reason = worker.watchdogFired ? "watchdog timeout" : "\(exit)"
+            emit(.crashed(exit, restartIn: .nanoseconds(Int64(delay * 1e9))), worker)
+            if delay <= 0 {
+                restart(worker, now: now)
+            } else {
+                worker.restartAt = now + delay
+            }
         }
-        if now - worker.startedAt >= configuration.stableAfter.seconds { worker.quickFailures = 0 }
-        var delay = backoff(worker.quickFailures)
-        // A program that cannot even be executed must not spin the CPU.
-        if spawnFailure { delay = max(delay, 0.1) }
-        worker.quickFailures += 1
-        worker.state = .backingOff
-        worker.reason = worker.watchdogFired ? "watchdog timeout" : "\(exit)"
-        emit(.crashed(exit, restartIn: .nanoseconds(Int64(delay * 1e9))), worker)
-        if delay <= 0 {
-            restart(worker, now: now)
-        } else {
-            worker.restartAt = now + delay
-        }
-    }
-
-    private func backoff(_ failures: Int) -> Double {
-        let initial = configuration.backoffInitial.seconds
-        let cap = configuration.backoffMax.seconds
-        return min(cap, initial * pow(2, Double(min(failures, 62))))
     }
 
     private func restart(_ worker: WorkerRuntime, now: Double) {
-        let burst = configuration.startLimitBurst
-        let interval = configuration.startLimitInterval.seconds
-        if burst > 0 && interval > 0 {
-            worker.startTimes.removeAll { $0 <= now - interval }
-            if worker.startTimes.count >= burst {
-                worker.state = .failed
-                worker.reason =
-                    "start limit hit: \(worker.startTimes.count) starts within \(formatSeconds(interval)); "
-                    + "last run \(worker.lastExit.map(String.init(describing:)) ?? "unknown") — fix the worker, "
-                    + "then keepAlive() again"
-                logger.error(
-                    "worker failed: start limit hit",
-                    metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
-                emit(.failed(worker.reason!), worker)
-                return
-            }
-        } else {
-            worker.startTimes.removeAll()
+        if case .limitHit(let starts) = worker.policy.mayStart(at: now, history: &worker.history) {
+            worker.state = .failed
+            worker.reason =
+                "start limit hit: \(starts) starts within \(formatSeconds(worker.policy.startLimitInterval)); "
+                + "last run \(worker.lastExit.map(String.init(describing:)) ?? "unknown")"
+            logger.error(
+                "worker failed: start limit hit",
+                metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
+            emit(.failed(worker.reason!), worker)
+            return
         }
         worker.restarts += 1
         if let failure = spawn(worker) {
-            logger.warning("worker restart failed", metadata: ["worker.name": "\(worker.spec.name)", "error": "\(failure)"])
-            worker.lastExit = .spawnFailed(failure)
-            afterEnd(worker, exit: .spawnFailed(failure), failure: true, spawnFailure: true)
+            logger.warning(
+                "worker restart failed", metadata: ["worker.name": "\(worker.spec.name)", "error": "\(failure.reason)"])
+            worker.lastExit = .spawnFailed(failure.reason)
+            afterEnd(worker, exit: .spawnFailed(failure.reason))
         }
     }
 
@@ -461,46 +445,21 @@ final class SupervisorLoop: @unchecked Sendable {
         _ = vigil_pidfd_signal(worker.pidfd, signal)
     }
 
-    // MARK: - Notify sockets and watchdog
+    // MARK: - Notify messages and watchdog
 
-    private func drainNotify(_ worker: WorkerRuntime) {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        while true {
-            var pid: Int32 = -1
-            var uid: Int32 = -1
-            var gid: Int32 = -1
-            let n = buffer.withUnsafeMutableBufferPointer {
-                vigil_notify_receive(worker.notifyFD, $0.baseAddress, $0.count, &pid, &uid, &gid)
-            }
-            if n == -Int(EAGAIN) { return }
-            if n == -Int(EMSGSIZE) {
-                logger.warning("dropped an oversized notify datagram", metadata: ["worker.name": "\(worker.spec.name)"])
-                continue
-            }
-            if n < 0 {
-                logger.error("notify socket receive failed", metadata: ["error": "\(String(cString: strerror(Int32(-n))))"])
-                return
-            }
-            guard let root = worker.pid else {
-                logger.debug("ignored a notify datagram for a stopped worker", metadata: ["worker.name": "\(worker.spec.name)"])
-                continue
-            }
-            guard uid >= 0, UInt32(uid) == myUID || uid == 0, pid > 0, ProcessTree.belongs(pid, toWorker: root) else {
-                logger.warning(
-                    "rejected a notify datagram: the sender is not in the worker's process tree",
-                    metadata: ["worker.name": "\(worker.spec.name)", "sender.pid": "\(pid)", "sender.uid": "\(uid)"])
-                continue
-            }
-            let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            apply(NotifyMessage(text), to: worker)
-        }
-    }
-
-    private func apply(_ message: NotifyMessage, to worker: WorkerRuntime) {
-        let now = monotonicNow()
+    private func apply(_ message: NotifyMessage, to worker: WorkerRuntime, now: Double) {
         if let status = message.status, status != worker.statusText {
+            // The latest text wins; events about it are spaced out (more so for a flooding worker).
             worker.statusText = status
-            emit(.statusChanged, worker)
+            let gap = worker.flooding ? Self.floodingStatusEventGap : Self.statusEventGap
+            if worker.statusEventAt == nil {
+                if now - worker.lastStatusEvent >= gap {
+                    worker.lastStatusEvent = now
+                    emit(.statusChanged, worker)
+                } else {
+                    worker.statusEventAt = worker.lastStatusEvent + gap
+                }
+            }
         }
         if let usec = message.watchdogUsec, usec > 0 {
             worker.watchdogInterval = Double(usec) / 1_000_000
@@ -511,7 +470,7 @@ final class SupervisorLoop: @unchecked Sendable {
         }
         if message.ready && (worker.state == .starting || worker.state == .running) {
             worker.state = .ready
-            if worker.quickFailures > 0 && worker.restarts > 0 { worker.reason = nil }
+            if worker.history.quickFailures > 0 && worker.restarts > 0 { worker.reason = nil }
             emit(.ready, worker)
         }
         if message.stopping && worker.state != .stopping {
@@ -519,6 +478,28 @@ final class SupervisorLoop: @unchecked Sendable {
             emit(.statusChanged, worker)
         }
         if message.watchdogTrigger { watchdogExpired(worker) }
+    }
+
+    /// Marks a worker `flooding` once it sends more than ``NotifyReader/floodThreshold``
+    /// datagrams within a second, and clears it after a quiet second.
+    private func updateFlooding(_ worker: WorkerRuntime, now: Double) {
+        if !worker.flooding, worker.notifyCount > NotifyReader.floodThreshold {
+            worker.flooding = true
+            logger.warning(
+                """
+                worker floods its notify socket (more than \(NotifyReader.floodThreshold) datagrams a second); \
+                its STATUS= is taken at most once a second until it calms down
+                """,
+                metadata: ["worker.name": "\(worker.spec.name)"])
+            emit(.floodingChanged, worker)
+        } else if worker.flooding, now - worker.notifyWindowStart >= 1 {
+            // The window is over: it calmed down unless a new window fills up again.
+            worker.notifyWindowStart = now
+            worker.notifyCount = 0
+            worker.flooding = false
+            logger.notice("worker stopped flooding its notify socket", metadata: ["worker.name": "\(worker.spec.name)"])
+            emit(.floodingChanged, worker)
+        }
     }
 
     private func watchdogExpired(_ worker: WorkerRuntime) {
@@ -560,6 +541,9 @@ final class SupervisorLoop: @unchecked Sendable {
             unlink(worker.notifyPath)
         }
         rmdir(runtimeDirectory)
+        // The sentinel kills what is left in the tree (a setsid grandchild) and removes it.
+        cgroups?.close()
+        cgroups = nil
         publish()
         let (waiters, pendingCommands) = shared.withLock { s in
             s.finished = true

@@ -60,6 +60,24 @@ public struct WorkerStatus: Sendable, Hashable {
     public var statusText: String?
     /// Why it is `failed`, or why it was last restarted.
     public var reason: String?
+    /// True while it sends more notify datagrams than the supervisor takes (its `STATUS=` text
+    /// is then taken at most once a second).
+    public var flooding: Bool
+
+    /// Creates a status snapshot.
+    public init(
+        name: String, state: WorkerState, pid: Int32?, restarts: Int, lastExit: WorkerExit? = nil,
+        statusText: String? = nil, reason: String? = nil, flooding: Bool = false
+    ) {
+        self.name = name
+        self.state = state
+        self.pid = pid
+        self.restarts = restarts
+        self.lastExit = lastExit
+        self.statusText = statusText
+        self.reason = reason
+        self.flooding = flooding
+    }
 }
 
 /// Something that happened to a worker, delivered on the supervisor's own thread (do not block).
@@ -80,6 +98,8 @@ public struct SupervisorEvent: Sendable, Hashable {
         case stopped
         /// The worker missed its watchdog deadline and was killed.
         case watchdogTimeout
+        /// The worker started or stopped flooding its notify socket (see ``WorkerStatus/flooding``).
+        case floodingChanged
     }
 
     /// What happened.

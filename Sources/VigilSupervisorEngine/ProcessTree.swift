@@ -25,19 +25,22 @@ enum ProcessTree {
         return Stat(state: state, parent: ppid, processGroup: pgrp)
     }
 
-    /// Whether `pid` is `root`, in `root`'s process group, or a descendant of `root`.
+    /// Whether `pid` is `root` or a descendant of `root`, by the parent links in `/proc`. Being
+    /// in `root`'s process group is not enough: any process of the session can join a group
+    /// with `setpgid(0, root)`.
     static func belongs(_ pid: Int32, toWorker root: Int32) -> Bool {
         if pid == root { return true }
         var current = pid
         for _ in 0..<64 {
             guard let info = stat(of: current) else { return false }
-            if info.processGroup == root || info.parent == root { return true }
+            if info.parent == root { return true }
             if info.parent <= 1 { return false }
             current = info.parent
         }
         return false
     }
 
+    /// The first KiB of a small file (a procfs entry), or nil.
     static func readSmallFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }

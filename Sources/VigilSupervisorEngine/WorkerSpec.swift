@@ -12,6 +12,14 @@ public struct WorkerSpec: Sendable, Hashable {
     }
 
     /// How the worker says it is up (systemd's `Type=`).
+    /// What a worker that ends up `failed` means for the rest (systemd's `FailureAction=`).
+    public enum FailureAction: String, Sendable, Hashable, CaseIterable {
+        /// Nothing: the other workers keep running; the plugin is degraded (the default).
+        case none
+        /// Stop every worker: the supervisor plugin fails as a whole.
+        case stop
+    }
+
     public enum ReadinessType: String, Sendable, Hashable, CaseIterable {
         /// Up once `exec` succeeded (state `running`; `READY=1` still moves it to `ready`).
         case simple
@@ -38,6 +46,8 @@ public struct WorkerSpec: Sendable, Hashable {
     public var watchdogSeconds: Double?
     /// The worker's `/proc/PID/oom_score_adj` (−1000…1000), or `nil` to inherit.
     public var oomScoreAdjust: Int?
+    /// What this worker's failure means for the others (default ``FailureAction/none``).
+    public var failureAction: FailureAction
 
     /// Creates a worker specification.
     public init(
@@ -49,7 +59,8 @@ public struct WorkerSpec: Sendable, Hashable {
         restart: RestartPolicy = .onFailure,
         readiness: ReadinessType = .simple,
         watchdogSeconds: Double? = nil,
-        oomScoreAdjust: Int? = nil
+        oomScoreAdjust: Int? = nil,
+        failureAction: FailureAction = .none
     ) {
         self.name = name
         self.command = command
@@ -60,6 +71,7 @@ public struct WorkerSpec: Sendable, Hashable {
         self.readiness = readiness
         self.watchdogSeconds = watchdogSeconds
         self.oomScoreAdjust = oomScoreAdjust
+        self.failureAction = failureAction
     }
 }
 

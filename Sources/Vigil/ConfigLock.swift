@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One running host per `vigil.toml`: an exclusive `flock` on `lock-HASH` in the runtime
+/// directory, held for the life of the process (the kernel releases it however the process
+/// ends, so a crash leaves no stale lock). The file holds the holder's pid, for the message a
+/// second host gets.
+public final class ConfigLock: Sendable {
+    /// The lock file.
+    public let path: String
+    private let fd: Int32
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+
+    /// Takes the lock of `configPath` (an absolute path) in `directory`.
+    ///
+    /// - Throws: ``VigilError/Code/configInUse`` naming the pid that holds it;
+    ///   ``VigilError/Code/runtimeDirectory`` when the lock file cannot be opened.
+    public static func acquire(configPath: String, in directory: RuntimeDirectory) throws(VigilError) -> ConfigLock {
+        let path = "\(directory.path)/lock-\(hash(configPath))"
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw VigilError(
+                code: .runtimeDirectory, message: "cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        var rc: Int32
+        repeat { rc = flock(fd, LOCK_EX | LOCK_NB) } while rc != 0 && errno == EINTR
+        guard rc == 0 else {
+            let holder = readPID(fd)
+            close(fd)
+            throw VigilError(
+                code: .configInUse,
+                message: "another Vigil host already runs \(configPath)"
+                    + (holder.map { " (pid \($0))" } ?? "")
+                    + " — every worker would run twice; stop it first (`kill \(holder.map(String.init) ?? "PID")`), "
+                    + "or see it with `vigil status`")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return ConfigLock(path: path, fd: fd)
+    }
+
+    deinit {
+        _ = ftruncate(fd, 0)
+        close(fd)
+    }
+
+    private static func readPID(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self).split(separator: "\n").first.flatMap { Int32($0) }
+    }
+
+    /// FNV-1a (64 bit) of the path, in hex: a short file name, not a security boundary (the
+    /// directory is the user's own, 0700).
+    static func hash(_ text: String) -> String {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            value ^= UInt64(byte)
+            value &*= 0x0000_0100_0000_01b3
+        }
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
