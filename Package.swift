@@ -69,6 +69,9 @@ let package = Package(
         .target(
             name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", "CVigilSpawn", log],
             swiftSettings: strictSettings),
+        // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
+        // names and exported objects. The only module that imports CSystemd's sd-bus.
+        .target(name: "VigilDBus", dependencies: ["CSystemd", log], swiftSettings: strictSettings),
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
@@ -131,6 +134,9 @@ let package = Package(
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],

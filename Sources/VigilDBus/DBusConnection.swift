@@ -1,0 +1,499 @@
+internal import CSystemd
+import Foundation
+public import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to a D-Bus bus through sd-bus (libsystemd), served by a thread it owns.
+///
+/// sd-bus connections are not thread-safe, so every sd-bus call runs on the connection's own
+/// thread, which sleeps in `poll` between messages; the async methods queue their work there
+/// and return when the reply arrives. Handlers (signals, exported methods and properties) run
+/// on that thread too and must not block.
+///
+/// Call ``close()`` when done; the connection then answers every pending call with
+/// ``DBusError/Code/disconnected`` and its thread ends.
+public final class DBusConnection: Sendable {
+    /// The bus this connection was opened to.
+    public let bus: DBusBus
+    /// The address it resolved to.
+    public let address: String
+    /// This connection's unique name on the bus (`:1.42`).
+    public let uniqueName: String
+
+    let loop: BusLoop
+
+    private init(bus: DBusBus, address: String, uniqueName: String, loop: BusLoop) {
+        self.bus = bus
+        self.address = address
+        self.uniqueName = uniqueName
+        self.loop = loop
+    }
+
+    deinit { loop.close() }
+
+    /// Connects to `bus` (its address resolved in `environment`) and says hello.
+    /// - Throws: ``DBusError/Code/noBus`` when there is no such bus, ``DBusError/Code/connectFailed``
+    ///   when it cannot be reached.
+    public static func connect(
+        to bus: DBusBus, environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger
+    ) async throws(DBusError) -> DBusConnection {
+        guard let address = bus.resolve(environment: environment) else {
+            throw DBusError(
+                code: .noBus,
+                message: "there is no \(bus): set DBUS_SESSION_BUS_ADDRESS or start a session (dbus-run-session)")
+        }
+        guard let loop = BusLoop(name: "vigil-dbus", logger: logger) else {
+            throw DBusError(code: .connectFailed, errno: Glibc.errno, message: "cannot create the bus thread's wake-up pipe")
+        }
+        let result: Result<String, DBusError> =
+            await loop.run { loop in
+                var handle: OpaquePointer?
+                var r = sd_bus_new(&handle)
+                if r >= 0 { r = sd_bus_set_address(handle, address) }
+                if r >= 0 { r = sd_bus_set_bus_client(handle, 1) }
+                if r >= 0 { r = sd_bus_negotiate_fds(handle, 1) }
+                if r >= 0 { r = sd_bus_start(handle) }
+                var unique: UnsafePointer<CChar>?
+                // sd_bus_get_unique_name waits for the Hello reply.
+                if r >= 0 { r = sd_bus_get_unique_name(handle, &unique) }
+                guard r >= 0, let unique else {
+                    if let handle { sd_bus_flush_close_unref(handle) }
+                    return .failure(
+                        DBusError(
+                            code: .connectFailed, errno: -r,
+                            message: "cannot connect to the \(bus) at \(address): \(String(cString: strerror(-r)))"))
+                }
+                loop.bus = handle
+                return .success(String(cString: unique))
+            } ?? .failure(DBusError(code: .disconnected, message: "the bus thread ended"))
+        switch result {
+        case .success(let unique):
+            return DBusConnection(bus: bus, address: address, uniqueName: unique, loop: loop)
+        case .failure(let error):
+            loop.close()
+            throw error
+        }
+    }
+
+    /// True until the bus hangs up or ``close()`` is called.
+    public var isConnected: Bool { loop.isConnected }
+
+    /// Calls `interface.member` on `path` at `destination` and returns the reply's values.
+    /// - Throws: ``DBusError/Code/callFailed`` with the peer's error ``DBusError/name``,
+    ///   ``DBusError/Code/timedOut``, ``DBusError/Code/disconnected``, or
+    ///   ``DBusError/Code/invalidMessage`` when an argument does not match its declared type.
+    public func call(
+        destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(25)
+    ) async throws(DBusError) -> [DBusValue] {
+        let usec = UInt64(max(1, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000))
+        let result: Result<[DBusValue], DBusError> = await withCheckedContinuation { continuation in
+            let queued = loop.enqueue { loop in
+                loop.startCall(
+                    destination: destination, path: path, interface: interface, member: member, arguments: arguments,
+                    usec: usec, continuation: continuation)
+            }
+            if !queued {
+                continuation.resume(returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Asks the bus for `name`; returns what the bus answered (check ``DBusNameReply/owns``).
+    public func requestName(_ name: String, flags: DBusNameFlags = [.doNotQueue]) async throws(DBusError) -> DBusNameReply {
+        let reply = try await call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "RequestName", arguments: [.string(name), .uint32(flags.rawValue)])
+        guard case .uint32(let raw)? = reply.first, let answer = DBusNameReply(rawValue: raw) else {
+            throw DBusError(code: .invalidMessage, message: "RequestName: unexpected reply \(reply)")
+        }
+        return answer
+    }
+
+    /// Gives `name` back to the bus. Returns false when this connection did not own it.
+    @discardableResult
+    public func releaseName(_ name: String) async throws(DBusError) -> Bool {
+        let reply = try await call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "ReleaseName", arguments: [.string(name)])
+        return reply.first == .uint32(1)
+    }
+
+    /// Whether anyone owns `name` on the bus.
+    public func nameHasOwner(_ name: String) async throws(DBusError) -> Bool {
+        let reply = try await call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "NameHasOwner", arguments: [.string(name)])
+        return reply.first == .bool(true)
+    }
+
+    /// Calls `handler` on the connection's thread for every message matching `matchRule`
+    /// (for example `type='signal',interface='org.freedesktop.login1.Manager',member='PrepareForSleep'`).
+    /// The rule is installed on the bus before this returns.
+    public func subscribe(
+        matchRule: String, _ handler: @escaping @Sendable (DBusSignalMessage) -> Void
+    ) async throws(DBusError) -> DBusSubscription {
+        let result: Result<UInt64, DBusError> =
+            await loop.run { loop in loop.addMatch(matchRule, handler: handler) }
+            ?? .failure(DBusError(code: .disconnected, message: "subscribe: the connection is closed"))
+        let id = try result.get()
+        return DBusSubscription { [loop] in _ = await loop.run { $0.removeRegistration(id) } }
+    }
+
+    /// Serves `interfaces` (plus Introspectable and Properties) on the object `path` until the
+    /// returned object is ``DBusExportedObject/unexport()``ed or the connection closes.
+    public func export(path: String, interfaces: [DBusInterface]) async throws(DBusError) -> DBusExportedObject {
+        let object = ExportedObject(path: path, interfaces: interfaces, logger: loop.logger)
+        let result: Result<UInt64, DBusError> =
+            await loop.run { loop in loop.addObject(object) }
+            ?? .failure(DBusError(code: .disconnected, message: "export: the connection is closed"))
+        let id = try result.get()
+        return DBusExportedObject(loop: loop, object: object, registration: id)
+    }
+
+    /// Sends the signal `interface.member` from `path`.
+    public func emit(path: String, interface: String, member: String, arguments: [DBusValue] = []) async throws(DBusError) {
+        let result: Result<Void, DBusError> =
+            await loop.run { loop in loop.sendSignal(path: path, interface: interface, member: member, arguments: arguments) }
+            ?? .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed"))
+        try result.get()
+    }
+
+    /// Closes the connection: pending calls fail with ``DBusError/Code/disconnected``,
+    /// subscriptions and exports end, the thread exits. Safe to call twice.
+    public func close() async {
+        _ = await loop.run { $0.shutdown() }
+        loop.close()
+    }
+}
+
+/// An object served by ``DBusConnection/export(path:interfaces:)``.
+public final class DBusExportedObject: Sendable {
+    /// The object path.
+    public var path: String { object.path }
+    private let loop: BusLoop
+    private let object: ExportedObject
+    private let registration: UInt64
+
+    init(loop: BusLoop, object: ExportedObject, registration: UInt64) {
+        self.loop = loop
+        self.object = object
+        self.registration = registration
+    }
+
+    /// Sends `org.freedesktop.DBus.Properties.PropertiesChanged` for `names` of `interface`,
+    /// with their current values (or as invalidated, per their ``DBusProperty/ChangeSignal``).
+    /// Properties declared ``DBusProperty/ChangeSignal/none`` or `const` are left out.
+    public func propertiesChanged(interface: String, _ names: [String]) async throws(DBusError) {
+        let object = self.object
+        let result: Result<Void, DBusError> =
+            await loop.run { loop in
+                guard let arguments = object.propertiesChangedArguments(interface: interface, names: names) else {
+                    return .success(())
+                }
+                return loop.sendSignal(
+                    path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                    arguments: arguments)
+            } ?? .failure(DBusError(code: .disconnected, message: "PropertiesChanged: the connection is closed"))
+        try result.get()
+    }
+
+    /// Sends the signal `interface.signal` from this object.
+    public func emit(interface: String, signal: String, arguments: [DBusValue] = []) async throws(DBusError) {
+        let path = object.path
+        let result: Result<Void, DBusError> =
+            await loop.run { loop in loop.sendSignal(path: path, interface: interface, member: signal, arguments: arguments) }
+            ?? .failure(DBusError(code: .disconnected, message: "\(signal): the connection is closed"))
+        try result.get()
+    }
+
+    /// Stops serving the object. Safe to call twice.
+    public func unexport() async {
+        let id = registration
+        _ = await loop.run { $0.removeRegistration(id) }
+    }
+}
+
+/// The thread that owns an sd-bus connection, and everything confined to it.
+final class BusLoop: @unchecked Sendable {
+    typealias Job = @Sendable (BusLoop) -> Void
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var closed = false
+    }
+    private let queue = Mutex(Queue())
+    private let connected = Atomic<Bool>(true)
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    let logger: Logger
+
+    // Confined to the thread.
+    var bus: OpaquePointer?
+    private var pending: [UInt64: PendingCall] = [:]
+    private var registrations: [UInt64: (slot: OpaquePointer?, box: AnyObject)] = [:]
+    private var nextID: UInt64 = 1
+
+    init?(name: String, logger: Logger) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return nil }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        self.logger = logger
+        let thread = Thread { [self] in main() }
+        thread.name = name
+        thread.start()
+    }
+
+    var isConnected: Bool { connected.load(ordering: .relaxed) }
+
+    @discardableResult
+    func enqueue(_ job: @escaping Job) -> Bool {
+        let accepted = queue.withLock { q in
+            guard !q.closed else { return false }
+            q.jobs.append(job)
+            return true
+        }
+        if accepted { wake() }
+        return accepted
+    }
+
+    func run<T: Sendable>(_ body: @escaping @Sendable (BusLoop) -> T) async -> T? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+            if !enqueue({ continuation.resume(returning: body($0)) }) { continuation.resume(returning: nil) }
+        }
+    }
+
+    /// Lets the thread run what is queued, close the bus and exit.
+    func close() {
+        let first = queue.withLock { q -> Bool in
+            defer { q.closed = true }
+            return !q.closed
+        }
+        if first { wake() }
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    private func main() {
+        while true {
+            let (jobs, closed) = queue.withLock { q -> ([Job], Bool) in
+                defer { q.jobs.removeAll() }
+                return (q.jobs, q.closed)
+            }
+            for job in jobs { job(self) }
+            if closed {
+                shutdown()
+                Glibc.close(wakeRead)
+                Glibc.close(wakeWrite)
+                return
+            }
+            var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var timeout: Int32 = -1
+            if let bus, connected.load(ordering: .relaxed) {
+                var r: Int32
+                repeat { r = sd_bus_process(bus, nil) } while r > 0
+                if r < 0 || sd_bus_is_open(bus) <= 0 {
+                    connected.store(false, ordering: .relaxed)
+                    logger.info("D-Bus connection lost", metadata: ["dbus.error": "\(String(cString: strerror(-r)))"])
+                    failPending(DBusError(code: .disconnected, message: "the bus closed the connection"))
+                } else {
+                    fds.append(pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0))
+                    var until: UInt64 = 0
+                    if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
+                        var now = timespec()
+                        clock_gettime(CLOCK_MONOTONIC, &now)
+                        let nowUsec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                        timeout = until <= nowUsec ? 0 : Int32(min((until - nowUsec + 999) / 1000, 60_000))
+                    }
+                }
+            }
+            _ = poll(&fds, nfds_t(fds.count), timeout)
+            var drain = [UInt8](repeating: 0, count: 64)
+            while Glibc.read(wakeRead, &drain, drain.count) > 0 {}
+        }
+    }
+
+    /// Closes the bus and fails or releases everything on it. Idempotent.
+    func shutdown() {
+        connected.store(false, ordering: .relaxed)
+        for (_, registration) in registrations { if let slot = registration.slot { sd_bus_slot_unref(slot) } }
+        registrations.removeAll()
+        if let bus { sd_bus_flush_close_unref(bus) }
+        bus = nil
+        failPending(DBusError(code: .disconnected, message: "the connection was closed"))
+    }
+
+    private func failPending(_ error: DBusError) {
+        let calls = pending
+        pending.removeAll()
+        for (_, call) in calls { call.finish(.failure(error)) }
+    }
+
+    private func newID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    // MARK: Calls
+
+    final class PendingCall {
+        let id: UInt64
+        let member: String
+        let loop: BusLoop
+        private var continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>?
+
+        init(id: UInt64, member: String, loop: BusLoop, continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>) {
+            self.id = id
+            self.member = member
+            self.loop = loop
+            self.continuation = continuation
+        }
+
+        func finish(_ result: Result<[DBusValue], DBusError>) {
+            continuation?.resume(returning: result)
+            continuation = nil
+        }
+    }
+
+    func startCall(
+        destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue], usec: UInt64,
+        continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
+    ) {
+        guard let bus, connected.load(ordering: .relaxed) else {
+            continuation.resume(returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+            return
+        }
+        var message: OpaquePointer?
+        var r = sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
+        if r >= 0 { r = MessageCoding.append(arguments, to: message) }
+        guard r >= 0 else {
+            if let message { sd_bus_message_unref(message) }
+            continuation.resume(
+                returning: .failure(
+                    DBusError(
+                        code: .invalidMessage, errno: -r,
+                        message: "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path): "
+                            + String(cString: strerror(-r)))))
+            return
+        }
+        let call = PendingCall(id: newID(), member: member, loop: self, continuation: continuation)
+        pending[call.id] = call
+        r = sd_bus_call_async(
+            bus, nil, message,
+            { reply, userdata, _ in
+                let call = Unmanaged<PendingCall>.fromOpaque(userdata!).takeUnretainedValue()
+                call.loop.complete(call, reply: reply)
+                return 1
+            }, Unmanaged.passUnretained(call).toOpaque(), usec)
+        sd_bus_message_unref(message)
+        if r < 0 {
+            pending[call.id] = nil
+            call.finish(
+                .failure(DBusError(code: .disconnected, errno: -r, message: "cannot send \(member): \(String(cString: strerror(-r)))")))
+        }
+    }
+
+    private func complete(_ call: PendingCall, reply: OpaquePointer?) {
+        guard pending.removeValue(forKey: call.id) != nil else { return }
+        if let error = MessageCoding.replyError(reply, member: call.member) {
+            call.finish(.failure(error))
+        } else {
+            call.finish(MessageCoding.readAll(reply))
+        }
+    }
+
+    // MARK: Signals
+
+    final class MatchBox {
+        let handler: @Sendable (DBusSignalMessage) -> Void
+        init(handler: @escaping @Sendable (DBusSignalMessage) -> Void) { self.handler = handler }
+    }
+
+    func addMatch(_ rule: String, handler: @escaping @Sendable (DBusSignalMessage) -> Void) -> Result<UInt64, DBusError> {
+        guard let bus, connected.load(ordering: .relaxed) else {
+            return .failure(DBusError(code: .disconnected, message: "subscribe: the connection is closed"))
+        }
+        let box = MatchBox(handler: handler)
+        var slot: OpaquePointer?
+        let r = sd_bus_add_match(
+            bus, &slot, rule,
+            { m, userdata, _ in
+                let box = Unmanaged<MatchBox>.fromOpaque(userdata!).takeUnretainedValue()
+                func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+                guard case .success(let arguments) = MessageCoding.readAll(m) else { return 0 }
+                box.handler(
+                    DBusSignalMessage(
+                        sender: sd_bus_message_get_sender(m).map { String(cString: $0) },
+                        path: text(sd_bus_message_get_path(m)), interface: text(sd_bus_message_get_interface(m)),
+                        member: text(sd_bus_message_get_member(m)), arguments: arguments))
+                return 0
+            }, Unmanaged.passUnretained(box).toOpaque())
+        guard r >= 0 else {
+            return .failure(
+                DBusError(
+                    code: .registrationFailed, errno: -r,
+                    message: "the bus refused the match rule \(rule): \(String(cString: strerror(-r)))"))
+        }
+        let id = newID()
+        registrations[id] = (slot, box)
+        return .success(id)
+    }
+
+    func removeRegistration(_ id: UInt64) {
+        guard let registration = registrations.removeValue(forKey: id) else { return }
+        if let slot = registration.slot { sd_bus_slot_unref(slot) }
+    }
+
+    // MARK: Objects
+
+    func addObject(_ object: ExportedObject) -> Result<UInt64, DBusError> {
+        guard let bus, connected.load(ordering: .relaxed) else {
+            return .failure(DBusError(code: .disconnected, message: "export: the connection is closed"))
+        }
+        var slot: OpaquePointer?
+        let r = sd_bus_add_object(
+            bus, &slot, object.path,
+            { m, userdata, _ in
+                Unmanaged<ExportedObject>.fromOpaque(userdata!).takeUnretainedValue().handle(m)
+            }, Unmanaged.passUnretained(object).toOpaque())
+        guard r >= 0 else {
+            return .failure(
+                DBusError(
+                    code: .registrationFailed, errno: -r,
+                    message: "cannot export an object at \(object.path): \(String(cString: strerror(-r)))"))
+        }
+        let id = newID()
+        registrations[id] = (slot, object)
+        return .success(id)
+    }
+
+    func sendSignal(path: String, interface: String, member: String, arguments: [DBusValue]) -> Result<Void, DBusError> {
+        guard let bus, connected.load(ordering: .relaxed) else {
+            return .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed"))
+        }
+        var message: OpaquePointer?
+        var r = sd_bus_message_new_signal(bus, &message, path, interface, member)
+        if r >= 0 { r = MessageCoding.append(arguments, to: message) }
+        if r >= 0 { r = sd_bus_send(bus, message, nil) }
+        if let message { sd_bus_message_unref(message) }
+        guard r >= 0 else {
+            return .failure(
+                DBusError(
+                    code: .invalidMessage, errno: -r, message: "cannot send the signal \(interface).\(member): \(String(cString: strerror(-r)))"))
+        }
+        return .success(())
+    }
+}

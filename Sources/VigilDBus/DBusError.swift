@@ -1,0 +1,70 @@
+/// A D-Bus failure: what went wrong (``code``), the D-Bus error name when the bus or the peer
+/// sent one, the errno when sd-bus returned one, and where it happened.
+public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public enum Code: String, Sendable, Hashable {
+        /// The bus address is missing or malformed.
+        case noBus = "dbus-no-bus"
+        /// Connecting or authenticating to the bus failed.
+        case connectFailed = "dbus-connect-failed"
+        /// The connection is closed (by ``DBusConnection/close()`` or by the bus).
+        case disconnected = "dbus-disconnected"
+        /// A method call was answered with an error (see ``name``).
+        case callFailed = "dbus-call-failed"
+        /// No reply came within the timeout.
+        case timedOut = "dbus-timed-out"
+        /// A value could not be encoded or a reply could not be decoded.
+        case invalidMessage = "dbus-invalid-message"
+        /// A well-known name could not be requested or is owned by someone else.
+        case nameNotAcquired = "dbus-name-not-acquired"
+        /// An object path, match rule or export could not be registered.
+        case registrationFailed = "dbus-registration-failed"
+        /// An exported method or property refused a call (sent back as the error ``name``).
+        case refused = "dbus-refused"
+    }
+
+    public var code: Code
+    /// The D-Bus error name (for example `org.freedesktop.DBus.Error.ServiceUnknown`), if any.
+    public var name: String?
+    /// The errno sd-bus returned, if any.
+    public var errno: Int32?
+    /// What happened and, where possible, how to fix it.
+    public var message: String
+    /// Where the failure was detected.
+    public var function: String
+
+    public init(
+        code: Code, name: String? = nil, errno: Int32? = nil, message: String, function: String = #function
+    ) {
+        self.code = code
+        self.name = name
+        self.errno = errno
+        self.message = message
+        self.function = function
+    }
+
+    /// The error an exported method or property sends back: `name` must be a valid D-Bus error
+    /// name such as `org.freedesktop.DBus.Error.InvalidArgs`.
+    public static func refusal(_ name: String, _ message: String, function: String = #function) -> DBusError {
+        DBusError(code: .refused, name: name, message: message, function: function)
+    }
+
+    public var description: String {
+        var text = "[\(code.rawValue)] \(message)"
+        if let name { text += " (\(name))" }
+        return text
+    }
+}
+
+/// Well-known D-Bus error names.
+public enum DBusErrorName {
+    public static let failed = "org.freedesktop.DBus.Error.Failed"
+    public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
+    public static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
+    public static let unknownInterface = "org.freedesktop.DBus.Error.UnknownInterface"
+    public static let unknownProperty = "org.freedesktop.DBus.Error.UnknownProperty"
+    public static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
+    public static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
+    public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
+    public static let noReply = "org.freedesktop.DBus.Error.NoReply"
+}
