@@ -43,6 +43,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CSndfile", pkgConfig: "sndfile",
+            providers: [.apt(["libsndfile1-dev"])]),
 
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
         .target(name: "VigilCrypto", dependencies: ["CSodium"], swiftSettings: strictSettings),
@@ -72,6 +75,9 @@ let package = Package(
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
         .target(name: "VigilDBus", dependencies: ["CSystemd", log], swiftSettings: strictSettings),
+        // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
+        // a bounded buffer. The only module that imports CSndfile.
+        .target(name: "VigilSoundFile", dependencies: ["CSndfile"], swiftSettings: strictSettings),
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
@@ -137,6 +143,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],

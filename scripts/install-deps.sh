@@ -5,7 +5,7 @@
 # Idempotent: packages already present are skipped, so a second run costs a dpkg query.
 set -euo pipefail
 
-build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev)
+build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev libsndfile1-dev)
 run=(pulseaudio pulseaudio-utils libasound2-plugins alsa-utils dbus)
 test=(minisign sox playerctl python3-dbus python3-gi systemd procps pipewire pipewire-pulse wireplumber)
 bench=(runit s6 supervisor)

@@ -1,0 +1,130 @@
+internal import CSndfile
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The container/codec of an opened sound file.
+public enum SoundFileFormat: String, Sendable, Hashable {
+    case wav, flac, oggVorbis = "ogg-vorbis", opus, mp3, other
+}
+
+/// What a sound file holds.
+public struct SoundFileInfo: Sendable, Hashable {
+    /// The container/codec.
+    public var format: SoundFileFormat
+    /// Frames per second.
+    public var sampleRate: Int
+    /// Interleaved channels per frame.
+    public var channels: Int
+    /// The number of frames libsndfile reports (for MP3 an estimate until decoded).
+    public var frames: Int64
+    /// Whether ``SoundFile/rewind()`` works.
+    public var seekable: Bool
+
+    /// The length in seconds (from ``frames``).
+    public var seconds: Double { sampleRate > 0 ? Double(frames) / Double(sampleRate) : 0 }
+}
+
+/// A sound file opened for decoding with libsndfile: WAV, FLAC, Ogg Vorbis, Opus, MP3 and the
+/// other formats Debian's libsndfile reads. Decodes on demand into the caller's buffer, so memory
+/// does not depend on the file's length.
+///
+/// Not thread-safe: use one instance from one thread at a time. Closed on ``close()`` or deinit.
+public final class SoundFile {
+    /// The file's path.
+    public let path: String
+    /// What the file holds.
+    public let info: SoundFileInfo
+    private var handle: OpaquePointer?
+
+    /// Opens `path` and reads its header.
+    /// - Throws: ``SoundFileError`` saying why the file cannot be played.
+    public init(path: String) throws(SoundFileError) {
+        self.path = path
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = Glibc.errno
+            throw SoundFileError(
+                code: code == ENOENT || code == ENOTDIR ? .notFound : .unreadable, path: path,
+                message: code == ENOENT || code == ENOTDIR
+                    ? "no such file; check the path" : "cannot open: \(String(cString: strerror(code)))",
+                errno: code)
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {
+            Glibc.close(fd)
+            throw SoundFileError(code: .unreadable, path: path, message: "not a regular file; name an audio file")
+        }
+        var sfInfo = SF_INFO()
+        guard let handle = sf_open_fd(fd, Int32(SFM_READ), &sfInfo, 1) else {
+            let number = sf_error(nil)
+            let detail = String(cString: sf_strerror(nil))
+            Glibc.close(fd)
+            let code: SoundFileError.Code =
+                switch Int(number) {
+                case Int(SF_ERR_UNRECOGNISED_FORMAT): .unrecognisedFormat
+                case Int(SF_ERR_MALFORMED_FILE): .malformed
+                case Int(SF_ERR_UNSUPPORTED_ENCODING): .unsupportedEncoding
+                default: .unrecognisedFormat
+                }
+            throw SoundFileError(
+                code: code, path: path,
+                message: "\(detail) — use WAV, FLAC, Ogg Vorbis, Opus or MP3")
+        }
+        self.handle = handle
+        let major = Int(sfInfo.format) & Int(SF_FORMAT_TYPEMASK)
+        let minor = Int(sfInfo.format) & Int(SF_FORMAT_SUBMASK)
+        let format: SoundFileFormat =
+            switch major {
+            case Int(SF_FORMAT_WAV), Int(SF_FORMAT_WAVEX), Int(SF_FORMAT_RF64): .wav
+            case Int(SF_FORMAT_FLAC): .flac
+            case Int(SF_FORMAT_OGG): minor == Int(SF_FORMAT_OPUS) ? .opus : .oggVorbis
+            case Int(SF_FORMAT_MPEG): .mp3
+            default: .other
+            }
+        info = SoundFileInfo(
+            format: format, sampleRate: Int(sfInfo.samplerate), channels: Int(sfInfo.channels), frames: sfInfo.frames,
+            seekable: sfInfo.seekable != 0)
+        guard info.channels > 0, info.sampleRate > 0 else {
+            sf_close(handle)
+            self.handle = nil
+            throw SoundFileError(code: .malformed, path: path, message: "the header names no channels or no sample rate")
+        }
+    }
+
+    deinit { close() }
+
+    /// Decodes up to `buffer.count / channels` frames of interleaved samples in −1…1 into
+    /// `buffer`; returns the frames read, 0 at the end of the file.
+    public func read(into buffer: UnsafeMutableBufferPointer<Float>) throws(SoundFileError) -> Int {
+        guard let handle else {
+            throw SoundFileError(code: .invalidArgument, path: path, message: "the file was closed")
+        }
+        let frames = buffer.count / info.channels
+        guard frames > 0, let base = buffer.baseAddress else { return 0 }
+        let got = sf_readf_float(handle, base, sf_count_t(frames))
+        if got < 0 || (got == 0 && sf_error(handle) != 0) {
+            throw SoundFileError(
+                code: .decodeFailed, path: path, message: "decoding failed: \(String(cString: sf_strerror(handle)))")
+        }
+        return Int(got)
+    }
+
+    /// Goes back to the first frame.
+    public func rewind() throws(SoundFileError) {
+        guard let handle else {
+            throw SoundFileError(code: .invalidArgument, path: path, message: "the file was closed")
+        }
+        if sf_seek(handle, 0, SEEK_SET) < 0 {
+            throw SoundFileError(
+                code: .decodeFailed, path: path, message: "cannot go back to the start: \(String(cString: sf_strerror(handle)))")
+        }
+    }
+
+    /// Closes the file. Safe to call twice.
+    public func close() {
+        if let handle { sf_close(handle) }
+        handle = nil
+    }
+}

@@ -1,0 +1,44 @@
+/// Why a sound file could not be opened or decoded.
+public struct SoundFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public enum Code: String, Sendable, Hashable {
+        /// No file at the path.
+        case notFound = "sound-file-not-found"
+        /// The file exists but cannot be read (permissions, or it is a directory).
+        case unreadable = "sound-file-unreadable"
+        /// Not a format libsndfile knows (WAV, FLAC, Ogg Vorbis, Opus, MP3, AIFF, …).
+        case unrecognisedFormat = "sound-file-unrecognised-format"
+        /// The container is recognised but damaged.
+        case malformed = "sound-file-malformed"
+        /// The container is fine but its encoding is not supported.
+        case unsupportedEncoding = "sound-file-unsupported-encoding"
+        /// The file holds no audio frames.
+        case empty = "sound-file-empty"
+        /// Decoding failed part-way, or a seek failed.
+        case decodeFailed = "sound-file-decode-failed"
+        /// Writing a new file failed.
+        case writeFailed = "sound-file-write-failed"
+        /// A parameter was out of range (the message says which).
+        case invalidArgument = "sound-file-invalid-argument"
+    }
+
+    public var code: Code
+    /// The file concerned.
+    public var path: String
+    /// What happened and how to fix it.
+    public var message: String
+    /// The errno, when the system reported one.
+    public var errno: Int32?
+    /// Where the failure was detected.
+    public var function: String
+
+    public init(code: Code, path: String, message: String, errno: Int32? = nil, function: String = #function) {
+        self.code = code
+        self.path = path
+        self.message = message
+        self.errno = errno
+        self.function = function
+    }
+
+    public var description: String { "[\(code.rawValue)] \(path): \(message)" }
+}
