@@ -70,7 +70,7 @@ let package = Package(
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
         .target(
-            name: "VigilSupervisor", dependencies: ["VigilPlugin", "CSystemd", "CVigilSpawn", log],
+            name: "VigilSupervisor", dependencies: ["VigilPlugin", "VigilDBus", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
