@@ -67,6 +67,10 @@ let package = Package(
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
             swiftSettings: strictSettings),
+        .target(
+            name: "VigilSoundscape",
+            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilCore", log],
+            swiftSettings: strictSettings),
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
         .target(
@@ -81,7 +85,9 @@ let package = Package(
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
-            dependencies: ["VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", log, lifecycle],
+            dependencies: [
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", log, lifecycle,
+            ],
             swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
@@ -146,6 +152,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilSoundscapeTests",
+            dependencies: ["VigilSoundscape", "VigilAudio", "VigilPlugin", "VigilSoundFile", "VigilTestSupport", log],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
