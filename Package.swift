@@ -93,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilSupervisor", "VigilSoundscape", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
