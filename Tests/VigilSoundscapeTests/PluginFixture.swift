@@ -25,7 +25,7 @@ let manifestDefaults: [String: SettingValue] = [
 
 /// A soundscape plugin on `server`, with its state in `stateDirectory` and the session bus in `bus` (if any).
 func makePlugin(
-    _ server: PulseAudioServer, state stateDirectory: String, bus: DBusDaemon? = nil,
+    _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
     _ overrides: [String: SettingValue] = [:], events: Events = Events(), logger: Logger = quiet
 ) throws -> SoundscapeKeeper {
     var values = overrides
@@ -50,7 +50,7 @@ func eventually(_ timeout: Double = 10, _ condition: () throws -> Bool) async re
 func rms(_ samples: [Int16]) -> Double { AudioAnalysis(interleaved: samples, trimSeconds: 0.2).rms }
 
 /// Records the sink's state every 50 ms while `body` runs; returns every state seen.
-func sinkStates(_ server: PulseAudioServer, during body: () async throws -> Void) async rethrows -> Set<String> {
+func sinkStates(_ server: any SoundServerFixture, during body: () async throws -> Void) async rethrows -> Set<String> {
     let seen = Mutex<Set<String>>([])
     let done = Mutex(false)
     let watcher = Thread {
