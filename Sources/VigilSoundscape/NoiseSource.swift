@@ -26,6 +26,16 @@ struct NoiseSource {
         Float(Int32(truncatingIfNeeded: next() >> 32)) * (1.0 / 2_147_483_648.0)
     }
 
+    /// Two independent uniform white-noise samples in −1…1 from one draw.
+    @inline(__always)
+    mutating func whitePair() -> (Float, Float) {
+        let bits = next()
+        let scale: Float = 1.0 / 2_147_483_648.0
+        return (
+            Float(Int32(truncatingIfNeeded: bits >> 32)) * scale, Float(Int32(truncatingIfNeeded: bits)) * scale
+        )
+    }
+
     /// Uniform in 0…1.
     @inline(__always)
     mutating func unit() -> Double {
@@ -67,6 +77,20 @@ struct PinkNoise {
         let out = b0 + b1 + b2 + b3 + b4 + b5 + b6 + white * 0.5362
         b6 = white * 0.115926
         return out * 0.11
+    }
+}
+
+/// Pink noise, Paul Kellet's economy filter (three poles, ±0.5 dB): for layers that are filtered
+/// further anyway, at half the refined filter's cost.
+struct EconomyPinkNoise {
+    private var b0: Float = 0, b1: Float = 0, b2: Float = 0
+
+    @inline(__always)
+    mutating func next(_ white: Float) -> Float {
+        b0 = 0.99765 * b0 + white * 0.0990460
+        b1 = 0.96300 * b1 + white * 0.2965164
+        b2 = 0.57000 * b2 + white * 1.0526913
+        return (b0 + b1 + b2 + white * 0.1848) * 0.11
     }
 }
 

@@ -9,7 +9,7 @@ import Glibc
 final class OceanWavesVoice: Voice {
     private var random: NoiseSource
     private var brown = (BrownNoise(), BrownNoise())
-    private var pink = (PinkNoise(), PinkNoise())
+    private var pink = (EconomyPinkNoise(), EconomyPinkNoise())
     private var body = (OnePole(), OnePole(), OnePole(), OnePole())
     private var foamLow = (OnePole(), OnePole())
     private var foamHigh = (OnePole(), OnePole())
@@ -84,17 +84,30 @@ final class OceanWavesVoice: Voice {
             let block = min(32, frames - f)
             let c = bodyCoefficient
             let g = gains
-            for i in f..<(f + block) {
-                let wl = random.white(), wr = random.white()
-                let bl = body.1.lowPass(body.0.lowPass(pink.0.next(wl), c), c)
-                let br = body.3.lowPass(body.2.lowPass(pink.1.next(wr), c), c)
-                let fl = random.white(), fr = random.white()
-                let foamL = foamHigh.0.lowPass(fl - foamLow.0.lowPass(fl, Self.foamLowCoefficient), Self.foamHighCoefficient)
-                let foamR = foamHigh.1.lowPass(fr - foamLow.1.lowPass(fr, Self.foamLowCoefficient), Self.foamHighCoefficient)
-                let left = brown.0.next(wl) * g.brownL + bl * 3 * g.bodyL + foamL * 0.25 * g.foamL
-                let right = brown.1.next(wr) * g.brownR + br * 3 * g.bodyR + foamR * 0.25 * g.foamR
-                buffer[2 * i] = softLimit(left * Self.level)
-                buffer[2 * i + 1] = softLimit(right * Self.level)
+            if g.foamL > 0 || g.foamR > 0 {
+                for i in f..<(f + block) {
+                    let (wl, wr) = random.whitePair()
+                    let (fl, fr) = random.whitePair()
+                    let bl = body.1.lowPass(body.0.lowPass(pink.0.next(wl), c), c)
+                    let br = body.3.lowPass(body.2.lowPass(pink.1.next(wr), c), c)
+                    let foamL = foamHigh.0.lowPass(fl - foamLow.0.lowPass(fl, Self.foamLowCoefficient), Self.foamHighCoefficient)
+                    let foamR = foamHigh.1.lowPass(fr - foamLow.1.lowPass(fr, Self.foamLowCoefficient), Self.foamHighCoefficient)
+                    let left = brown.0.next(wl) * g.brownL + bl * 3 * g.bodyL + foamL * 0.25 * g.foamL
+                    let right = brown.1.next(wr) * g.brownR + br * 3 * g.bodyR + foamR * 0.25 * g.foamR
+                    buffer[2 * i] = softLimit(left * Self.level)
+                    buffer[2 * i + 1] = softLimit(right * Self.level)
+                }
+            } else {
+                // Between crests there is no foam: skip its noise and filters.
+                for i in f..<(f + block) {
+                    let (wl, wr) = random.whitePair()
+                    let bl = body.1.lowPass(body.0.lowPass(pink.0.next(wl), c), c)
+                    let br = body.3.lowPass(body.2.lowPass(pink.1.next(wr), c), c)
+                    let left = brown.0.next(wl) * g.brownL + bl * 3 * g.bodyL
+                    let right = brown.1.next(wr) * g.brownR + br * 3 * g.bodyR
+                    buffer[2 * i] = softLimit(left * Self.level)
+                    buffer[2 * i + 1] = softLimit(right * Self.level)
+                }
             }
             f += block
             frame += block
