@@ -44,6 +44,47 @@ struct CLIAndFilesTests {
         }
     }
 
+    @Test("another user cannot use the control channel: the directory stops them, and so does the peer check")
+    func otherUser() async throws {
+        try await PulseAudioServer.with { server in
+            let state = try TestDirectory("vigil-soundscape")
+            defer { state.remove() }
+            let plugin = try makePlugin(server, state: state.path)
+            try await plugin.start()
+            let controller = try #require(SoundscapeController.running)
+            let socket = ControlChannel.socketPath(stateDirectory: state.path)
+            let script = """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX)
+                try:
+                    s.connect(sys.argv[1])
+                except OSError as e:
+                    print("refused", e.errno); sys.exit(0)
+                s.sendall(b'{"command":"pause"}\\n')
+                try:
+                    print("answer", repr(s.recv(4096)))
+                except OSError as e:
+                    print("answer b''", e.errno)
+                """
+            func asNobody() throws -> String {
+                // runuser switches every uid and drops root's capabilities (setpriv --reuid keeps them).
+                try ChildProcess.run("/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/python3", "-c", script, socket])
+            }
+            // The state directory is 0700: another user cannot even reach the socket.
+            #expect(try asNobody().hasPrefix("refused 13"))
+            // Opened up by mistake, the host still refuses: it checks the caller's uid.
+            chmod(state.path, 0o755)
+            chmod(socket, 0o666)
+            let answer = try asNobody()
+            #expect(answer.contains("answer b''"), "\(answer)")
+            #expect(controller.current.playback == .playing)
+            // The owner still gets answers (the channel is alive, so the refusal above was the check).
+            let mine = try await offThread { Result { () throws(SoundscapeError) in try SoundscapeClient(path: socket).send(ControlRequest(command: "pause")) } }.get()
+            #expect(mine.state?.playback == .paused)
+            await plugin.stop()
+        }
+    }
+
     @Test("configured files are measured, listed and played; a bad one is left out and reported")
     func files() async throws {
         try await PulseAudioServer.with { server in
