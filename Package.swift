@@ -71,13 +71,17 @@ let package = Package(
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
             swiftSettings: strictSettings),
+        .target(
+            name: "VigilSoundscape",
+            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilCore", log],
+            swiftSettings: strictSettings),
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
         // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
         .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", log], swiftSettings: strictSettings),
         // The supervisor plugin over it: settings, systemd and desktop channels.
         .target(
-            name: "VigilSupervisor", dependencies: ["VigilSupervisorEngine", "VigilPlugin", "CSystemd", "CVigilSpawn", log],
+            name: "VigilSupervisor", dependencies: ["VigilSupervisorEngine", "VigilPlugin", "VigilDBus", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
@@ -89,7 +93,7 @@ let package = Package(
         .target(
             name: "Vigil",
             dependencies: [
-                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", log, lifecycle,
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", log, lifecycle,
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -103,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -163,6 +167,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilSoundscapeTests",
+            dependencies: ["VigilSoundscape", "VigilAudio", "VigilPlugin", "VigilSoundFile", "VigilTestSupport", log],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],

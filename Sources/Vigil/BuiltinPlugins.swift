@@ -1,5 +1,6 @@
 import VigilPlugin
 import VigilSilentEngine
+import VigilSoundscape
 import VigilSupervisor
 
 /// The first-party plugin implementations compiled into Vigil: the ONE place built-ins are listed.
@@ -8,6 +9,7 @@ enum BuiltinPlugins {
         [
             SilentEnginePlugin.implementation,
             SupervisorPlugin.implementation,
+            SoundscapePlugin.implementation,
         ]
     }
 }

@@ -39,6 +39,12 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     /// `pactl list sink-inputs`), for example `"my-signer (Vigil keep-alive)"`.
     public var applicationName: String
 
+    /// Extra stream properties for the sound server (native backend only), for example
+    /// `["media.role": "music"]`: the role decides how role-based policies treat the stream
+    /// (`module-role-cork` corks `music` and `video` during a phone call). Empty by default: a
+    /// keep-alive stream with no role is left alone by those policies.
+    public var streamProperties: [String: String] = [:]
+
     /// The sample rate, fixed at 48 kHz.
     public static let sampleRate = 48_000
     /// The channel count, fixed at 2 (interleaved stereo).
@@ -82,5 +88,10 @@ public struct PlaybackConfiguration: Sendable, Hashable {
         if let device { try check(!device.isEmpty && !device.contains("\0"), "empty device name; leave it unset to choose automatically") }
         if let pulseServer { try check(!pulseServer.isEmpty && !pulseServer.contains("\""), "PulseAudio server \"\(pulseServer)\"") }
         try check(!applicationName.isEmpty, "empty application name")
+        for (key, value) in streamProperties {
+            try check(
+                !key.isEmpty && key.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) && !value.contains("\0"),
+                "stream property \"\(key)\"; keys are printable ASCII without spaces")
+        }
     }
 }

@@ -106,21 +106,26 @@ public final class PlaybackStream: Sendable {
     private let source: any SampleSource
     private let logger: Logger
     private let onEvent: @Sendable (Event) -> Void
+    private let onServerRequest: @Sendable (ServerRequest) -> Void
 
     /// Creates a stream that plays `source` as `configuration` says. Nothing opens until ``start()``.
     ///
     /// - Parameters:
     ///   - onEvent: called on the writer thread for each ``Event``; it must not block.
+    ///   - onServerRequest: called on the writer thread for each ``ServerRequest`` the sound
+    ///     server sends (native backend only); it must not block. The stream itself ignores them.
     public init(
         configuration: PlaybackConfiguration,
         source: some SampleSource,
         logger: Logger,
-        onEvent: @escaping @Sendable (Event) -> Void = { _ in }
+        onEvent: @escaping @Sendable (Event) -> Void = { _ in },
+        onServerRequest: @escaping @Sendable (ServerRequest) -> Void = { _ in }
     ) {
         self.configuration = configuration
         self.source = source
         self.logger = logger
         self.onEvent = onEvent
+        self.onServerRequest = onServerRequest
     }
 
     /// The stream's current status.
@@ -346,6 +351,11 @@ public final class PlaybackStream: Sendable {
 
     private func report(_ event: Event) {
         onEvent(event)
+    }
+
+    /// A driver passes on a request from the sound server.
+    func serverRequested(_ request: ServerRequest) {
+        onServerRequest(request)
     }
 }
 

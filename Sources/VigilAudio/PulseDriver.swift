@@ -55,6 +55,8 @@ final class PulseDriver: PlaybackDriver {
     /// True while the stream's sink is suspended by someone else (reported as an interruption
     /// ridden out in place: reopening would not help).
     private var sinkSuspended = false
+    /// True while the server's last stream event asked this stream to cork.
+    private var corkRequested = false
 
     /// How long to wait for the server to accept the client and the stream.
     static let connectTimeoutMicroseconds: UInt64 = 5_000_000
@@ -107,6 +109,7 @@ final class PulseDriver: PlaybackDriver {
             pa_stream_set_underflow_callback(paStream, nil, nil)
             pa_stream_set_moved_callback(paStream, nil, nil)
             pa_stream_set_suspended_callback(paStream, nil, nil)
+            pa_stream_set_event_callback(paStream, nil, nil)
             pa_stream_disconnect(paStream)
             pa_stream_unref(paStream)
         }
@@ -115,6 +118,7 @@ final class PulseDriver: PlaybackDriver {
         timer = nil
         if let context {
             pa_context_set_state_callback(context, nil, nil)
+            pa_context_set_subscribe_callback(context, nil, nil)
             pa_context_disconnect(context)
             pa_context_unref(context)
         }
@@ -122,6 +126,11 @@ final class PulseDriver: PlaybackDriver {
         primed = false
         lastReadIndex = nil
         sinkSuspended = false
+        if corkRequested {
+            // A new stream starts without the request.
+            corkRequested = false
+            stream.serverRequested(.uncork)
+        }
     }
 
     // MARK: Opening
@@ -245,6 +254,7 @@ final class PulseDriver: PlaybackDriver {
         pa_proplist_sets(properties, PA_PROP_APPLICATION_NAME, configuration.applicationName)
         // Marks the stream as Vigil's keep-alive: announcements never duck it (docs/announce.md).
         pa_proplist_sets(properties, "vigil.stream", "keep-alive")
+        for (key, value) in configuration.streamProperties { pa_proplist_sets(properties, key, value) }
         paStream = pa_stream_new_with_proplist(context, "keep-alive", &spec, nil, properties)
         pa_proplist_free(properties)
         guard let paStream else {
@@ -257,6 +267,8 @@ final class PulseDriver: PlaybackDriver {
         pa_stream_set_underflow_callback(paStream, { _, userdata in PulseDriver.from(userdata).underflowed() }, userdata)
         pa_stream_set_moved_callback(paStream, { _, userdata in PulseDriver.from(userdata).moved() }, userdata)
         pa_stream_set_suspended_callback(paStream, { _, userdata in PulseDriver.from(userdata).suspendedChanged() }, userdata)
+        pa_stream_set_event_callback(
+            paStream, { _, name, _, userdata in PulseDriver.from(userdata).serverEvent(name) }, userdata)
 
         let (bufferBytes, requestBytes) = Self.requestSizes(bufferMilliseconds: configuration.bufferMilliseconds, server: server)
         var attributes = pa_buffer_attr(
@@ -357,6 +369,62 @@ final class PulseDriver: PlaybackDriver {
         }
         stream.update { $0.framesWritten += UInt64(frames) }
         primed = true
+    }
+
+    /// A stream event: `request-cork` / `request-uncork` (PulseAudio's role-cork during a phone call).
+    private func serverEvent(_ name: UnsafePointer<CChar>?) {
+        guard let name else { return }
+        switch String(cString: name) {
+        case "request-cork" where !corkRequested:
+            corkRequested = true
+            logger.info("The sound server asked the stream to be quiet (cork request)")
+            stream.serverRequested(.cork)
+            watchMute(true)
+        case "request-uncork" where corkRequested:
+            liftCorkRequest()
+        default:
+            break
+        }
+    }
+
+    private func liftCorkRequest() {
+        corkRequested = false
+        watchMute(false)
+        logger.info("The sound server lifted its cork request")
+        stream.serverRequested(.uncork)
+    }
+
+    /// PulseAudio's role-cork mutes the stream with its cork request, but sends `request-uncork`
+    /// only to streams that obeyed and corked; a keep-alive never corks, so while a request stands
+    /// the driver watches its own sink input and takes the unmute as the end of the request.
+    private func watchMute(_ on: Bool) {
+        guard let context else { return }
+        if on {
+            pa_context_set_subscribe_callback(
+                context, { _, event, index, userdata in PulseDriver.from(userdata).sinkInputChanged(event, index) }, userdata)
+        }
+        let mask = on ? PA_SUBSCRIPTION_MASK_SINK_INPUT : PA_SUBSCRIPTION_MASK_NULL
+        if let operation = pa_context_subscribe(context, mask, nil, nil) { pa_operation_unref(operation) }
+        if !on { pa_context_set_subscribe_callback(context, nil, nil) }
+    }
+
+    private func sinkInputChanged(_ event: pa_subscription_event_type_t, _ index: UInt32) {
+        guard corkRequested, let context, let paStream, index == pa_stream_get_index(paStream),
+            event.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue == PA_SUBSCRIPTION_EVENT_CHANGE.rawValue
+        else { return }
+        if let operation = pa_context_get_sink_input_info(
+            context, index,
+            { _, info, _, userdata in
+                guard let info, info.pointee.mute == 0 else { return }
+                PulseDriver.from(userdata).unmuted()
+            }, userdata)
+        {
+            pa_operation_unref(operation)
+        }
+    }
+
+    private func unmuted() {
+        if corkRequested { liftCorkRequest() }
     }
 
     private func underflowed() {

@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import VigilSoundscape
+
+/// `vigil soundscape …`: drives the soundscape of this user's running host through its local
+/// control channel (a Unix socket only this user can open).
+struct SoundscapeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "soundscape",
+        abstract: "Control the soundscape of this user's running Vigil host.",
+        discussion: """
+            Talks to the host through $XDG_STATE_HOME/vigil/plugins/soundscape/control.sock (a directory \
+            only you can open; the host also checks the caller's user id). Exit codes: 0 done, 1 the host \
+            refused (unknown soundscape, bad volume…), 2 the host's answer was not understood, 3 no running \
+            host plays a soundscape, 64 usage error. Pause and stop keep the stream (and the keep-alive) \
+            running, silent.
+            """,
+        subcommands: [
+            Show.self, List.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self, Select.self, Volume.self,
+            Preset.self, Sleep.self,
+        ],
+        defaultSubcommand: Show.self)
+
+    struct Options: ParsableArguments {
+        @Option(name: .long, help: "The control socket (default: the soundscape plugin's, under XDG_STATE_HOME).")
+        var socket: String?
+
+        @Flag(name: .long, help: "Print the host's answer as one JSON document.")
+        var json = false
+    }
+
+    /// Sends `request` and prints the answer; exits as the discussion says.
+    static func send(_ request: ControlRequest, _ options: Options) async throws {
+        guard let path = options.socket ?? SoundscapeClient.defaultPath(environment: ProcessInfo.processInfo.environment) else {
+            throw ValidationError("cannot find the control socket: set HOME or XDG_STATE_HOME, or pass --socket")
+        }
+        let client = SoundscapeClient(path: path)
+        let result: Result<ControlResponse, SoundscapeError> = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: Result { () throws(SoundscapeError) in try client.send(request) }) }.start()
+        }
+        let response: ControlResponse
+        switch result {
+        case .success(let answer): response = answer
+        case .failure(let error):
+            let failure = ControlResponse(ok: false, state: nil, soundscapes: nil, error: .init(code: error.code, message: error.message))
+            if options.json { printJSON(failure) } else { printError("error: \(error.message)") }
+            throw ExitCode(error.code == .notRunning ? 3 : 2)
+        }
+        if options.json {
+            printJSON(response)
+        } else if let error = response.error {
+            printError("error: \(terminalSafe(error.message))")
+        } else {
+            if let list = response.soundscapes {
+                let playing = response.state?.soundscape
+                for soundscape in list {
+                    let mark = soundscape.id == playing ? "*" : " "
+                    let source = soundscape.path.map { "  \(terminalSafe($0))" } ?? "  (generated)"
+                    print("\(mark) \(terminalSafe(soundscape.id))  \(terminalSafe(soundscape.title))\(source)")
+                }
+            } else if let state = response.state {
+                print(describe(state))
+            }
+        }
+        if !response.ok { throw ExitCode.failure }
+    }
+
+    static func describe(_ state: SoundscapeState) -> String {
+        var line = "\(terminalSafe(state.title)) (\(terminalSafe(state.soundscape))): \(state.playback.rawValue.lowercased())"
+        line += ", volume \(String(format: "%.2f", state.volume))"
+        if let preset = state.preset { line += " (\(preset.rawValue))" }
+        if state.interrupted { line += ", interrupted by the sound server" }
+        if state.asleep { line += ", asleep (sleep timer ended)" }
+        if let remaining = state.sleepTimerRemaining { line += ", sleep timer \(Int(remaining.rounded())) s" }
+        return line
+    }
+
+    static func printJSON(_ response: ControlResponse) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = (try? encoder.encode(response)) ?? Data(#"{"ok":false}"#.utf8)
+        print(String(decoding: data, as: UTF8.self))
+    }
+
+    static func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Control characters (escape sequences) from the host or its configuration shown as `\u{…}`.
+    static func terminalSafe(_ text: String) -> String {
+        String(
+            text.unicodeScalars.flatMap { scalar -> [Character] in
+                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                    ? Array("\\u{\(String(scalar.value, radix: 16))}") : [Character(scalar)]
+            })
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what plays and how loud.")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "status"), options) }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the soundscapes (* marks the one playing).")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "list"), options) }
+    }
+
+    struct Play: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Play (also after pause, stop or the sleep timer).")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "play"), options) }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Fade to silence; the stream keeps running.")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "pause"), options) }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Like pause, reported as stopped.")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "stop"), options) }
+    }
+
+    struct Next: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Crossfade to the next soundscape.")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "next"), options) }
+    }
+
+    struct Previous: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Crossfade to the previous soundscape.")
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "previous"), options) }
+    }
+
+    struct Select: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Crossfade to the soundscape NAME.")
+        @Argument(help: "A soundscape from `vigil soundscape list`.") var name: String
+        @OptionGroup var options: Options
+        func run() async throws { try await send(ControlRequest(command: "select", soundscape: name), options) }
+    }
+
+    struct Volume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set the volume, 0 to 1 (ramped).")
+        @Argument(help: "0 (silent, stream kept) to 1.") var value: Double
+        @OptionGroup var options: Options
+        func validate() throws {
+            guard value.isFinite, (0...1).contains(value) else { throw ValidationError("VALUE must be from 0 to 1") }
+        }
+        func run() async throws { try await send(ControlRequest(command: "volume", volume: value), options) }
+    }
+
+    struct Preset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set a volume preset: off 0, low 0.1, med 0.3, high 0.5, max 0.75.")
+        @Argument(help: "off, low, med, high or max.") var name: String
+        @OptionGroup var options: Options
+        func validate() throws {
+            guard VolumePreset(rawValue: name) != nil else { throw ValidationError("NAME must be off, low, med, high or max") }
+        }
+        func run() async throws { try await send(ControlRequest(command: "preset", preset: name), options) }
+    }
+
+    struct Sleep: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Fade out over the last 30 s of MINUTES, then stay silent (0 clears the timer).")
+        @Argument(help: "0 to 1440.") var minutes: Double
+        @OptionGroup var options: Options
+        func validate() throws {
+            guard minutes.isFinite, (0...1440).contains(minutes) else { throw ValidationError("MINUTES must be from 0 to 1440") }
+        }
+        func run() async throws { try await send(ControlRequest(command: "sleep", minutes: minutes), options) }
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+import VigilDBus
+
+/// The soundscape as an MPRIS 2.2 player on the session bus: `org.mpris.MediaPlayer2.vigil.HOST`
+/// (`.instancePID` when that name is taken), object `/org/mpris/MediaPlayer2`, both interfaces
+/// with every mandatory property in its specified type.
+///
+/// Soundscapes are the tracks: Next/Previous cycle them, `mpris:trackid` is an object path
+/// under `/org/vigil/soundscape/track/` (outside the reserved `/org/mpris`), `xesam:title` is the
+/// soundscape's title, `xesam:artist` the host's name. Volume maps to the plugin's volume.
+/// Pause and Stop silence the soundscape but keep the stream, so the keep-alive holds.
+final class MPRISServer: Sendable {
+    let busName: String
+    private let connection: DBusConnection
+    private let object: DBusExportedObject
+    private let watcher: Task<Void, Never>
+
+    static let objectPath = "/org/mpris/MediaPlayer2"
+    static let rootInterface = "org.mpris.MediaPlayer2"
+    static let playerInterface = "org.mpris.MediaPlayer2.Player"
+
+    private init(busName: String, connection: DBusConnection, object: DBusExportedObject, watcher: Task<Void, Never>) {
+        self.busName = busName
+        self.connection = connection
+        self.object = object
+        self.watcher = watcher
+    }
+
+    /// The bus-name element for `host`: letters, digits, `_` and `-` kept, anything else `_`,
+    /// `_` in front of a leading digit (a D-Bus name element must not start with one).
+    static func nameElement(for host: String) -> String {
+        var element = String(
+            host.unicodeScalars.prefix(64).map { scalar -> Character in
+                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "_" || scalar == "-")
+                    ? Character(scalar) : "_"
+            })
+        if element.isEmpty { element = "host" }
+        if let first = element.unicodeScalars.first, CharacterSet.decimalDigits.contains(first) { element = "_" + element }
+        return element
+    }
+
+    /// The track id of soundscape `id`.
+    static func trackID(_ id: String) -> String {
+        "/org/vigil/soundscape/track/" + id.replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// Connects, exports the player and takes the bus name; `nil` (logged) when there is no
+    /// session bus or it refuses.
+    static func start(
+        controller: SoundscapeController, hostName: String, environment: [String: String], logger: Logger
+    ) async -> MPRISServer? {
+        let connection: DBusConnection
+        do {
+            connection = try await DBusConnection.connect(to: .session, environment: environment, logger: logger)
+        } catch {
+            logger.info("No MPRIS player: \(error.message)")
+            return nil
+        }
+        do {
+            let object = try await connection.export(
+                path: objectPath, interfaces: interfaces(controller: controller, hostName: hostName))
+            let base = "org.mpris.MediaPlayer2.vigil." + nameElement(for: hostName)
+            var name = base
+            if try await connection.requestName(base) != .primaryOwner {
+                name = base + ".instance\(getpid())"
+                guard try await connection.requestName(name).owns else {
+                    throw DBusError(code: .nameNotAcquired, message: "both \(base) and \(name) are taken")
+                }
+            }
+            let watcher = Task {
+                var last: SoundscapeState?
+                for await state in controller.changes() {
+                    defer { last = state }
+                    guard let last else { continue }
+                    var changed: [String] = []
+                    if last.playback != state.playback || last.interrupted != state.interrupted || last.asleep != state.asleep {
+                        changed.append("PlaybackStatus")
+                    }
+                    if last.soundscape != state.soundscape { changed.append("Metadata") }
+                    if last.volume != state.volume { changed.append("Volume") }
+                    if !changed.isEmpty { try? await object.propertiesChanged(interface: playerInterface, changed) }
+                }
+            }
+            logger.info("MPRIS player on the session bus", metadata: ["dbus.name": "\(name)"])
+            return MPRISServer(busName: name, connection: connection, object: object, watcher: watcher)
+        } catch {
+            logger.warning("No MPRIS player: \(error)")
+            await connection.close()
+            return nil
+        }
+    }
+
+    /// Gives the name back and closes the connection.
+    func stop() async {
+        watcher.cancel()
+        _ = try? await connection.releaseName(busName)
+        await object.unexport()
+        await connection.close()
+        _ = await watcher.value
+    }
+
+    private static func interfaces(controller: SoundscapeController, hostName: String) -> [DBusInterface] {
+        let root = DBusInterface(
+            name: rootInterface,
+            methods: [
+                // CanRaise and CanQuit are false: both have no effect, as the spec asks.
+                DBusMethod("Raise") { _ throws(DBusError) in [] },
+                DBusMethod("Quit") { _ throws(DBusError) in [] },
+            ],
+            properties: [
+                DBusProperty("CanQuit", signature: "b", changeSignal: .const, get: { .bool(false) }),
+                DBusProperty("CanRaise", signature: "b", changeSignal: .const, get: { .bool(false) }),
+                DBusProperty("HasTrackList", signature: "b", changeSignal: .const, get: { .bool(false) }),
+                DBusProperty("Identity", signature: "s", changeSignal: .const, get: { .string("\(hostName) soundscape") }),
+                DBusProperty("SupportedUriSchemes", signature: "as", changeSignal: .const, get: { .stringArray([]) }),
+                DBusProperty("SupportedMimeTypes", signature: "as", changeSignal: .const, get: { .stringArray([]) }),
+            ])
+
+        @Sendable func refuse(_ error: SoundscapeError) -> DBusError {
+            DBusError.refusal(DBusErrorName.failed, error.message)
+        }
+        let player = DBusInterface(
+            name: playerInterface,
+            methods: [
+                DBusMethod("Next") { _ throws(DBusError) in
+                    do throws(SoundscapeError) { try controller.skip(1) } catch { throw refuse(error) }
+                    return []
+                },
+                DBusMethod("Previous") { _ throws(DBusError) in
+                    do throws(SoundscapeError) { try controller.skip(-1) } catch { throw refuse(error) }
+                    return []
+                },
+                DBusMethod("Pause") { _ throws(DBusError) in
+                    controller.pause()
+                    return []
+                },
+                DBusMethod("PlayPause") { _ throws(DBusError) in
+                    controller.playPause()
+                    return []
+                },
+                DBusMethod("Stop") { _ throws(DBusError) in
+                    controller.stop()
+                    return []
+                },
+                DBusMethod("Play") { _ throws(DBusError) in
+                    controller.play()
+                    return []
+                },
+                // CanSeek is false: Seek and SetPosition have no effect.
+                DBusMethod("Seek", inputs: [DBusArgument("Offset", "x")]) { _ throws(DBusError) in [] },
+                DBusMethod("SetPosition", inputs: [DBusArgument("TrackId", "o"), DBusArgument("Position", "x")]) {
+                    _ throws(DBusError) in []
+                },
+                DBusMethod("OpenUri", inputs: [DBusArgument("Uri", "s")]) { _ throws(DBusError) in
+                    throw DBusError.refusal(
+                        DBusErrorName.notSupported, "this player opens no URIs (SupportedUriSchemes is empty)")
+                },
+            ],
+            properties: [
+                DBusProperty("PlaybackStatus", signature: "s") {
+                    let state = controller.current
+                    return .string(state.interrupted && state.playback == .playing ? "Paused" : state.playback.rawValue)
+                },
+                DBusProperty(
+                    "Rate", signature: "d", get: { .double(1) },
+                    set: { value throws(DBusError) in
+                        guard value.double == 1 else {
+                            throw DBusError.refusal(DBusErrorName.invalidArgs, "the rate is fixed at 1.0")
+                        }
+                    }),
+                DBusProperty("Metadata", signature: "a{sv}") {
+                    let state = controller.current
+                    return .stringVariantMap([
+                        "mpris:trackid": .objectPath(trackID(state.soundscape)),
+                        "xesam:title": .string(state.title),
+                        "xesam:artist": .stringArray([hostName]),
+                    ])
+                },
+                DBusProperty(
+                    "Volume", signature: "d", get: { .double(controller.current.volume) },
+                    set: { value throws(DBusError) in
+                        guard let volume = value.double, volume.isFinite else {
+                            throw DBusError.refusal(DBusErrorName.invalidArgs, "the volume must be a number")
+                        }
+                        // Negative means 0 (spec); above 1.0 is capped at the plugin's maximum.
+                        do throws(SoundscapeError) { try controller.setVolume(min(1, max(0, volume))) } catch { throw refuse(error) }
+                    }),
+                DBusProperty("Position", signature: "x", changeSignal: .none, get: { .int64(0) }),
+                DBusProperty("MinimumRate", signature: "d", changeSignal: .const, get: { .double(1) }),
+                DBusProperty("MaximumRate", signature: "d", changeSignal: .const, get: { .double(1) }),
+                DBusProperty("CanGoNext", signature: "b", changeSignal: .const, get: { .bool(true) }),
+                DBusProperty("CanGoPrevious", signature: "b", changeSignal: .const, get: { .bool(true) }),
+                DBusProperty("CanPlay", signature: "b", changeSignal: .const, get: { .bool(true) }),
+                DBusProperty("CanPause", signature: "b", changeSignal: .const, get: { .bool(true) }),
+                DBusProperty("CanSeek", signature: "b", changeSignal: .const, get: { .bool(false) }),
+                DBusProperty("CanControl", signature: "b", changeSignal: .none, get: { .bool(true) }),
+            ],
+            signals: [DBusSignal("Seeked", arguments: [DBusArgument("Position", "x")])])
+        return [root, player]
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+import Synchronization
+import VigilCore
+
+/// What the user chose, kept across restarts: the soundscape, the volume and whether it is paused.
+public struct SoundscapePreferences: Sendable, Hashable, Codable {
+    public var soundscape: String
+    public var volume: Double
+    public var paused: Bool
+
+    public init(soundscape: String, volume: Double, paused: Bool) {
+        self.soundscape = soundscape
+        self.volume = volume
+        self.paused = paused
+    }
+}
+
+/// Reads and writes `preferences.json` in the plugin's state directory.
+///
+/// Writes are atomic (temporary file, fsync, rename). A file that cannot be understood is
+/// reported and replaced by the defaults, never a crash; a directory that cannot be written is
+/// reported once, and playing goes on with the preferences kept in memory.
+final class PreferenceStore: Sendable {
+    let path: String
+    private let directory: String
+    private let logger: Logger
+    private let writeFailureReported = Mutex(false)
+    private let lastWriteError = Mutex<String?>(nil)
+
+    private struct File: Codable {
+        var schema: String
+        var soundscape: String
+        var volume: Double
+        var paused: Bool
+    }
+
+    static let schema = "vigil.soundscape-preferences/v1"
+
+    init(directory: String, logger: Logger) {
+        self.directory = directory
+        self.path = directory + "/preferences.json"
+        self.logger = logger
+    }
+
+    /// What went wrong with the last write, if it failed.
+    var writeError: String? { lastWriteError.withLock { $0 } }
+
+    /// The saved preferences, or `defaults` when there are none; when the file is damaged or names
+    /// an unknown soundscape, `defaults` (or the parts that are good) plus a warning saying why.
+    func load(defaults: SoundscapePreferences, known: Set<String>) -> (SoundscapePreferences, warning: String?) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) {
+                return (defaults, "cannot read \(path); using the defaults")
+            }
+            return (defaults, nil)
+        }
+        let file: File
+        do {
+            file = try JSONDecoder().decode(File.self, from: data)
+        } catch {
+            return (
+                defaults,
+                "\(path) is damaged (\(Self.reason(error))); using the defaults — it is rewritten on the next change"
+            )
+        }
+        guard file.schema == Self.schema else {
+            return (defaults, "\(path) has schema \"\(file.schema)\", not \"\(Self.schema)\"; using the defaults")
+        }
+        guard file.volume.isFinite, (0...1).contains(file.volume) else {
+            return (defaults, "\(path) has volume \(file.volume), outside 0…1; using the defaults")
+        }
+        var result = SoundscapePreferences(soundscape: file.soundscape, volume: file.volume, paused: file.paused)
+        if !known.contains(file.soundscape) {
+            result.soundscape = defaults.soundscape
+            return (result, "\(path) names the soundscape \"\(file.soundscape)\", which is not configured; playing \"\(defaults.soundscape)\"")
+        }
+        return (result, nil)
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted: "not JSON"
+        case DecodingError.keyNotFound(let key, _): "no \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context):
+            "\"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+        default: "unreadable"
+        }
+    }
+
+    /// Saves `preferences`; failures are logged (the first as a warning) and kept for ``writeError``.
+    /// Blocking (fsync): call it off the cooperative pool.
+    func save(_ preferences: SoundscapePreferences) {
+        let file = File(
+            schema: Self.schema, soundscape: preferences.soundscape, volume: preferences.volume, paused: preferences.paused)
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            let bytes = Array(try encoder.encode(file)) + [UInt8(ascii: "\n")]
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try AtomicFile.write(bytes, to: path, mode: 0o600)
+            lastWriteError.withLock { $0 = nil }
+        } catch {
+            let message = "cannot save the soundscape preferences to \(path): \(error)"
+            lastWriteError.withLock { $0 = message }
+            let first = writeFailureReported.withLock { reported -> Bool in
+                defer { reported = true }
+                return !reported
+            }
+            if first {
+                logger.warning(
+                    "Soundscape preferences are not saved; playing goes on and they last until the host stops",
+                    metadata: ["soundscape.error": "\(message)"])
+            } else {
+                logger.debug("Soundscape preferences still not saved", metadata: ["soundscape.error": "\(message)"])
+            }
+        }
+    }
+}

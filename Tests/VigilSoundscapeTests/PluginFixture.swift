@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import Synchronization
+import VigilPlugin
+import VigilTestSupport
+
+@testable import VigilSoundscape
+
+/// Collects plugin events so tests can wait for them.
+final class Events: Sendable {
+    private let events = Mutex<[PluginEvent]>([])
+    func record(_ event: PluginEvent) { events.withLock { $0.append(event) } }
+    var all: [PluginEvent] { events.withLock { $0 } }
+}
+
+let quiet = Logger(label: "vigil.test") { _ in SwiftLogNoOpLogHandler() }
+
+/// The manifest's settings defaults (kept in step with manifests/soundscape/plugin.json by a test).
+let manifestDefaults: [String: SettingValue] = [
+    "soundscape": .string("ocean-waves"), "preset": .string("med"), "volume": .integer(-1), "sleep_timer_min": .integer(0),
+    "mpris": .bool(true), "control_socket": .bool(true), "device": .string(""), "pulse_server": .string(""),
+    "buffer_ms": .integer(1000), "health_check_s": .integer(30), "retry_initial_ms": .integer(100),
+    "retry_max_ms": .integer(2000), "retry_budget": .integer(0), "files": .table([:]), "media_role": .string("music"),
+]
+
+/// A soundscape plugin on `server`, with its state in `stateDirectory` and the session bus in `bus` (if any).
+func makePlugin(
+    _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
+    _ overrides: [String: SettingValue] = [:], events: Events = Events(), logger: Logger = quiet
+) throws -> SoundscapeKeeper {
+    var values = overrides
+    values["pulse_server"] = .string(server.address)
+    values["retry_max_ms"] = values["retry_max_ms"] ?? .integer(500)
+    var environment = server.environment
+    environment["DBUS_SESSION_BUS_ADDRESS"] = bus?.address
+    if bus == nil { values["mpris"] = .bool(false) }
+    let context = PluginContext(
+        pluginName: "soundscape", hostName: "plugin-tests",
+        settings: PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: values), logger: logger,
+        reporter: PluginReporter(events.record), stateDirectory: stateDirectory)
+    return try SoundscapeKeeper(context: context, environment: environment)
+}
+
+/// Waits up to `timeout` seconds for `condition`.
+func eventually(_ timeout: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
+    try await RuntimeFixtures.waitUntil(timeout: timeout, condition)
+}
+
+/// RMS of a capture's left channel, skipping the first 0.2 s.
+func rms(_ samples: [Int16]) -> Double { AudioAnalysis(interleaved: samples, trimSeconds: 0.2).rms }
+
+/// Records the sink's state every 50 ms while `body` runs; returns every state seen.
+func sinkStates(_ server: any SoundServerFixture, during body: () async throws -> Void) async rethrows -> Set<String> {
+    let seen = Mutex<Set<String>>([])
+    let done = Mutex(false)
+    let watcher = Thread {
+        while !done.withLock({ $0 }) {
+            if let state = try? server.sinkState() { seen.withLock { _ = $0.insert(state) } }
+            usleep(50_000)
+        }
+    }
+    watcher.start()
+    defer { done.withLock { $0 = true } }
+    try await body()
+    return seen.withLock { $0 }
+}

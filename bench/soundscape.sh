@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Benchmark: the soundscape plugin against other ways of playing ambient sound, each through a
+# fresh private PulseAudio null sink.
+#
+#   bench/soundscape.sh [SECONDS]      (default 60 s per client)
+#
+# Clients: `vigil up` with the signed soundscape manifest playing ocean-waves, and brown-noise;
+# the same Swift host idle (SilentEngineBench --idle: what any Swift host costs by itself);
+# `play -n synth brownnoise` (sox, through ALSA's pulse plugin); a GStreamer pipeline of
+# Blanket's shape (`audiotestsrc wave=pink-noise ! volume ! pulsesink`); and `paplay` in a loop
+# of 20 s of vigil's ocean waves recorded from the monitor (mpv is not installed here).
+# For each: the client settles 8 s, then over SECONDS:
+#   client CPU   run time (ns) of every thread of every process in the client's process group
+#   wakeups/s    their voluntary context switches
+#   server CPU   PulseAudio's run time
+#   RSS          the client's VmRSS at the end (the main process)
+#   underruns    from the plugin's status (vigil rows)
+# Processes or threads that end inside the window take their counts with them ("gone" column):
+# the paplay loop's rows undercount by the paplay runs that ended in the window.
+# Needs: pulseaudio, pulseaudio-utils, sox, gstreamer1.0-tools + -plugins-good + -pulseaudio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-60}
+
+swift build -c release --product vigil >/dev/null
+swift build -c release --product SilentEngineBench >/dev/null
+bin=$(swift build -c release --show-bin-path)
+vigil=$bin/vigil
+idle=$bin/SilentEngineBench
+
+work=$(mktemp -d)
+chmod 700 "$work"
+server_pid=""
+client_pid=""
+cleanup() {
+  [[ -n "$client_pid" ]] && kill -- -"$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
+  [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+rss_kb() { awk '/^VmRSS/ {print $2}' /proc/"$1"/status; }
+export PULSE_SERVER=unix:$work/rt/pulse/native
+
+start_server() {
+  rm -rf "$work/rt"; mkdir -m 700 "$work/rt"
+  XDG_RUNTIME_DIR=$work/rt HOME=$work/rt pulseaudio -n --daemonize=no --exit-idle-time=-1 \
+    --use-pid-file=false -L module-native-protocol-unix \
+    -L "module-null-sink sink_name=bench rate=48000 channels=2 format=s16le" \
+    -L "module-suspend-on-idle timeout=1" >"$work/pa.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do
+    pactl info >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "pulseaudio did not start:" >&2; cat "$work/pa.log" >&2; exit 1
+}
+stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
+
+# One line per thread of every process in process group $1: PID/TID, run time (ns), voluntary switches.
+snapshot() {
+  local p t
+  for p in /proc/[0-9]*; do
+    [[ "$(awk '{print $5}' "$p/stat" 2>/dev/null)" == "$1" ]] || continue
+    for t in "$p"/task/*; do
+      printf '%s/%s %s %s\n' "${p##*/}" "${t##*/}" "$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)" \
+        "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null)"
+    done
+  done
+}
+# Per-thread deltas, summed: present at both ends count the difference, born in between count
+# fully, ended count nothing. Prints "CPU WAKE GONE".
+delta() {
+  awk 'NR == FNR { c[$1] = $2; w[$1] = $3; seen[$1] = 1; next }
+       { dc += $2 - c[$1]; dw += $3 - w[$1]; delete seen[$1] }
+       END { n = 0; for (k in seen) n++; print dc + 0, dw + 0, n }' "$1" "$2"
+}
+
+config() { # SOUNDSCAPE
+  cat >"$work/vigil-$1.toml" <<EOT
+plugins = ["soundscape"]
+plugin_paths = ["$PWD/manifests"]
+
+[host]
+name = "bench-host"
+background_modes = ["audio"]
+
+[trusted_plugins]
+soundscape = "$(sed -n 's/^soundscape = "\(.*\)"$/\1/p' Examples/ExampleHost/vigil.toml)"
+
+[soundscape]
+soundscape = "$1"
+mpris = false
+pulse_server = "$PULSE_SERVER"
+EOT
+}
+
+declare -A CPU WAKE SCPU RSS GONE UNDER
+measure() { # NAME COMMAND...
+  local name=$1; shift
+  start_server
+  rm -rf "$work/state"; mkdir -m 700 "$work/state"
+  XDG_STATE_HOME=$work/state setsid "$@" >"$work/$name.out" 2>&1 &
+  client_pid=$!
+  sleep 3
+  local state; state=$(pactl list short sinks | awk -F'\t' '$2 == "bench" {print $5}')
+  [[ "$state" == RUNNING || "$name" == host-idle ]] || { echo "$name: sink is $state, not RUNNING" >&2; cat "$work/$name.out" >&2; exit 1; }
+  sleep 5
+  local s0 s1
+  snapshot "$client_pid" >"$work/before"; s0=$(cpu_ns "$server_pid")
+  sleep "$duration"
+  snapshot "$client_pid" >"$work/after"; s1=$(cpu_ns "$server_pid")
+  RSS[$name]=$(rss_kb "$client_pid")
+  UNDER[$name]=-
+  if [[ "$name" == vigil* ]]; then
+    UNDER[$name]=$(XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-} "$vigil" status --json 2>/dev/null |
+      sed -n 's/.*"underruns" *: *"\([0-9]*\)".*/\1/p' | head -1)
+    UNDER[$name]=${UNDER[$name]:-?}
+  fi
+  read -r "CPU[$name]" "WAKE[$name]" "GONE[$name]" < <(delta "$work/before" "$work/after")
+  SCPU[$name]=$((s1 - s0))
+  kill -TERM -- -"$client_pid" 2>/dev/null; wait "$client_pid" 2>/dev/null || true; client_pid=""
+  stop_server
+}
+
+echo "soundscape benchmark: $duration s per client, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m), load $(cut -d' ' -f1-3 /proc/loadavg)"
+config ocean-waves
+config brown-noise
+
+# A 20 s recording of vigil's ocean waves, for the paplay loop.
+start_server
+rm -rf "$work/state"; mkdir -m 700 "$work/state"
+XDG_STATE_HOME=$work/state setsid "$vigil" up --config "$work/vigil-ocean-waves.toml" >"$work/record.out" 2>&1 &
+client_pid=$!
+sleep 3
+timeout -s INT 20 parec -d bench.monitor --raw --format=s16le --rate=48000 --channels=2 >"$work/ocean.raw" || true
+sox -t raw -r 48000 -e signed -b 16 -c 2 "$work/ocean.raw" "$work/ocean.wav"
+kill -TERM -- -"$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=""
+stop_server
+
+measure vigil-ocean "$vigil" up --config "$work/vigil-ocean-waves.toml"
+measure vigil-brown "$vigil" up --config "$work/vigil-brown-noise.toml"
+measure host-idle "$idle" --idle
+AUDIODRIVER=alsa AUDIODEV=pulse measure sox-brown play -q -n synth brownnoise vol 0.1
+measure gst-pink gst-launch-1.0 -q audiotestsrc wave=pink-noise ! volume volume=0.3 ! pulsesink
+measure paplay-loop sh -c "while :; do paplay '$work/ocean.wav'; done"
+
+printf '\n%-12s %14s %9s %10s %14s %9s %9s %5s %9s\n' client "client CPU ns" "CPU %" wakeups/s "server CPU ns" "server %" "RSS kB" gone underruns
+for n in vigil-ocean vigil-brown host-idle sox-brown gst-pink paplay-loop; do
+  awk -v n="$n" -v c="${CPU[$n]}" -v w="${WAKE[$n]}" -v s="${SCPU[$n]}" -v r="${RSS[$n]}" -v g="${GONE[$n]}" -v u="${UNDER[$n]}" -v d="$duration" \
+    'BEGIN { printf "%-12s %14d %8.4f%% %10.2f %14d %8.4f%% %9d %5d %9s\n", n, c, c / (d * 1e7), w / d, s, s / (d * 1e7), r, g, u }'
+done
+added_wake=$((WAKE[vigil-ocean] - WAKE[host-idle]))
+added_cpu=$((CPU[vigil-ocean] - CPU[host-idle]))
+added_rss=$((RSS[vigil-ocean] - RSS[host-idle]))
+best_cpu=${CPU[sox-brown]}; (( CPU[gst-pink] < best_cpu )) && best_cpu=${CPU[gst-pink]}
+best_server=${SCPU[sox-brown]}; (( SCPU[gst-pink] < best_server )) && best_server=${SCPU[gst-pink]}
+echo
+awk -v w="$added_wake" -v c="$added_cpu" -v r="$added_rss" -v d="$duration" \
+  'BEGIN { printf "Added by the soundscape (vigil-ocean - host-idle): %.2f wakeups/s, %.4f%% CPU, %d kB RSS (vigil up vs the minimal host)\n", w / d, c / (d * 1e7), r }'
+check() { if eval "$2"; then echo "PASS  $1"; else echo "MISS  $1"; fi; }
+check "ocean-waves client CPU <= half the best generating peer (sox, gst)" "(( CPU[vigil-ocean] * 2 <= best_cpu ))"
+check "ocean-waves client CPU <= 0.15 %" "(( CPU[vigil-ocean] <= duration * 1500000 ))"
+check "<= 2 wakeups/s added by the plugin" "(( added_wake <= 2 * duration ))"
+check "server CPU <= the best generating peer's" "(( SCPU[vigil-ocean] <= best_server ))"
+check "zero underruns (vigil rows)" "[[ '${UNDER[vigil-ocean]}' == 0 && '${UNDER[vigil-brown]}' == 0 ]]"
