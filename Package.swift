@@ -81,7 +81,8 @@ let package = Package(
         .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", log], swiftSettings: strictSettings),
         // The supervisor plugin over it: settings, systemd and desktop channels.
         .target(
-            name: "VigilSupervisor", dependencies: ["VigilSupervisorEngine", "VigilPlugin", "VigilDBus", "CVigilSpawn", log],
+            name: "VigilSupervisor",
+            dependencies: ["VigilSupervisorEngine", "VigilPlugin", "VigilDBus", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
@@ -93,7 +94,8 @@ let package = Package(
         .target(
             name: "Vigil",
             dependencies: [
-                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", log, lifecycle,
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce",
+                "VigilSharedLibrary", log, lifecycle,
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -107,7 +109,9 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", log, lifecycle,
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilSoundscape",
+                "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine",
+                "CVigilStartup", log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -190,7 +194,8 @@ let package = Package(
         // Plugin authors' side: the descriptor and keep-alive table in C (Swift cannot define a C data
         // symbol), implemented in Swift by VigilPluginSDK; the author writes a class and one @_cdecl.
         .target(name: "CVigilPluginSDK", dependencies: ["CVigilPluginABI"]),
-        .target(name: "VigilPluginSDK", dependencies: ["CVigilPluginABI", "CVigilPluginSDK"], swiftSettings: strictSettings),
+        .target(
+            name: "VigilPluginSDK", dependencies: ["CVigilPluginABI", "CVigilPluginSDK"], swiftSettings: strictSettings),
         .target(
             name: "VigilHeartbeatExample", dependencies: ["VigilPluginSDK"],
             path: "Examples/HeartbeatPlugin/Sources/VigilHeartbeatExample", swiftSettings: strictSettings,
@@ -211,7 +216,9 @@ let package = Package(
         .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio"], swiftSettings: strictSettings),
         .target(
             name: "VigilAnnounce",
-            dependencies: ["VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", log],
+            dependencies: [
+                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", log,
+            ],
             swiftSettings: strictSettings),
         // A minimal announcer for bench/announce.sh (an executable target, not a product).
         .executableTarget(
@@ -219,7 +226,8 @@ let package = Package(
         .testTarget(
             name: "VigilAnnounceTests",
             dependencies: [
-                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilPlugin", "VigilSpeech", "VigilSilentEngine", "VigilTestSupport", log,
+                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilPlugin", "VigilSpeech", "VigilSilentEngine",
+                "VigilTestSupport", log,
             ],
             exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
             swiftSettings: strictSettings),

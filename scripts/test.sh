@@ -16,6 +16,11 @@ else
   echo "vigil: ../shared/testvectors is absent: the Wycheproof suite reports itself skipped"
 fi
 
+# The house style (.swift-format: 4 spaces, 120 columns), checked by the toolchain's own formatter.
+# `swift format -i -r Sources Tests Plugins Examples Package.swift` fixes what it reports.
+echo "vigil: swift format lint --strict"
+swift format lint --strict -r Sources Tests Plugins Examples Package.swift
+
 echo "vigil: building (a first build compiles the dependencies: a few minutes)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -13,7 +13,8 @@ enum VigilPluginSupport {
         while true {
             let candidate = current.appendingPathComponent(configFileName)
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue
+            {
                 return candidate
             }
             let parent = current.deletingLastPathComponent()
@@ -77,9 +78,10 @@ enum VigilPluginSupport {
                 continue
             }
             entries.append(directory)
-            guard let enumerator = fm.enumerator(
-                at: directory, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
-                options: [.skipsHiddenFiles])
+            guard
+                let enumerator = fm.enumerator(
+                    at: directory, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
+                    options: [.skipsHiddenFiles])
             else { continue }
             for case let url as URL in enumerator {
                 guard entries.count < limit else { return entries }
@@ -115,7 +117,8 @@ enum VigilPluginSupport {
     /// instead, `vigil` shares the modules the host app already compiled, so with nothing changed
     /// there is nothing to build.
     static func builtTool(_ packageManager: PackageManager) throws -> URL {
-        let result = try packageManager.build(.product("vigil"), parameters: .init(configuration: .debug, logging: .concise))
+        let result = try packageManager.build(
+            .product("vigil"), parameters: .init(configuration: .debug, logging: .concise))
         guard result.succeeded, let tool = result.builtArtifacts.first(where: { $0.kind == .executable })?.url else {
             throw ToolBuildFailed(log: result.logText)
         }

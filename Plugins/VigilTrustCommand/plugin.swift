@@ -29,7 +29,8 @@ struct VigilTrustCommand: CommandPlugin {
         // Without --yes or --fingerprint, `vigil plugin trust` shows the review and asks on the
         // terminal, so give it the terminal if there is one. Otherwise its lines and the summary below
         // reach SwiftPM's standard error in order (see `run`).
-        let asks = !arguments.contains("--yes")
+        let asks =
+            !arguments.contains("--yes")
             && !arguments.contains(where: { $0 == "--fingerprint" || $0.hasPrefix("--fingerprint=") })
         let status = try VigilPluginSupport.run(
             tool, ["plugin", "trust"] + arguments, environment: environment, terminal: asks)

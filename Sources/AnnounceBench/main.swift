@@ -18,7 +18,8 @@ let logger = Logger(label: "announce-bench") { _ in SwiftLogNoOpLogHandler() }
 var keepAlive: PlaybackStream?
 if arguments[4] == "yes" {
     let stream = PlaybackStream(
-        configuration: PlaybackConfiguration(device: "pulse", pulseServer: server, applicationName: "announce-bench (Vigil keep-alive)"),
+        configuration: PlaybackConfiguration(
+            device: "pulse", pulseServer: server, applicationName: "announce-bench (Vigil keep-alive)"),
         source: ZeroSource(), logger: logger)
     try await stream.start()
     keepAlive = stream
@@ -48,7 +49,9 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
     return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
 }
 func row(_ name: String, _ values: [Double]) -> String {
-    String(format: "%@ median %.1f ms p90 %.1f ms max %.1f ms", name, percentile(values, 0.5), percentile(values, 0.9), values.max() ?? 0)
+    String(
+        format: "%@ median %.1f ms p90 %.1f ms max %.1f ms", name, percentile(values, 0.5), percentile(values, 0.9),
+        values.max() ?? 0)
 }
 print(row("first-sample", firstSample))
 print(row("duck", duck) + " (streams ducked: \(ducked))")

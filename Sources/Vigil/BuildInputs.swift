@@ -24,8 +24,10 @@ public enum BuildInputs {
             guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
             note(directory)
             let root = URL(fileURLWithPath: directory, isDirectory: true)
-            guard let enumerator = fm.enumerator(
-                at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey], options: [.skipsHiddenFiles])
+            guard
+                let enumerator = fm.enumerator(
+                    at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
+                    options: [.skipsHiddenFiles])
             else { continue }
             for case let url as URL in enumerator {
                 let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .isDirectoryKey])
@@ -55,7 +57,8 @@ extension HostCheck.Report {
         else { return self }
         let problem: String
         do {
-            let unwatched = BuildInputs.unwatched(configuration: configuration, watched: try BuildInputs.readList(at: listPath))
+            let unwatched = BuildInputs.unwatched(
+                configuration: configuration, watched: try BuildInputs.readList(at: listPath))
             if unwatched.isEmpty { return self }
             let shown = unwatched.prefix(5).joined(separator: ", ") + (unwatched.count > 5 ? ", …" : "")
             problem =
@@ -63,7 +66,8 @@ extension HostCheck.Report {
                 + "planned this build (\(shown)), so it would not run again when they change — make SwiftPM plan the "
                 + "build again (touch Package.swift), then build"
         } catch {
-            problem = "the build's input list \(listPath) cannot be read (\(error)) — run `swift package clean`, then build"
+            problem =
+                "the build's input list \(listPath) cannot be read (\(error)) — run `swift package clean`, then build"
         }
         return HostCheck.Report(
             configPath: configPath,

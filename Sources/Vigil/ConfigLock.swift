@@ -27,7 +27,8 @@ public final class ConfigLock: Sendable {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw VigilError(
-                code: .runtimeDirectory, message: "cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+                code: .runtimeDirectory,
+                message: "cannot open the lock file \(path): \(String(cString: strerror(errno)))")
         }
         var rc: Int32
         repeat { rc = flock(fd, LOCK_EX | LOCK_NB) } while rc != 0 && errno == EINTR

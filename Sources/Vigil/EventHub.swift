@@ -61,5 +61,9 @@ final class EventInbox: Sendable {
             queue.append(entry)
         }
     }
-    func takeAll() -> [Entry] { queue.withLock { q in defer { q = [] }; return q } }
+    func takeAll() -> [Entry] {
+        queue.withLock { q in
+            defer { q = [] }; return q
+        }
+    }
 }

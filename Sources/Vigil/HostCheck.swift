@@ -93,7 +93,8 @@ public struct HostCheck: Sendable {
             path = try HostPlan.resolveConfigPath(configPath)
         } catch {
             return Report(
-                configPath: nil, diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
+                configPath: nil,
+                diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
                 unsafePlugins: [], plugins: [])
         }
         let display = configPath ?? Self.displayPath(found: path)
@@ -123,7 +124,8 @@ public struct HostCheck: Sendable {
         } catch {
             // The same refusal `vigil up` reports: no plugin is ready without rollback protection.
             return Report(
-                configPath: display, diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
+                configPath: display,
+                diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
                 unsafePlugins: [], plugins: configuration.plugins.map { ($0, false, nil) })
         }
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
@@ -137,14 +139,17 @@ public struct HostCheck: Sendable {
                     .init(
                         severity: .error,
                         location: located(
-                            Self.failureKeyPath(plugin: item.name, code: plugin.failure.code, configuration: configuration)),
+                            Self.failureKeyPath(
+                                plugin: item.name, code: plugin.failure.code, configuration: configuration)),
                         plugin: item.name,
                         message: Self.strip(plugin.failure.message, item.name)))
             }
             // Requirements of every verified manifest, even one whose entry is unknown.
             for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
                 if unmet.requirement.isDeclaration { blocked.insert(item.name) }
-                if !unmet.requirement.isDeclaration, waiting[item.name] == nil { waiting[item.name] = unmet.requirement.noun }
+                if !unmet.requirement.isDeclaration, waiting[item.name] == nil {
+                    waiting[item.name] = unmet.requirement.noun
+                }
                 let message =
                     unmet.requirement.isDeclaration
                     ? unmet.description
@@ -155,15 +160,22 @@ public struct HostCheck: Sendable {
             if item.trust == .acknowledgedUnsigned {
                 diagnostics.append(
                     .init(
-                        severity: .warning, location: located(["acknowledge_unsafe_plugins", item.name]), plugin: item.name,
-                        message: "loads UNSIGNED under acknowledge_unsafe_plugins — sign it (vigil plugin sign), trust it "
-                            + "(\(TrustCommand.display(item.name))) and remove it from acknowledge_unsafe_plugins before production"))
+                        severity: .warning, location: located(["acknowledge_unsafe_plugins", item.name]),
+                        plugin: item.name,
+                        message:
+                            "loads UNSIGNED under acknowledge_unsafe_plugins — sign it (vigil plugin sign), trust it "
+                            + "(\(TrustCommand.display(item.name))) and remove it from acknowledge_unsafe_plugins before production"
+                    ))
             }
         }
         return Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
-                if case .ready = item.entry { (item.name, true, item.directory) } else { (item.name, false, item.directory) }
+                if case .ready = item.entry {
+                    (item.name, true, item.directory)
+                } else {
+                    (item.name, false, item.directory)
+                }
             }, waiting: waiting, blocked: blocked)
     }
 

@@ -55,7 +55,8 @@ struct HostPlan: Sendable {
             } catch {
                 // Never parsed further, never instantiated: it stays failed with the core's reason.
                 let failure = PluginFailure(code: error.code.description, message: error.description)
-                return Item(name: name, entry: .unavailable(.init(name: name, version: nil, failure: failure)), trust: nil)
+                return Item(
+                    name: name, entry: .unavailable(.init(name: name, version: nil, failure: failure)), trust: nil)
             }
             let manifest = loaded.manifest
             if manifest.sharedLibrary != nil {
@@ -86,7 +87,8 @@ struct HostPlan: Sendable {
     }
 
     private static func ready(
-        _ name: String, _ loaded: LoadedPlugin, _ implementation: PluginImplementation, _ configuration: HostConfiguration
+        _ name: String, _ loaded: LoadedPlugin, _ implementation: PluginImplementation,
+        _ configuration: HostConfiguration
     ) -> Item {
         let manifest = loaded.manifest
         let settings = PluginSettings(

@@ -220,14 +220,16 @@ public enum PublishedHosts {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             return .failure(
-                VigilError(code: .statusUnreadable, message: "cannot read \(path): \(String(cString: strerror(errno)))"))
+                VigilError(code: .statusUnreadable, message: "cannot read \(path): \(String(cString: strerror(errno)))")
+            )
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             return .failure(
                 VigilError(
-                    code: .statusUnreadable, message: "\(path) is not a regular file — it was not written by Vigil; remove it"))
+                    code: .statusUnreadable,
+                    message: "\(path) is not a regular file — it was not written by Vigil; remove it"))
         }
         guard Int(info.st_size) <= maximumFileSize else {
             return .failure(

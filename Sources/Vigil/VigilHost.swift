@@ -355,7 +355,8 @@ public actor VigilHost: Service {
         if !bannerLogged {
             bannerLogged = true
             if let banner = unsafeBanner, !unsafePlugins.isEmpty {
-                logger.warning("\(banner)", metadata: ["vigil.unsafe_plugins": "\(unsafePlugins.joined(separator: ","))"])
+                logger.warning(
+                    "\(banner)", metadata: ["vigil.unsafe_plugins": "\(unsafePlugins.joined(separator: ","))"])
             }
         }
         for index in slots.indices {
@@ -382,7 +383,9 @@ public actor VigilHost: Service {
         case .idle, .failed, .blocked: break
         }
         if let failure = slots[index].unavailable {
-            if slots[index].state != .failed(failure) { transition(index, to: .failed(failure), event: .failed(failure)) }
+            if slots[index].state != .failed(failure) {
+                transition(index, to: .failed(failure), event: .failed(failure))
+            }
             return
         }
         guard let implementation = slots[index].implementation else { return }
@@ -568,6 +571,7 @@ public actor VigilHost: Service {
         if let error = error as? SharedLibraryError {
             return PluginFailure(code: error.code.description, message: error.description)
         }
-        return PluginFailure(code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").message)
+        return PluginFailure(
+            code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").message)
     }
 }

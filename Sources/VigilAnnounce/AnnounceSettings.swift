@@ -47,7 +47,8 @@ public struct AnnounceSettings: Sendable, Hashable {
     /// Creates settings; the defaults are those of an empty `[announce]` table.
     public init(
         policy: AnnouncementPolicy = .duck(level: AnnouncementPolicy.defaultDuckLevel), rampMilliseconds: Int = 20,
-        ducking: Ducking = .auto, role: String = "event", players: [String] = [], sessionBus: String? = nil, voice: String = "en",
+        ducking: Ducking = .auto, role: String = "event", players: [String] = [], sessionBus: String? = nil,
+        voice: String = "en",
         wordsPerMinute: Int = 175, sink: String? = nil, pulseServer: String? = nil
     ) {
         self.policy = policy
@@ -98,7 +99,8 @@ public struct AnnounceSettings: Sendable, Hashable {
             switch value {
             case .double(let d) where (0...1).contains(d): level = d
             case .integer(let i) where (0...1).contains(i): level = Double(i)
-            default: throw fail("duck_level", "expected a number from 0 to 1 (0.3 is WirePlumber's level), found \(value)")
+            default:
+                throw fail("duck_level", "expected a number from 0 to 1 (0.3 is WirePlumber's level), found \(value)")
             }
         }
         switch try string("policy") ?? "duck" {
@@ -127,7 +129,8 @@ public struct AnnounceSettings: Sendable, Hashable {
                 guard case .string(let name) = item, Self.isPlayerName(name) else {
                     throw fail(
                         "players",
-                        "\(item) is not an MPRIS player name — give the part after org.mpris.MediaPlayer2., for example \"mpv\"")
+                        "\(item) is not an MPRIS player name — give the part after org.mpris.MediaPlayer2., for example \"mpv\""
+                    )
                 }
                 names.append(name)
             }

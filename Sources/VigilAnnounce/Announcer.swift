@@ -73,7 +73,8 @@ public actor Announcer {
         var paused: [String] = []
         if policy == .pauseSpoken {
             do throws(AnnounceError) {
-                let connected = try await SpokenAudioPauser.connect(bus: settings.sessionBus, players: settings.players, logger: logger)
+                let connected = try await SpokenAudioPauser.connect(
+                    bus: settings.sessionBus, players: settings.players, logger: logger)
                 pauser = connected
                 paused = try await connected.pausePlaying()
             } catch {
@@ -84,7 +85,9 @@ public actor Announcer {
         let engine = self.engine
         let emit = self.emitter
         let pausedNames = paused
-        let result = await thread.run({ engine.perform(id: id, announcement, calledAt: calledAt, paused: pausedNames, emit: emit) })
+        let result = await thread.run({
+            engine.perform(id: id, announcement, calledAt: calledAt, paused: pausedNames, emit: emit)
+        })
         if let pauser {
             _ = await pauser.resume(paused)
             await pauser.connection.close()
@@ -140,7 +143,8 @@ final class Subscribers: Sendable {
     private let state = Mutex(State())
 
     func subscribe() -> AsyncStream<AnnouncementEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: AnnouncementEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: AnnouncementEvent.self, bufferingPolicy: .bufferingNewest(256))
         let id = state.withLock { state -> UInt64 in
             state.next += 1
             state.continuations[state.next] = continuation
@@ -179,7 +183,8 @@ final class AnnounceEngine: @unchecked Sendable {
     }
 
     private func connectedMixer() throws(AnnounceError) -> PulseMixer {
-        let mixer = self.mixer ?? PulseMixer(server: settings.pulseServer, applicationName: "Vigil announcer", logger: logger)
+        let mixer =
+            self.mixer ?? PulseMixer(server: settings.pulseServer, applicationName: "Vigil announcer", logger: logger)
         self.mixer = mixer
         do {
             try mixer.connect()
@@ -195,12 +200,16 @@ final class AnnounceEngine: @unchecked Sendable {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw AnnounceError(code: .journal, message: "cannot create the state directory \(directory): \(error) — check its permissions")
+            throw AnnounceError(
+                code: .journal,
+                message: "cannot create the state directory \(directory): \(error) — check its permissions")
         }
         let path = directory + "/announce.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw AnnounceError(code: .journal, message: "cannot open the lock \(path): \(String(cString: strerror(errno))) — check its permissions")
+            throw AnnounceError(
+                code: .journal,
+                message: "cannot open the lock \(path): \(String(cString: strerror(errno))) — check its permissions")
         }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
@@ -217,7 +226,9 @@ final class AnnounceEngine: @unchecked Sendable {
             try locked { () throws(AnnounceError) -> RecoveryReport? in try recoverLocked(emit: emit) }
         }
         if case .failure(let error) = result {
-            logger.error("Cannot restore volumes left lowered by an earlier announcement", metadata: ["announce.error": "\(error)"])
+            logger.error(
+                "Cannot restore volumes left lowered by an earlier announcement",
+                metadata: ["announce.error": "\(error)"])
         }
         return result
     }
@@ -228,7 +239,8 @@ final class AnnounceEngine: @unchecked Sendable {
         logger.notice(
             "Restoring volumes an earlier announcement left lowered",
             metadata: ["announce.pid": "\(journal.pid)", "announce.streams": "\(journal.streams.count)"])
-        let report = try ClientDucker.restore(journal, directory: directory, mixer: mixer, exact: nil, rampMicroseconds: 0, logger: logger)
+        let report = try ClientDucker.restore(
+            journal, directory: directory, mixer: mixer, exact: nil, rampMicroseconds: 0, logger: logger)
         emit(.recovered(report))
         return report
     }
@@ -268,7 +280,9 @@ final class AnnounceEngine: @unchecked Sendable {
                 audio = try SpeechSynthesizer.synthesize(
                     text, voice: SpeechSynthesizer.Voice(name: settings.voice, wordsPerMinute: settings.wordsPerMinute))
             } catch {
-                throw AnnounceError(code: error.code == .unavailable || error.code == .synthesisFailed ? .speechFailed : .invalidPrompt, message: error.message)
+                throw AnnounceError(
+                    code: error.code == .unavailable || error.code == .synthesisFailed ? .speechFailed : .invalidPrompt,
+                    message: error.message)
             }
         }
         let mixer = try connectedMixer()
@@ -287,7 +301,8 @@ final class AnnounceEngine: @unchecked Sendable {
             } else {
                 let info: PulseMixer.ServerInfo
                 do { info = try mixer.serverInfo() } catch {
-                    throw AnnounceError(code: .soundServer, message: "the sound server did not answer: \(error.message)")
+                    throw AnnounceError(
+                        code: .soundServer, message: "the sound server did not answer: \(error.message)")
                 }
                 let client = ClientDucker(
                     mixer: mixer, directory: directory, level: level, rampMilliseconds: settings.rampMilliseconds,
@@ -338,7 +353,8 @@ final class AnnounceEngine: @unchecked Sendable {
         let kept = recovery?.keptUserChange ?? []
         let gone = allDucked.map(\.index).filter { !restored.contains($0) && !kept.contains($0) }
         return AnnouncementReport(
-            id: id, policy: policy, method: method, ducked: allDucked, restored: restored, keptUserChange: kept, gone: gone,
+            id: id, policy: policy, method: method, ducked: allDucked, restored: restored, keptUserChange: kept,
+            gone: gone,
             pausedPlayers: paused, firstSampleMilliseconds: Double(playback.startedAt &- calledAt) / 1e6,
             duckMilliseconds: duckMilliseconds, restoreMilliseconds: restoreMilliseconds, promptSeconds: audio.duration,
             underflows: playback.underflows)
@@ -362,7 +378,9 @@ final class AnnounceEngine: @unchecked Sendable {
         guard info.seconds <= Announcement.maxFileSeconds else {
             throw AnnounceError(
                 code: .invalidPrompt,
-                message: "\(path) is \(Int(info.seconds)) s long; a prompt may last \(Int(Announcement.maxFileSeconds)) s — shorten it")
+                message:
+                    "\(path) is \(Int(info.seconds)) s long; a prompt may last \(Int(Announcement.maxFileSeconds)) s — shorten it"
+            )
         }
         var samples: [Int16] = []
         samples.reserveCapacity(Int(max(0, info.frames)) * info.channels)
@@ -382,7 +400,8 @@ final class AnnounceEngine: @unchecked Sendable {
             }
             if Double(samples.count / info.channels) > Announcement.maxFileSeconds * Double(info.sampleRate) {
                 throw AnnounceError(
-                    code: .invalidPrompt, message: "\(path) decodes to more than \(Int(Announcement.maxFileSeconds)) s — shorten it")
+                    code: .invalidPrompt,
+                    message: "\(path) decodes to more than \(Int(Announcement.maxFileSeconds)) s — shorten it")
             }
         }
         guard !samples.isEmpty else {
@@ -408,13 +427,16 @@ final class AnnounceEngine: @unchecked Sendable {
         var values: [String: String] = [:]
         for part in argument.split(separator: " ") {
             guard let eq = part.firstIndex(of: "=") else { continue }
-            values[String(part[..<eq])] = String(part[part.index(after: eq)...]).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+            values[String(part[..<eq])] = String(part[part.index(after: eq)...]).trimmingCharacters(
+                in: CharacterSet(charactersIn: "\"'"))
         }
         let triggers = (values["trigger_roles"] ?? "phone").split(separator: "/", omittingEmptySubsequences: false)
         let ducking = (values["ducking_roles"] ?? "music,video").split(separator: "/", omittingEmptySubsequences: false)
         for (i, group) in triggers.enumerated() {
             let ducked = i < ducking.count ? ducking[i] : ducking.last ?? ""
-            guard ducked.split(separator: ",").contains("music"), let role = group.split(separator: ",").first else { continue }
+            guard ducked.split(separator: ",").contains("music"), let role = group.split(separator: ",").first else {
+                continue
+            }
             return String(role)
         }
         return nil

@@ -29,7 +29,10 @@ final class ClientDucker {
     private var restoreEntriesRead = false
     private(set) var ducked: [DuckedStream] = []
 
-    init(mixer: PulseMixer, directory: String, level: Double, rampMilliseconds: Int, server: String?, cookie: UInt32, logger: Logger) {
+    init(
+        mixer: PulseMixer, directory: String, level: Double, rampMilliseconds: Int, server: String?, cookie: UInt32,
+        logger: Logger
+    ) {
         self.mixer = mixer
         self.directory = directory
         self.logger = logger
@@ -72,14 +75,16 @@ final class ClientDucker {
             do {
                 if let input = try mixer.sinkInput(index), shouldDuck(input) { fresh.append(input) }
             } catch {
-                logger.warning("Cannot inspect a stream that started during the prompt", metadata: ["announce.error": "\(error)"])
+                logger.warning(
+                    "Cannot inspect a stream that started during the prompt", metadata: ["announce.error": "\(error)"])
             }
         }
         guard !fresh.isEmpty else { return [] }
         do {
             return try add(fresh, ramp: false)
         } catch {
-            logger.warning("A stream that started during the prompt was not lowered", metadata: ["announce.error": "\(error)"])
+            logger.warning(
+                "A stream that started during the prompt was not lowered", metadata: ["announce.error": "\(error)"])
             return []
         }
     }
@@ -91,7 +96,9 @@ final class ClientDucker {
             // An app that (re)started during the duck got the lowered volume module-stream-restore
             // saved for its key: its real volume is the one journalled for that key.
             if let id = input.restoreID,
-                let earlier = journal.streams.first(where: { $0.restoreID == id && journal.volumesSet(for: $0).contains { Self.close($0, input.volume) } })
+                let earlier = journal.streams.first(where: {
+                    $0.restoreID == id && journal.volumesSet(for: $0).contains { Self.close($0, input.volume) }
+                })
             {
                 original = earlier.original
             }
@@ -107,12 +114,17 @@ final class ClientDucker {
                 if let entries = try mixer.restoreEntries() {
                     var kept = journal.restoreEntries ?? []
                     for id in newIDs.sorted() {
-                        if let entry = entries.first(where: { $0.name == id }) { kept.append(entry) } else { journal.absentRestoreIDs.append(id) }
+                        if let entry = entries.first(where: { $0.name == id }) {
+                            kept.append(entry)
+                        } else {
+                            journal.absentRestoreIDs.append(id)
+                        }
                     }
                     journal.restoreEntries = kept
                 }
             } catch {
-                throw AnnounceError(code: .soundServer, message: "cannot read module-stream-restore's entries: \(error.message)")
+                throw AnnounceError(
+                    code: .soundServer, message: "cannot read module-stream-restore's entries: \(error.message)")
             }
             restoreEntriesRead = true
         }
@@ -133,7 +145,9 @@ final class ClientDucker {
             if k < steps { mixer.pump(microseconds: rampMicroseconds) }
         }
         let result = added.filter { lastSet[$0.index] != nil }.map {
-            DuckedStream(index: $0.index, application: $0.application, role: $0.role, originalVolume: $0.original, duckedVolume: $0.ducked)
+            DuckedStream(
+                index: $0.index, application: $0.application, role: $0.role, originalVolume: $0.original,
+                duckedVolume: $0.ducked)
         }
         ducked += result
         return result
@@ -141,8 +155,12 @@ final class ClientDucker {
 
     /// Puts everything back (ramped) and removes the journal.
     func end() throws(AnnounceError) -> RecoveryReport {
-        guard !journal.streams.isEmpty else { return RecoveryReport(pid: journal.pid, restored: [], keptUserChange: [], restoreEntries: []) }
-        return try Self.restore(journal, directory: directory, mixer: mixer, exact: lastSet, rampMicroseconds: rampMicroseconds, logger: logger)
+        guard !journal.streams.isEmpty else {
+            return RecoveryReport(pid: journal.pid, restored: [], keptUserChange: [], restoreEntries: [])
+        }
+        return try Self.restore(
+            journal, directory: directory, mixer: mixer, exact: lastSet, rampMicroseconds: rampMicroseconds,
+            logger: logger)
     }
 
     /// Two volumes equal within rounding (pipewire-pulse converts through floats).
@@ -168,7 +186,8 @@ final class ClientDucker {
             var targets: [(index: UInt32, original: [UInt32])] = []
             var claimed = Set<UInt32>()
             for stream in journal.streams {
-                let ours: [[UInt32]] = exact.map { $0[stream.index].map { [$0] } ?? [] } ?? journal.volumesSet(for: stream)
+                let ours: [[UInt32]] =
+                    exact.map { $0[stream.index].map { [$0] } ?? [] } ?? journal.volumesSet(for: stream)
                 if sameRun, let input = current.first(where: { $0.index == stream.index }) {
                     claimed.insert(input.index)
                     if ours.contains(where: { close($0, input.volume) }) {
@@ -225,13 +244,16 @@ final class ClientDucker {
         } catch {
             throw AnnounceError(
                 code: .soundServer,
-                message: "cannot put the lowered volumes back: \(error.message) — the journal \(DuckJournal.path(in: directory)) "
+                message:
+                    "cannot put the lowered volumes back: \(error.message) — the journal \(DuckJournal.path(in: directory)) "
                     + "is kept, and the next announcement or host start restores from it")
         }
         DuckJournal.remove(from: directory)
         if !kept.isEmpty {
-            logger.info("Left streams whose volume was changed during the prompt", metadata: ["announce.kept": "\(kept)"])
+            logger.info(
+                "Left streams whose volume was changed during the prompt", metadata: ["announce.kept": "\(kept)"])
         }
-        return RecoveryReport(pid: journal.pid, restored: restored, keptUserChange: kept, restoreEntries: entriesPutBack)
+        return RecoveryReport(
+            pid: journal.pid, restored: restored, keptUserChange: kept, restoreEntries: entriesPutBack)
     }
 }

@@ -79,7 +79,10 @@ struct DuckJournal: Codable, Sendable, Hashable {
         do {
             bytes = try SafeFile.readIfPresent(path, cap: maxSize, what: "duck journal")
         } catch {
-            throw AnnounceError(code: .journal, message: "\(error.description) — restore the volumes by hand (`pactl list sink-inputs`) and delete \(path)")
+            throw AnnounceError(
+                code: .journal,
+                message:
+                    "\(error.description) — restore the volumes by hand (`pactl list sink-inputs`) and delete \(path)")
         }
         guard let bytes else { return nil }
         do {

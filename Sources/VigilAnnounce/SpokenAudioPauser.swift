@@ -18,7 +18,9 @@ struct SpokenAudioPauser {
     static let player = "org.mpris.MediaPlayer2.Player"
 
     /// Connects to `bus` (an address, or the session bus).
-    static func connect(bus: String?, players: [String], logger: Logger) async throws(AnnounceError) -> SpokenAudioPauser {
+    static func connect(bus: String?, players: [String], logger: Logger) async throws(AnnounceError)
+        -> SpokenAudioPauser
+    {
         do throws(DBusError) {
             let connection = try await DBusConnection.connect(to: bus.map { .address($0) } ?? .session, logger: logger)
             return SpokenAudioPauser(connection: connection, players: players, logger: logger)
@@ -60,7 +62,9 @@ struct SpokenAudioPauser {
                     destination: name, path: Self.path, interface: Self.player, member: "Pause", timeout: .seconds(2))
                 paused.append(name)
             } catch {
-                logger.warning("Cannot pause an MPRIS player", metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
+                logger.warning(
+                    "Cannot pause an MPRIS player",
+                    metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
             }
         }
         return paused
@@ -75,7 +79,9 @@ struct SpokenAudioPauser {
                     destination: name, path: Self.path, interface: Self.player, member: "Play", timeout: .seconds(2))
                 resumed.append(name)
             } catch {
-                logger.warning("Cannot resume an MPRIS player", metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
+                logger.warning(
+                    "Cannot resume an MPRIS player",
+                    metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
             }
         }
         return resumed

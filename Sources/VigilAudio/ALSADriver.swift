@@ -74,7 +74,9 @@ final class ALSADriver: PlaybackDriver {
     private func prime() -> AudioError? {
         framesSinceStart = 0
         startedAt = Clock.now()
-        if let rc = refill() { return AudioError.alsa(.streamFailed, function: rc.function, result: rc.code, device: device) }
+        if let rc = refill() {
+            return AudioError.alsa(.streamFailed, function: rc.function, result: rc.code, device: device)
+        }
         guard let pcm else { return nil }
         let rc = pcm.startIfPrepared()
         if rc < 0 { return AudioError.alsa(.streamFailed, function: "snd_pcm_start", result: rc, device: device) }
@@ -164,7 +166,8 @@ final class ALSADriver: PlaybackDriver {
                 nextHealthCheck = Clock.now() + healthInterval
                 let state = pcm.state
                 if state != .running {
-                    logger.warning("Health check: the keep-alive stream is not running", metadata: ["audio.state": "\(state)"])
+                    logger.warning(
+                        "Health check: the keep-alive stream is not running", metadata: ["audio.state": "\(state)"])
                     let failure: ALSAFailure
                     switch state {
                     case .xrun: failure = ALSAFailure(code: -EPIPE, function: "snd_pcm_state")

@@ -76,17 +76,25 @@ public struct PlaybackConfiguration: Sendable, Hashable {
         func check(_ ok: Bool, _ what: String) throws(AudioError) {
             if !ok { throw AudioError(code: .invalidConfiguration, message: "invalid playback configuration: \(what)") }
         }
-        try check((100...10_000).contains(bufferMilliseconds), "buffer of \(bufferMilliseconds) ms; use 100 to 10000 ms")
-        try check((1...3600).contains(healthCheckSeconds), "health check every \(healthCheckSeconds) s; use 1 to 3600 s")
+        try check(
+            (100...10_000).contains(bufferMilliseconds), "buffer of \(bufferMilliseconds) ms; use 100 to 10000 ms")
+        try check(
+            (1...3600).contains(healthCheckSeconds), "health check every \(healthCheckSeconds) s; use 1 to 3600 s")
         try check(
             (10...60_000).contains(retryInitialMilliseconds),
             "first retry after \(retryInitialMilliseconds) ms; use 10 to 60000 ms")
         try check(
             (retryInitialMilliseconds...600_000).contains(retryMaxMilliseconds),
-            "longest retry delay \(retryMaxMilliseconds) ms; use the first delay (\(retryInitialMilliseconds) ms) to 600000 ms")
+            "longest retry delay \(retryMaxMilliseconds) ms; use the first delay (\(retryInitialMilliseconds) ms) to 600000 ms"
+        )
         try check(retryBudget >= 0, "retry budget \(retryBudget); use 0 (unlimited) or more")
-        if let device { try check(!device.isEmpty && !device.contains("\0"), "empty device name; leave it unset to choose automatically") }
-        if let pulseServer { try check(!pulseServer.isEmpty && !pulseServer.contains("\""), "PulseAudio server \"\(pulseServer)\"") }
+        if let device {
+            try check(
+                !device.isEmpty && !device.contains("\0"), "empty device name; leave it unset to choose automatically")
+        }
+        if let pulseServer {
+            try check(!pulseServer.isEmpty && !pulseServer.contains("\""), "PulseAudio server \"\(pulseServer)\"")
+        }
         try check(!applicationName.isEmpty, "empty application name")
         for (key, value) in streamProperties {
             try check(

@@ -183,7 +183,9 @@ public final class PlaybackStream: Sendable {
                 self.finishThread(state: .stopped)
                 continuation.resume(
                     returning: .failure(
-                        AudioError(code: .openFailed, message: "cannot start the audio writer thread — check the process's thread limit")))
+                        AudioError(
+                            code: .openFailed,
+                            message: "cannot start the audio writer thread — check the process's thread limit")))
             }
         }
         if case .failure(let error) = result {
@@ -241,12 +243,13 @@ public final class PlaybackStream: Sendable {
                 stream: self, configuration: configuration, source: source, sink: sink, wakeFD: wakeFD, logger: logger)
         } else {
             driver = ALSADriver(
-                stream: self, configuration: configuration, source: source, device: device, wakeFD: wakeFD, logger: logger)
+                stream: self, configuration: configuration, source: source, device: device, wakeFD: wakeFD,
+                logger: logger)
         }
         update { $0.backend = driver.backend }
         do {
             try driver.open()
-        } catch where driver.backend == .pulseAudio && (error.errno == EIO || error.errno == ETIMEDOUT) {
+        } catch  where driver.backend == .pulseAudio && (error.errno == EIO || error.errno == ETIMEDOUT) {
             // A server that accepted the connection and then dropped it (or never answered) is
             // a server loss like any other: start in recovery and keep reopening with backoff.
             // (No server at all, ECONNREFUSED, still fails start(): the host waits for one.)
@@ -311,7 +314,8 @@ public final class PlaybackStream: Sendable {
                     if WakePipe.wait(readFD: wakeFD, nanoseconds: 0) { return .stopped }
                     attempts += 1
                     update { $0.lastError = error }
-                    logger.debug("Reopen failed", metadata: ["audio.error": "\(error)", "audio.attempts": "\(attempts)"])
+                    logger.debug(
+                        "Reopen failed", metadata: ["audio.error": "\(error)", "audio.attempts": "\(attempts)"])
                     if configuration.retryBudget > 0 && attempts >= configuration.retryBudget {
                         let final = AudioError(
                             code: .retryBudgetExhausted, function: error.function, errno: error.errno,

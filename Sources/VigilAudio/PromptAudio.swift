@@ -46,7 +46,9 @@ public struct PromptAudio: Sendable, Hashable {
         }
         try check((8000...192_000).contains(sampleRate), "sample rate \(sampleRate) Hz; use 8000 to 192000 Hz")
         try check((1...8).contains(channels), "\(channels) channels; use 1 to 8")
-        try check(samples.count % channels == 0, "\(samples.count) samples is not a whole number of \(channels)-channel frames")
+        try check(
+            samples.count % channels == 0,
+            "\(samples.count) samples is not a whole number of \(channels)-channel frames")
         try check(frames > 0, "no samples — a prompt needs at least one frame")
     }
 }

@@ -64,7 +64,9 @@ final class PulseDriver: PlaybackDriver {
     /// `nil` if `device` does not name the sound server; else the sink it names (`nil` for the default sink).
     static func sink(of device: String) -> String?? {
         if device == "pulse" { return .some(nil) }
-        if device.hasPrefix("pulse:"), device.count > "pulse:".count { return .some(String(device.dropFirst("pulse:".count))) }
+        if device.hasPrefix("pulse:"), device.count > "pulse:".count {
+            return .some(String(device.dropFirst("pulse:".count)))
+        }
         return nil
     }
 
@@ -151,7 +153,8 @@ final class PulseDriver: PlaybackDriver {
         if !primed {
             let error =
                 failure
-                ?? AudioError(code: .openFailed, message: "stop() was called while the stream to \"\(device)\" was opening")
+                ?? AudioError(
+                    code: .openFailed, message: "stop() was called while the stream to \"\(device)\" was opening")
             close()
             throw error
         }
@@ -239,7 +242,10 @@ final class PulseDriver: PlaybackDriver {
                 }, userdata)
             if let operation { pa_operation_unref(operation) } else { createStream() }
         case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
-            fail(pulseError(opening ? .openFailed : .streamFailed, opening ? "pa_context_connect" : "pa_context", pa_context_errno(context)))
+            fail(
+                pulseError(
+                    opening ? .openFailed : .streamFailed, opening ? "pa_context_connect" : "pa_context",
+                    pa_context_errno(context)))
         default:
             break
         }
@@ -261,16 +267,20 @@ final class PulseDriver: PlaybackDriver {
             fail(pulseError(.openFailed, "pa_stream_new", pa_context_errno(context)))
             return
         }
-        pa_stream_set_state_callback(paStream, { _, userdata in PulseDriver.from(userdata).streamStateChanged() }, userdata)
+        pa_stream_set_state_callback(
+            paStream, { _, userdata in PulseDriver.from(userdata).streamStateChanged() }, userdata)
         pa_stream_set_write_callback(
             paStream, { _, bytes, userdata in PulseDriver.from(userdata).write(bytes: bytes) }, userdata)
-        pa_stream_set_underflow_callback(paStream, { _, userdata in PulseDriver.from(userdata).underflowed() }, userdata)
+        pa_stream_set_underflow_callback(
+            paStream, { _, userdata in PulseDriver.from(userdata).underflowed() }, userdata)
         pa_stream_set_moved_callback(paStream, { _, userdata in PulseDriver.from(userdata).moved() }, userdata)
-        pa_stream_set_suspended_callback(paStream, { _, userdata in PulseDriver.from(userdata).suspendedChanged() }, userdata)
+        pa_stream_set_suspended_callback(
+            paStream, { _, userdata in PulseDriver.from(userdata).suspendedChanged() }, userdata)
         pa_stream_set_event_callback(
             paStream, { _, name, _, userdata in PulseDriver.from(userdata).serverEvent(name) }, userdata)
 
-        let (bufferBytes, requestBytes) = Self.requestSizes(bufferMilliseconds: configuration.bufferMilliseconds, server: server)
+        let (bufferBytes, requestBytes) = Self.requestSizes(
+            bufferMilliseconds: configuration.bufferMilliseconds, server: server)
         var attributes = pa_buffer_attr(
             maxlength: UInt32.max, tlength: bufferBytes, prebuf: UInt32.max, minreq: requestBytes, fragsize: UInt32.max)
         let rc = pa_stream_connect_playback(paStream, sink, &attributes, PA_STREAM_NOFLAGS, nil, nil)
@@ -314,7 +324,10 @@ final class PulseDriver: PlaybackDriver {
         guard let paStream, let context else { return }
         switch pa_stream_get_state(paStream) {
         case PA_STREAM_FAILED:
-            fail(pulseError(opening ? .openFailed : .streamFailed, opening ? "pa_stream_connect_playback" : "pa_stream", pa_context_errno(context)))
+            fail(
+                pulseError(
+                    opening ? .openFailed : .streamFailed, opening ? "pa_stream_connect_playback" : "pa_stream",
+                    pa_context_errno(context)))
         case PA_STREAM_TERMINATED:
             fail(pulseError(.streamFailed, "pa_stream", Int32(PA_ERR_KILLED.rawValue)))
         default:
@@ -354,7 +367,9 @@ final class PulseDriver: PlaybackDriver {
                 var data: UnsafeMutableRawPointer?
                 var size = remaining
                 if pa_stream_begin_write(paStream, &data, &size) < 0 || data == nil {
-                    if let context { fail(pulseError(.streamFailed, "pa_stream_begin_write", pa_context_errno(context))) }
+                    if let context {
+                        fail(pulseError(.streamFailed, "pa_stream_begin_write", pa_context_errno(context)))
+                    }
                     return
                 }
                 size = min(size, remaining) / Self.frameBytes * Self.frameBytes
@@ -401,7 +416,8 @@ final class PulseDriver: PlaybackDriver {
         guard let context else { return }
         if on {
             pa_context_set_subscribe_callback(
-                context, { _, event, index, userdata in PulseDriver.from(userdata).sinkInputChanged(event, index) }, userdata)
+                context, { _, event, index, userdata in PulseDriver.from(userdata).sinkInputChanged(event, index) },
+                userdata)
         }
         let mask = on ? PA_SUBSCRIPTION_MASK_SINK_INPUT : PA_SUBSCRIPTION_MASK_NULL
         if let operation = pa_context_subscribe(context, mask, nil, nil) { pa_operation_unref(operation) }
@@ -456,7 +472,8 @@ final class PulseDriver: PlaybackDriver {
         sinkSuspended = true
         lastReadIndex = nil
         let sinkName = currentSinkName ?? "unknown"
-        logger.warning("The keep-alive stream's sink was suspended by someone else", metadata: ["audio.sink": "\(sinkName)"])
+        logger.warning(
+            "The keep-alive stream's sink was suspended by someone else", metadata: ["audio.sink": "\(sinkName)"])
         stream.interruptedInPlace(
             AudioError(
                 code: .notRunning, function: "pa_stream_is_suspended",
@@ -476,7 +493,8 @@ final class PulseDriver: PlaybackDriver {
         if let timer { pa_context_rttime_restart(context, timer, pa_rtclock_now() + healthCheckMicroseconds) }
         guard let paStream else { return }
         if let operation = pa_stream_update_timing_info(
-            paStream, { _, success, userdata in PulseDriver.from(userdata).checkHealth(success: success != 0) }, userdata)
+            paStream, { _, success, userdata in PulseDriver.from(userdata).checkHealth(success: success != 0) },
+            userdata)
         {
             pa_operation_unref(operation)
         }
@@ -508,7 +526,8 @@ final class PulseDriver: PlaybackDriver {
     }
 
     private func notPlaying(_ what: String) -> AudioError {
-        logger.warning("Health check: the keep-alive stream is \(what)", metadata: ["audio.sink": "\(currentSinkName ?? "?")"])
+        logger.warning(
+            "Health check: the keep-alive stream is \(what)", metadata: ["audio.sink": "\(currentSinkName ?? "?")"])
         return AudioError(
             code: .notRunning, function: "pa_stream_update_timing_info",
             message: "the health check found the stream to \"\(device)\" \(what) (sink "
@@ -527,22 +546,27 @@ final class PulseDriver: PlaybackDriver {
         switch UInt32(bitPattern: code) {
         case PA_ERR_CONNECTIONREFUSED.rawValue, PA_ERR_INVALIDSERVER.rawValue:
             errnoValue = ECONNREFUSED
-            remedy = "no sound server answers \(server): start PulseAudio or pipewire-pulse (`pactl info` must answer), "
+            remedy =
+                "no sound server answers \(server): start PulseAudio or pipewire-pulse (`pactl info` must answer), "
                 + "or set `device` to an ALSA PCM"
         case PA_ERR_CONNECTIONTERMINATED.rawValue, PA_ERR_KILLED.rawValue:
             errnoValue = EIO
-            remedy = "the sound server went away or the stream's sink was removed; check `pactl info` and `pactl list short sinks`"
+            remedy =
+                "the sound server went away or the stream's sink was removed; check `pactl info` and `pactl list short sinks`"
         case PA_ERR_NOENTITY.rawValue:
             errnoValue = ENOENT
-            remedy = sink.map { "the server has no sink named \"\($0)\": pick one from `pactl list short sinks`" }
+            remedy =
+                sink.map { "the server has no sink named \"\($0)\": pick one from `pactl list short sinks`" }
                 ?? "the server has no sink to play to: connect a sound card or load one (`pactl load-module module-null-sink`)"
         case PA_ERR_ACCESS.rawValue, PA_ERR_AUTHKEY.rawValue:
             errnoValue = EACCES
-            remedy = "the server refused this client: run Vigil as the user who owns the sound server, "
+            remedy =
+                "the server refused this client: run Vigil as the user who owns the sound server, "
                 + "or give it the server's cookie (~/.config/pulse/cookie)"
         case PA_ERR_TIMEOUT.rawValue:
             errnoValue = ETIMEDOUT
-            remedy = "the sound server did not answer within \(Self.connectTimeoutMicroseconds / 1_000_000) s: check that it is not hung (`pactl info`)"
+            remedy =
+                "the sound server did not answer within \(Self.connectTimeoutMicroseconds / 1_000_000) s: check that it is not hung (`pactl info`)"
         default:
             errnoValue = EIO
             remedy = "check the sound server with `pactl info` and `pactl list short sinks`"

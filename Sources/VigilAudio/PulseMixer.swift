@@ -169,7 +169,8 @@ public final class PulseMixer {
         context = pa_context_new_with_proplist(api, applicationName, properties)
         pa_proplist_free(properties)
         guard let context else {
-            throw AudioError(code: .openFailed, function: "pa_context_new", message: "libpulse could not create a client context")
+            throw AudioError(
+                code: .openFailed, function: "pa_context_new", message: "libpulse could not create a client context")
         }
         try StreamIdentity.withoutHostProperties { () throws(AudioError) -> Void in
             if pa_context_connect(context, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
@@ -224,7 +225,9 @@ public final class PulseMixer {
                     defaultSink: info.pointee.default_sink_name.map { String(cString: $0) })
             }, box.pointer)
         try wait(op, "pa_context_get_server_info")
-        guard let info = box.value else { throw error(.streamFailed, "pa_context_get_server_info", Int32(PA_ERR_NODATA.rawValue)) }
+        guard let info = box.value else {
+            throw error(.streamFailed, "pa_context_get_server_info", Int32(PA_ERR_NODATA.rawValue))
+        }
         return info
     }
 
@@ -252,7 +255,8 @@ public final class PulseMixer {
             try readyContext(),
             { _, info, eol, userdata in
                 guard eol == 0, let info else { return }
-                Unmanaged<Box<[SinkInput]>>.fromOpaque(userdata!).takeUnretainedValue().value.append(PulseMixer.sinkInput(info))
+                Unmanaged<Box<[SinkInput]>>.fromOpaque(userdata!).takeUnretainedValue().value.append(
+                    PulseMixer.sinkInput(info))
             }, box.pointer)
         try wait(op, "pa_context_get_sink_input_info_list")
         return box.value.sorted { $0.index < $1.index }
@@ -265,7 +269,8 @@ public final class PulseMixer {
             try readyContext(), index,
             { _, info, eol, userdata in
                 guard eol == 0, let info else { return }
-                Unmanaged<Box<SinkInput?>>.fromOpaque(userdata!).takeUnretainedValue().value = PulseMixer.sinkInput(info)
+                Unmanaged<Box<SinkInput?>>.fromOpaque(userdata!).takeUnretainedValue().value = PulseMixer.sinkInput(
+                    info)
             }, box.pointer)
         // A missing index fails the operation with PA_ERR_NOENTITY: that is the answer "gone".
         do {
@@ -416,7 +421,9 @@ public final class PulseMixer {
     }
 
     private func received(_ type: UInt32, _ index: UInt32) {
-        guard type & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue == PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue else { return }
+        guard type & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue == PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue else {
+            return
+        }
         switch type & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue {
         case PA_SUBSCRIPTION_EVENT_NEW.rawValue: changes.append(.new(index))
         case PA_SUBSCRIPTION_EVENT_CHANGE.rawValue: changes.append(.changed(index))
@@ -451,7 +458,8 @@ public final class PulseMixer {
     ) throws(AudioError) -> Playback {
         try audio.validate()
         let context = try readyContext()
-        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(audio.sampleRate), channels: UInt8(audio.channels))
+        var spec = pa_sample_spec(
+            format: PA_SAMPLE_S16LE, rate: UInt32(audio.sampleRate), channels: UInt8(audio.channels))
         let list = pa_proplist_new()
         for (key, value) in properties { pa_proplist_sets(list, key, value) }
         let stream = pa_stream_new_with_proplist(context, properties["media.name"] ?? "announcement", &spec, nil, list)
@@ -474,11 +482,15 @@ public final class PulseMixer {
             pa_stream_unref(stream)
         }
         pa_stream_set_write_callback(
-            stream, { _, bytes, userdata in Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue().write(bytes) }, raw)
+            stream,
+            { _, bytes, userdata in Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue().write(bytes) },
+            raw)
         pa_stream_set_started_callback(
-            stream, { _, userdata in Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue().markStarted() }, raw)
+            stream,
+            { _, userdata in Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue().markStarted() }, raw)
         pa_stream_set_underflow_callback(
-            stream, { _, userdata in Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue().underflows += 1 }, raw)
+            stream,
+            { _, userdata in Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue().underflows += 1 }, raw)
 
         let frameBytes = audio.channels * 2
         let bytesPer10ms = audio.sampleRate / 100 * frameBytes
@@ -535,7 +547,8 @@ public final class PulseMixer {
                 break
             }
             if cancelled() {
-                throw AudioError(code: .streamFailed, function: nil, message: "the prompt was cancelled before it finished")
+                throw AudioError(
+                    code: .streamFailed, function: nil, message: "the prompt was cancelled before it finished")
             }
             if Clock.now() > deadline {
                 throw error(.streamFailed, "pa_stream_drain", Int32(PA_ERR_TIMEOUT.rawValue))

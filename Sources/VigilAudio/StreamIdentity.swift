@@ -46,7 +46,9 @@ enum StreamIdentity {
         try withEnvironment(override: nil, body)
     }
 
-    private static func withEnvironment<T>(override: String?, _ body: () throws(AudioError) -> T) throws(AudioError) -> T {
+    private static func withEnvironment<T>(override: String?, _ body: () throws(AudioError) -> T) throws(AudioError)
+        -> T
+    {
         try lock.withLock { _ throws(AudioError) -> T in
             var saved: [(String, String)] = []
             var entry = environ

@@ -10,7 +10,8 @@ import VigilPlugin
 struct Announce: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "announce",
-        abstract: "Play one prompt (a sound file or spoken text) over the keep-alive, lowering the other apps meanwhile.",
+        abstract:
+            "Play one prompt (a sound file or spoken text) over the keep-alive, lowering the other apps meanwhile.",
         discussion: """
             The policy and its settings come from [announce] in vigil.toml (used when one is found; \
             defaults otherwise) and can be overridden here. Prompts from several processes queue. Volumes \
@@ -27,17 +28,23 @@ struct Announce: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOption
 
-    @Argument(help: "A sound file to play: WAV, FLAC, Ogg Vorbis, Opus or MP3, at most 10 minutes.", completion: .file())
+    @Argument(
+        help: "A sound file to play: WAV, FLAC, Ogg Vorbis, Opus or MP3, at most 10 minutes.", completion: .file())
     var file: String?
 
     @Option(help: ArgumentHelp("Text to speak with espeak-ng (instead of FILE).", valueName: "text"))
     var say: String?
 
     @Option(
-        help: "duck (lower the other apps), pause-spoken (pause the MPRIS players in [announce] players) or mix (touch nothing). Default: [announce] policy, else duck.")
+        help:
+            "duck (lower the other apps), pause-spoken (pause the MPRIS players in [announce] players) or mix (touch nothing). Default: [announce] policy, else duck."
+    )
     var policy: PolicyOption?
 
-    @Option(help: "The level the other apps are lowered to, 0 to 1 (linear amplitude). Default: [announce] duck_level, else 0.3.")
+    @Option(
+        help:
+            "The level the other apps are lowered to, 0 to 1 (linear amplitude). Default: [announce] duck_level, else 0.3."
+    )
     var duckLevel: Double?
 
     @Option(help: "The espeak-ng voice (espeak-ng --voices lists them). Default: [announce] voice, else en.")
@@ -51,12 +58,16 @@ struct Announce: AsyncParsableCommand {
 
     func validate() throws {
         if recover {
-            guard say == nil, file == nil else { throw ValidationError("--recover plays nothing; leave out FILE and --say.") }
+            guard say == nil, file == nil else {
+                throw ValidationError("--recover plays nothing; leave out FILE and --say.")
+            }
         } else if let say {
             guard file == nil else { throw ValidationError("Give either FILE or --say TEXT, not both.") }
             guard !say.allSatisfy(\.isWhitespace) else { throw ValidationError("--say needs some words to speak.") }
         } else {
-            guard let file, !file.isEmpty else { throw ValidationError("Give the prompt: FILE or --say TEXT (or --recover).") }
+            guard let file, !file.isEmpty else {
+                throw ValidationError("Give the prompt: FILE or --say TEXT (or --recover).")
+            }
         }
         if let duckLevel, !(0...1).contains(duckLevel) {
             throw ValidationError("--duck-level must be from 0 to 1 (0.3 lowers the others to 30 %).")
@@ -85,7 +96,9 @@ struct Announce: AsyncParsableCommand {
             return .failure(
                 AnnounceError(
                     code: .journal,
-                    message: "neither XDG_STATE_HOME nor HOME is set, so there is nowhere to journal volumes — set one of them"))
+                    message:
+                        "neither XDG_STATE_HOME nor HOME is set, so there is nowhere to journal volumes — set one of them"
+                ))
         }
         let announcer = Announcer(settings: settings, stateDirectory: stateDirectory, logger: logger)
         let result = await play(announcer, settings: settings)
@@ -195,7 +208,9 @@ struct Announce: AsyncParsableCommand {
             let outcome =
                 report.restored.contains(stream.index)
                 ? "restored" : report.keptUserChange.contains(stream.index) ? "changed meanwhile, left as set" : "gone"
-            lines.append("  lowered #\(stream.index) \(name)\(stream.role.map { " (\(Sanitizer.display($0)))" } ?? ""): \(outcome)")
+            lines.append(
+                "  lowered #\(stream.index) \(name)\(stream.role.map { " (\(Sanitizer.display($0)))" } ?? ""): \(outcome)"
+            )
         }
         for player in report.pausedPlayers { lines.append("  paused \(Sanitizer.display(player)) for the prompt") }
         return lines.joined(separator: "\n")

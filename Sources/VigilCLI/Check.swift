@@ -21,7 +21,8 @@ struct Check: AsyncParsableCommand {
 
     @Flag(
         name: .long,
-        help: "Check declarations only; skip probing this machine for audio output, executables and D-Bus (for builds).")
+        help: "Check declarations only; skip probing this machine for audio output, executables and D-Bus (for builds)."
+    )
     var declarationsOnly = false
 
     @Option(
@@ -88,7 +89,9 @@ enum CheckJSON {
                 "plugins",
                 .array(
                     report.plugins.map { p in
-                        .object([("name", .string(p.name)), ("ready", .bool(p.ready)), ("directory", string(p.directory))])
+                        .object([
+                            ("name", .string(p.name)), ("ready", .bool(p.ready)), ("directory", string(p.directory)),
+                        ])
                     })
             ),
             ("unsafe_plugins", .array(report.unsafePlugins.map(JSONValue.string))),

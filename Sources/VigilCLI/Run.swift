@@ -60,7 +60,8 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard let program = command.first, !program.isEmpty else {
-            throw ValidationError("Give the command to run after `--`, for example: vigil run -- /usr/bin/signerd --port 7000.")
+            throw ValidationError(
+                "Give the command to run after `--`, for example: vigil run -- /usr/bin/signerd --port 7000.")
         }
         guard (0...3_600_000).contains(restartDelayMs) else {
             throw ValidationError("--restart-delay-ms must be from 0 to 3600000.")
@@ -133,7 +134,8 @@ struct Run: AsyncParsableCommand {
     private func makeHost(logger: Logger) throws -> (VigilHost?, ConfigLock?) {
         let configPath: String?
         do {
-            configPath = try options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
+            configPath =
+                try options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
         } catch {
             printError("error: \(error)")
             throw ExitCode.failure

@@ -31,18 +31,22 @@ struct SoundscapeCommand: AsyncParsableCommand {
 
     /// Sends `request` and prints the answer; exits as the discussion says.
     static func send(_ request: ControlRequest, _ options: Options) async throws {
-        guard let path = options.socket ?? SoundscapeClient.defaultPath(environment: ProcessInfo.processInfo.environment) else {
+        guard
+            let path = options.socket ?? SoundscapeClient.defaultPath(environment: ProcessInfo.processInfo.environment)
+        else {
             throw ValidationError("cannot find the control socket: set HOME or XDG_STATE_HOME, or pass --socket")
         }
         let client = SoundscapeClient(path: path)
         let result: Result<ControlResponse, SoundscapeError> = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: Result { () throws(SoundscapeError) in try client.send(request) }) }.start()
+            Thread { continuation.resume(returning: Result { () throws(SoundscapeError) in try client.send(request) }) }
+                .start()
         }
         let response: ControlResponse
         switch result {
         case .success(let answer): response = answer
         case .failure(let error):
-            let failure = ControlResponse(ok: false, state: nil, soundscapes: nil, error: .init(code: error.code, message: error.message))
+            let failure = ControlResponse(
+                ok: false, state: nil, soundscapes: nil, error: .init(code: error.code, message: error.message))
             if options.json { printJSON(failure) } else { printError("error: \(error.message)") }
             throw ExitCode(error.code == .notRunning ? 3 : 2)
         }
@@ -66,7 +70,8 @@ struct SoundscapeCommand: AsyncParsableCommand {
     }
 
     static func describe(_ state: SoundscapeState) -> String {
-        var line = "\(terminalSafe(state.title)) (\(terminalSafe(state.soundscape))): \(state.playback.rawValue.lowercased())"
+        var line =
+            "\(terminalSafe(state.title)) (\(terminalSafe(state.soundscape))): \(state.playback.rawValue.lowercased())"
         line += ", volume \(String(format: "%.2f", state.volume))"
         if let preset = state.preset { line += " (\(preset.rawValue))" }
         if state.interrupted { line += ", interrupted by the sound server" }
@@ -96,7 +101,8 @@ struct SoundscapeCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show what plays and how loud.")
+        static let configuration = CommandConfiguration(
+            commandName: "status", abstract: "Show what plays and how loud.")
         @OptionGroup var options: Options
         func run() async throws { try await send(ControlRequest(command: "status"), options) }
     }
@@ -160,7 +166,9 @@ struct SoundscapeCommand: AsyncParsableCommand {
         @Argument(help: "off, low, med, high or max.") var name: String
         @OptionGroup var options: Options
         func validate() throws {
-            guard VolumePreset(rawValue: name) != nil else { throw ValidationError("NAME must be off, low, med, high or max") }
+            guard VolumePreset(rawValue: name) != nil else {
+                throw ValidationError("NAME must be off, low, med, high or max")
+            }
         }
         func run() async throws { try await send(ControlRequest(command: "preset", preset: name), options) }
     }
@@ -171,7 +179,9 @@ struct SoundscapeCommand: AsyncParsableCommand {
         @Argument(help: "0 to 1440.") var minutes: Double
         @OptionGroup var options: Options
         func validate() throws {
-            guard minutes.isFinite, (0...1440).contains(minutes) else { throw ValidationError("MINUTES must be from 0 to 1440") }
+            guard minutes.isFinite, (0...1440).contains(minutes) else {
+                throw ValidationError("MINUTES must be from 0 to 1440")
+            }
         }
         func run() async throws { try await send(ControlRequest(command: "sleep", minutes: minutes), options) }
     }

@@ -135,7 +135,8 @@ actor StatusDisplay {
                 emit(Self.line(for: event))
                 if case .failed(let failure) = event.state {
                     lastReason[event.plugin] =
-                        "\(event.plugin): failed: " + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
+                        "\(event.plugin): failed: "
+                        + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
@@ -160,7 +161,8 @@ actor StatusDisplay {
                     : "\(plugin.name): waits for \(item.requirement.noun): \(item)"
             }.joined(separator: "\n")
         case .failed(let failure):
-            reason = "\(plugin.name): failed: " + failure.message.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+            reason =
+                "\(plugin.name): failed: " + failure.message.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
         default: reason = nil
         }
         guard let reason else {
@@ -216,8 +218,11 @@ actor StatusDisplay {
                 case .failed: "\u{1B}[31m●\u{1B}[0m"
                 case .idle: "○"
                 }
-            var text = plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  " + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
-            let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            var text =
+                plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
+                + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+            let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                separator: " ")
             if !details.isEmpty { text += "  [\(details)]" }
             text = Sanitizer.display(text)
             if text.count > width - 2 { text = String(text.prefix(width - 3)) + "…" }

@@ -7,7 +7,9 @@ struct VigilCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil",
         abstract: "Keep a Linux host application alive and its audio output awake, through signed plugins.",
-        subcommands: [PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Announce.self, SoundscapeCommand.self]
+        subcommands: [
+            PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Announce.self, SoundscapeCommand.self,
+        ]
     )
 
     /// Takes the process off libdispatch's worker pool (and its once-a-second monitor) before the

@@ -36,7 +36,8 @@ public struct MinisignPublicKey: Sendable, Hashable {
             try self.init(base64: String(decoding: lines[0], as: UTF8.self))
         case 2:
             guard MinisignText.text(of: lines[0], after: MinisignText.untrustedCommentPrefix) != nil else {
-                throw .malformedPublicKey("the first line does not start with \"\(MinisignText.untrustedCommentPrefix)\"")
+                throw .malformedPublicKey(
+                    "the first line does not start with \"\(MinisignText.untrustedCommentPrefix)\"")
             }
             try self.init(base64: String(decoding: lines[1], as: UTF8.self))
         default:

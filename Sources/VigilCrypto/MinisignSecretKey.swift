@@ -65,7 +65,9 @@ public struct MinisignSecretKey: Sendable {
         }
         guard var raw = Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: Self.decodedCount)
         else {
-            if Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: MinisignPublicKey.decodedCount) != nil {
+            if Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: MinisignPublicKey.decodedCount)
+                != nil
+            {
                 throw .malformedSecretKey("this is a minisign public key; a secret key file is needed to sign")
             }
             throw .malformedSecretKey(
@@ -76,7 +78,8 @@ public struct MinisignSecretKey: Sendable {
             throw .malformedSecretKey("its algorithm id is 0x\(Digest.hex(raw[0..<2])) instead of \"Ed\" (Ed25519)")
         }
         guard Array(raw[4..<6]) == Self.checksumAlgorithm else {
-            throw .malformedSecretKey("its checksum algorithm is 0x\(Digest.hex(raw[4..<6])) instead of \"B2\" (BLAKE2b)")
+            throw .malformedSecretKey(
+                "its checksum algorithm is 0x\(Digest.hex(raw[4..<6])) instead of \"B2\" (BLAKE2b)")
         }
         let kdf = Array(raw[2..<4])
         let encrypted: Bool

@@ -72,10 +72,12 @@ public struct MinisignSignature: Sendable, Hashable {
             throw .malformedSignature("line 3 does not start with \"\(MinisignText.trustedCommentPrefix)\"")
         }
         guard let body = Sodium.base64Decode(String(decoding: lines[1], as: UTF8.self), count: 74) else {
-            throw .malformedSignature("line 2 is not the canonical base64 of 74 bytes; it is truncated, extended or damaged")
+            throw .malformedSignature(
+                "line 2 is not the canonical base64 of 74 bytes; it is truncated, extended or damaged")
         }
         guard let global = Sodium.base64Decode(String(decoding: lines[3], as: UTF8.self), count: 64) else {
-            throw .malformedSignature("line 4 is not the canonical base64 of 64 bytes; it is truncated, extended or damaged")
+            throw .malformedSignature(
+                "line 4 is not the canonical base64 of 64 bytes; it is truncated, extended or damaged")
         }
         self.init(
             algorithm: Array(body[0..<2]), keyID: Array(body[2..<10]), signature: Array(body[10..<74]),

@@ -58,7 +58,9 @@ enum MinisignText {
     static func checkComment(_ comment: String, which: String, maxBytes: Int) throws(CryptoError) {
         if let bad = comment.unicodeScalars.first(where: { $0 != "\t" && $0.properties.generalCategory == .control }) {
             let hex = String(bad.value, radix: 16, uppercase: true)
-            throw .invalidComment(which, "it contains the control character U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex)")
+            throw .invalidComment(
+                which,
+                "it contains the control character U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex)")
         }
         guard comment.utf8.count <= maxBytes else {
             throw .invalidComment(which, "it is \(comment.utf8.count) bytes long; the limit is \(maxBytes)")

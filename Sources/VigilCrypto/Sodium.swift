@@ -105,7 +105,8 @@ enum Sodium {
         return withContiguousBytes(message) { message in
             signature.withUnsafeBufferPointer { sig in
                 publicKey.withUnsafeBufferPointer { key in
-                    crypto_sign_verify_detached(sig.baseAddress!, message.baseAddress, UInt64(message.count), key.baseAddress!)
+                    crypto_sign_verify_detached(
+                        sig.baseAddress!, message.baseAddress, UInt64(message.count), key.baseAddress!)
                         == 0
                 }
             }

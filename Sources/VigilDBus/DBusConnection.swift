@@ -47,7 +47,8 @@ public final class DBusConnection: Sendable {
                 message: "there is no \(bus): set DBUS_SESSION_BUS_ADDRESS or start a session (dbus-run-session)")
         }
         guard let loop = BusLoop(name: "vigil-dbus", logger: logger) else {
-            throw DBusError(code: .connectFailed, errno: Glibc.errno, message: "cannot create the bus thread's wake-up pipe")
+            throw DBusError(
+                code: .connectFailed, errno: Glibc.errno, message: "cannot create the bus thread's wake-up pipe")
         }
         let result: Result<String, DBusError> =
             await loop.run { loop in
@@ -90,7 +91,8 @@ public final class DBusConnection: Sendable {
         destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue] = [],
         timeout: Duration = .seconds(25)
     ) async throws(DBusError) -> [DBusValue] {
-        let usec = UInt64(max(1, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000))
+        let usec = UInt64(
+            max(1, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000))
         let result: Result<[DBusValue], DBusError> = await withCheckedContinuation { continuation in
             let queued = loop.enqueue { loop in
                 loop.startCall(
@@ -98,14 +100,17 @@ public final class DBusConnection: Sendable {
                     usec: usec, continuation: continuation)
             }
             if !queued {
-                continuation.resume(returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+                continuation.resume(
+                    returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
             }
         }
         return try result.get()
     }
 
     /// Asks the bus for `name`; returns what the bus answered (check ``DBusNameReply/owns``).
-    public func requestName(_ name: String, flags: DBusNameFlags = [.doNotQueue]) async throws(DBusError) -> DBusNameReply {
+    public func requestName(_ name: String, flags: DBusNameFlags = [.doNotQueue]) async throws(DBusError)
+        -> DBusNameReply
+    {
         let reply = try await call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "RequestName", arguments: [.string(name), .uint32(flags.rawValue)])
@@ -157,9 +162,13 @@ public final class DBusConnection: Sendable {
     }
 
     /// Sends the signal `interface.member` from `path`.
-    public func emit(path: String, interface: String, member: String, arguments: [DBusValue] = []) async throws(DBusError) {
+    public func emit(path: String, interface: String, member: String, arguments: [DBusValue] = [])
+        async throws(DBusError)
+    {
         let result: Result<Void, DBusError> =
-            await loop.run { loop in loop.sendSignal(path: path, interface: interface, member: member, arguments: arguments) }
+            await loop.run { loop in
+                loop.sendSignal(path: path, interface: interface, member: member, arguments: arguments)
+            }
             ?? .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed"))
         try result.get()
     }
@@ -207,7 +216,9 @@ public final class DBusExportedObject: Sendable {
     public func emit(interface: String, signal: String, arguments: [DBusValue] = []) async throws(DBusError) {
         let path = object.path
         let result: Result<Void, DBusError> =
-            await loop.run { loop in loop.sendSignal(path: path, interface: interface, member: signal, arguments: arguments) }
+            await loop.run { loop in
+                loop.sendSignal(path: path, interface: interface, member: signal, arguments: arguments)
+            }
             ?? .failure(DBusError(code: .disconnected, message: "\(signal): the connection is closed"))
         try result.get()
     }
@@ -310,7 +321,10 @@ final class BusLoop: @unchecked Sendable {
                     logger.info("D-Bus connection lost", metadata: ["dbus.error": "\(String(cString: strerror(-r)))"])
                     failPending(DBusError(code: .disconnected, message: "the bus closed the connection"))
                 } else {
-                    fds.append(pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0))
+                    fds.append(
+                        pollfd(
+                            fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)),
+                            revents: 0))
                     var until: UInt64 = 0
                     if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
                         var now = timespec()
@@ -355,7 +369,10 @@ final class BusLoop: @unchecked Sendable {
         let loop: BusLoop
         private var continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>?
 
-        init(id: UInt64, member: String, loop: BusLoop, continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>) {
+        init(
+            id: UInt64, member: String, loop: BusLoop,
+            continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
+        ) {
             self.id = id
             self.member = member
             self.loop = loop
@@ -373,7 +390,8 @@ final class BusLoop: @unchecked Sendable {
         continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
     ) {
         guard let bus, connected.load(ordering: .relaxed) else {
-            continuation.resume(returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+            continuation.resume(
+                returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
             return
         }
         var message: OpaquePointer?
@@ -402,7 +420,10 @@ final class BusLoop: @unchecked Sendable {
         if r < 0 {
             pending[call.id] = nil
             call.finish(
-                .failure(DBusError(code: .disconnected, errno: -r, message: "cannot send \(member): \(String(cString: strerror(-r)))")))
+                .failure(
+                    DBusError(
+                        code: .disconnected, errno: -r,
+                        message: "cannot send \(member): \(String(cString: strerror(-r)))")))
         }
     }
 
@@ -422,7 +443,8 @@ final class BusLoop: @unchecked Sendable {
         init(handler: @escaping @Sendable (DBusSignalMessage) -> Void) { self.handler = handler }
     }
 
-    func addMatch(_ rule: String, handler: @escaping @Sendable (DBusSignalMessage) -> Void) -> Result<UInt64, DBusError> {
+    func addMatch(_ rule: String, handler: @escaping @Sendable (DBusSignalMessage) -> Void) -> Result<UInt64, DBusError>
+    {
         guard let bus, connected.load(ordering: .relaxed) else {
             return .failure(DBusError(code: .disconnected, message: "subscribe: the connection is closed"))
         }
@@ -480,7 +502,8 @@ final class BusLoop: @unchecked Sendable {
         return .success(id)
     }
 
-    func sendSignal(path: String, interface: String, member: String, arguments: [DBusValue]) -> Result<Void, DBusError> {
+    func sendSignal(path: String, interface: String, member: String, arguments: [DBusValue]) -> Result<Void, DBusError>
+    {
         guard let bus, connected.load(ordering: .relaxed) else {
             return .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed"))
         }
@@ -492,7 +515,8 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .invalidMessage, errno: -r, message: "cannot send the signal \(interface).\(member): \(String(cString: strerror(-r)))"))
+                    code: .invalidMessage, errno: -r,
+                    message: "cannot send the signal \(interface).\(member): \(String(cString: strerror(-r)))"))
         }
         return .success(())
     }

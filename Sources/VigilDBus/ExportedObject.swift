@@ -42,7 +42,9 @@ final class ExportedObject: @unchecked Sendable {
             let candidates = interfaceName.map { name in interface(name).map { [$0] } ?? [] } ?? interfaces
             if interfaceName != nil && candidates.isEmpty { return 0 }
             guard let method = candidates.lazy.compactMap({ $0.methods.first { $0.name == member } }).first else {
-                return replyError(m, DBusErrorName.unknownMethod, "no method \(member) on \(interfaceName ?? "any interface") at \(path)")
+                return replyError(
+                    m, DBusErrorName.unknownMethod,
+                    "no method \(member) on \(interfaceName ?? "any interface") at \(path)")
             }
             let expected = method.inputs.map(\.signature).joined()
             guard signature == expected else {
@@ -56,8 +58,11 @@ final class ExportedObject: @unchecked Sendable {
                 let produced = values.map(\.signature).joined()
                 let declared = method.outputs.map(\.signature).joined()
                 guard produced == declared else {
-                    logger.error("D-Bus method returned the wrong types", metadata: ["dbus.member": "\(member)", "dbus.signature": "\(produced)"])
-                    return replyError(m, DBusErrorName.failed, "\(member) produced (\(produced)) instead of (\(declared))")
+                    logger.error(
+                        "D-Bus method returned the wrong types",
+                        metadata: ["dbus.member": "\(member)", "dbus.signature": "\(produced)"])
+                    return replyError(
+                        m, DBusErrorName.failed, "\(member) produced (\(produced)) instead of (\(declared))")
                 }
                 return reply(m, values)
             } catch {
@@ -74,7 +79,8 @@ final class ExportedObject: @unchecked Sendable {
         guard signature == wanted else {
             return replyError(m, DBusErrorName.invalidArgs, "\(member) takes (\(wanted)), not (\(signature))")
         }
-        guard case .success(let arguments) = MessageCoding.readAll(m), let interfaceName = arguments.first?.string else {
+        guard case .success(let arguments) = MessageCoding.readAll(m), let interfaceName = arguments.first?.string
+        else {
             return replyError(m, DBusErrorName.invalidArgs, "cannot read the arguments of \(member)")
         }
         guard let interface = interface(interfaceName) else {
@@ -106,7 +112,8 @@ final class ExportedObject: @unchecked Sendable {
         let newValue = arguments[2].unwrapped
         guard newValue.signature == property.signature else {
             return replyError(
-                m, DBusErrorName.invalidArgs, "property \(name) has type \(property.signature), not \(newValue.signature)")
+                m, DBusErrorName.invalidArgs,
+                "property \(name) has type \(property.signature), not \(newValue.signature)")
         }
         do throws(DBusError) {
             try set(newValue)
@@ -214,8 +221,10 @@ final class ExportedObject: @unchecked Sendable {
             }
             for property in interface.properties {
                 let access = property.set == nil ? "read" : "readwrite"
-                xml += "  <property name=\"\(escape(property.name))\" type=\"\(escape(property.signature))\" access=\"\(access)\">\n"
-                xml += "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(property.changeSignal.rawValue)\"/>\n"
+                xml +=
+                    "  <property name=\"\(escape(property.name))\" type=\"\(escape(property.signature))\" access=\"\(access)\">\n"
+                xml +=
+                    "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(property.changeSignal.rawValue)\"/>\n"
                 xml += "  </property>\n"
             }
             xml += " </interface>\n"

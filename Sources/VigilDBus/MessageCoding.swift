@@ -121,7 +121,9 @@ enum MessageCoding {
                 let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
                 guard copy >= 0 else {
                     return .failure(
-                        DBusError(code: .invalidMessage, errno: Glibc.errno, message: "cannot duplicate a received file descriptor"))
+                        DBusError(
+                            code: .invalidMessage, errno: Glibc.errno,
+                            message: "cannot duplicate a received file descriptor"))
                 }
                 return .success(.unixFD(copy))
             }
@@ -158,7 +160,10 @@ enum MessageCoding {
             }
             return inside { readAll(m).map { .array(contents, $0) } }
         default:
-            return .failure(DBusError(code: .invalidMessage, message: "unsupported D-Bus type '\(Character(UnicodeScalar(UInt8(bitPattern: type))))'"))
+            return .failure(
+                DBusError(
+                    code: .invalidMessage,
+                    message: "unsupported D-Bus type '\(Character(UnicodeScalar(UInt8(bitPattern: type))))'"))
         }
     }
 
@@ -174,7 +179,8 @@ enum MessageCoding {
         let name = error.pointee.name.map { String(cString: $0) } ?? DBusErrorName.failed
         let text = error.pointee.message.map { String(cString: $0) } ?? ""
         let code: DBusError.Code =
-            name == DBusErrorName.noReply || name == "org.freedesktop.DBus.Error.Timeout" ? .timedOut
+            name == DBusErrorName.noReply || name == "org.freedesktop.DBus.Error.Timeout"
+            ? .timedOut
             : name == "org.freedesktop.DBus.Error.Disconnected" ? .disconnected : .callFailed
         return DBusError(code: code, name: name, message: "\(member) failed: \(text.isEmpty ? name : text)")
     }

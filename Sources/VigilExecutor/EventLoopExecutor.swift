@@ -1,6 +1,6 @@
-@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 import NIOCore
 import NIOPosix
+@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 
 /// Runs a whole process's Swift concurrency on swift-nio's event loop thread(s) instead of
 /// libdispatch's worker pool.

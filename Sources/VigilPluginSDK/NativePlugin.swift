@@ -68,7 +68,9 @@ func vigilSDKCreate(
     _ errorBuffer: UnsafeMutablePointer<CChar>?, _ errorSize: Int
 ) -> UnsafeMutableRawPointer? {
     guard let config, let make = NativePlugin.state.withLock({ $0.registration?.make }) else {
-        write("the plugin registered nothing (call NativePlugin.export in vigil_swift_plugin)", to: errorBuffer, size: errorSize)
+        write(
+            "the plugin registered nothing (call NativePlugin.export in vigil_swift_plugin)", to: errorBuffer,
+            size: errorSize)
         return nil
     }
     func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
@@ -90,7 +92,9 @@ func vigilSDKCreate(
 }
 
 @_cdecl("vigil_sdk_start")
-func vigilSDKStart(_ instance: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<CChar>?, _ errorSize: Int) -> Bool {
+func vigilSDKStart(_ instance: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<CChar>?, _ errorSize: Int)
+    -> Bool
+{
     guard let instance else { return false }
     do {
         try Unmanaged<InstanceBox>.fromOpaque(instance).takeUnretainedValue().plugin.start()
@@ -108,7 +112,9 @@ func vigilSDKStop(_ instance: UnsafeMutableRawPointer?) {
 }
 
 @_cdecl("vigil_sdk_details")
-func vigilSDKDetails(_ instance: UnsafeMutableRawPointer?, _ sink: vigil_detail_sink?, _ context: UnsafeMutableRawPointer?) {
+func vigilSDKDetails(
+    _ instance: UnsafeMutableRawPointer?, _ sink: vigil_detail_sink?, _ context: UnsafeMutableRawPointer?
+) {
     guard let instance, let sink else { return }
     for (key, value) in Unmanaged<InstanceBox>.fromOpaque(instance).takeUnretainedValue().plugin.details() {
         key.withCString { k in value.withCString { v in sink(context, k, v) } }

@@ -33,11 +33,11 @@ struct ELFImage: Sendable {
     static let entrySymbol = "vigil_plugin_entry"
 
     #if arch(x86_64)
-        static let hostMachine: UInt16 = 62  // EM_X86_64
+    static let hostMachine: UInt16 = 62  // EM_X86_64
     #elseif arch(arm64)
-        static let hostMachine: UInt16 = 183  // EM_AARCH64
+    static let hostMachine: UInt16 = 183  // EM_AARCH64
     #else
-        static let hostMachine: UInt16 = 0xFFFF
+    static let hostMachine: UInt16 = 0xFFFF
     #endif
 
     private struct Segment {
@@ -58,7 +58,8 @@ struct ELFImage: Sendable {
         guard type == 3 else { throw Problem(reason: "it is not a shared object (ELF type \(type), expected ET_DYN)") }
         let machine = try r.u16(18)
         guard machine == Self.hostMachine else {
-            throw Problem(reason: "it is built for another machine (ELF machine \(machine), this host is \(Self.hostMachine))")
+            throw Problem(
+                reason: "it is built for another machine (ELF machine \(machine), this host is \(Self.hostMachine))")
         }
         let phoff = try r.u64(32), shoff = try r.u64(40)
         let phentsize = try r.u16(54), phnum = try r.u16(56), shentsize = try r.u16(58), shnum = try r.u16(60)
@@ -71,7 +72,8 @@ struct ELFImage: Sendable {
             let at = try r.offset(phoff, plus: i * 56)
             let pType = try r.u32(at)
             switch pType {
-            case 1: loads.append(Segment(offset: try r.u64(at + 8), vaddr: try r.u64(at + 16), filesz: try r.u64(at + 32)))
+            case 1:
+                loads.append(Segment(offset: try r.u64(at + 8), vaddr: try r.u64(at + 16), filesz: try r.u64(at + 32)))
             case 2: dynamic = (try r.u64(at + 8), try r.u64(at + 32))
             case 3: hasInterpreter = true
             default: break
@@ -105,7 +107,8 @@ struct ELFImage: Sendable {
             index += 1
         }
         func segmentOffset(_ vaddr: UInt64, length: UInt64) -> UInt64? {
-            for s in loads where vaddr >= s.vaddr && vaddr - s.vaddr <= s.filesz && s.filesz - (vaddr - s.vaddr) >= length {
+            for s in loads
+            where vaddr >= s.vaddr && vaddr - s.vaddr <= s.filesz && s.filesz - (vaddr - s.vaddr) >= length {
                 return s.offset + (vaddr - s.vaddr)
             }
             return nil
@@ -124,7 +127,8 @@ struct ELFImage: Sendable {
             self.soname = try sonameOffset.map { (o: UInt64) throws(Problem) -> String in try dynamicString(o) }
             var searchPath: [String] = []
             for offset in pathOffsets {
-                searchPath += try dynamicString(offset).split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+                searchPath += try dynamicString(offset).split(separator: ":", omittingEmptySubsequences: false).map(
+                    String.init)
             }
             self.searchPath = searchPath
         } else {
@@ -157,13 +161,17 @@ struct ELFImage: Sendable {
                     let value = try r.u64(sym + 8), size = try r.u64(sym + 16)
                     guard shndx != 0 else { continue }  // an undefined reference, not the definition
                     guard info & 0xF == 1, info >> 4 == 1 || info >> 4 == 2 else {
-                        throw Problem(reason: "its \(Self.entrySymbol) is not a global data object (it must be the const descriptor)")
+                        throw Problem(
+                            reason:
+                                "its \(Self.entrySymbol) is not a global data object (it must be the const descriptor)")
                     }
                     guard let fileOffset = segmentOffset(value, length: 16) else {
-                        throw Problem(reason: "its \(Self.entrySymbol) has no initialised bytes (it must be a const descriptor)")
+                        throw Problem(
+                            reason: "its \(Self.entrySymbol) has no initialised bytes (it must be a const descriptor)")
                     }
                     descriptor = DescriptorHeader(
-                        magic: try r.u32(fileOffset), abiMajor: try r.u16(fileOffset + 4), abiMinor: try r.u16(fileOffset + 6),
+                        magic: try r.u32(fileOffset), abiMajor: try r.u16(fileOffset + 4),
+                        abiMinor: try r.u16(fileOffset + 6),
                         structSize: try r.u32(fileOffset + 8), flags: try r.u32(fileOffset + 12), symbolSize: size)
                 }
             }
@@ -177,7 +185,9 @@ struct ELFImage: Sendable {
 
         func offset(_ base: UInt64, plus delta: UInt64) throws(Problem) -> UInt64 {
             let (sum, overflow) = base.addingReportingOverflow(delta)
-            guard !overflow, sum <= UInt64(bytes.count) else { throw Problem(reason: "an offset points outside the file") }
+            guard !overflow, sum <= UInt64(bytes.count) else {
+                throw Problem(reason: "an offset points outside the file")
+            }
             return sum
         }
 

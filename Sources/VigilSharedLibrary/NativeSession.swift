@@ -1,5 +1,5 @@
-import Glibc
 internal import CVigilPluginABI
+import Glibc
 import Logging
 import VigilCore
 import VigilPlugin
@@ -136,7 +136,9 @@ final class NativeSession {
                 details_changed: eventDetailsChanged))
         eventsTable = table
 
-        let settings = context.settings.values.sorted { $0.key < $1.key }.map { (strdup($0.key), strdup(Self.text($0.value))) }
+        let settings = context.settings.values.sorted { $0.key < $1.key }.map {
+            (strdup($0.key), strdup(Self.text($0.value)))
+        }
         defer { for (k, v) in settings { free(k); free(v) } }
         let array = settings.map { vigil_setting(key: UnsafePointer($0.0), value: UnsafePointer($0.1)) }
         let plugin = strdup(context.pluginName), host = strdup(context.hostName), state = strdup(context.stateDirectory)
@@ -209,7 +211,8 @@ final class NativeSession {
 
     /// Reads a struct that carries its size: the fields that fit in `declaredSize`, the rest zero.
     static func loadGrowable<T>(_ raw: UnsafeRawPointer, declaredSize: Int, as type: T.Type) -> T {
-        let storage = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment)
+        let storage = UnsafeMutableRawPointer.allocate(
+            byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment)
         defer { storage.deallocate() }
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<T>.size)
         storage.copyMemory(from: raw, byteCount: min(max(declaredSize, 0), MemoryLayout<T>.size))
@@ -234,7 +237,10 @@ final class NativeSession {
         case .double(let d): String(d)
         case .bool(let b): b ? "true" : "false"
         case .array(let a): "[" + a.map(json).joined(separator: ",") + "]"
-        case .table(let t): "{" + t.sorted { $0.key < $1.key }.map { JSONValue.quote($0.key) + ":" + json($0.value) }.joined(separator: ",") + "}"
+        case .table(let t):
+            "{"
+                + t.sorted { $0.key < $1.key }.map { JSONValue.quote($0.key) + ":" + json($0.value) }.joined(
+                    separator: ",") + "}"
         }
     }
 
@@ -301,7 +307,9 @@ private func eventDetailsChanged(_ data: UnsafeMutableRawPointer?) {
     events(data)?.report(.detailsChanged)
 }
 
-private func detailSink(_ context: UnsafeMutableRawPointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) {
+private func detailSink(
+    _ context: UnsafeMutableRawPointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?
+) {
     guard let context, let key, let value else { return }
     let collector = Unmanaged<DetailCollector>.fromOpaque(context).takeUnretainedValue()
     collector.values[Sanitizer.display(String(cString: key))] = Sanitizer.display(String(cString: value))

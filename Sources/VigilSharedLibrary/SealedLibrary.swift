@@ -1,5 +1,5 @@
-import Glibc
 internal import CVigilLoader
+import Glibc
 
 /// One library mapped from a sealed memfd holding its verified bytes.
 ///
@@ -140,7 +140,9 @@ struct SealedLibrary: Sendable {
         }
         if fd < 0 {
             let e = errno
-            if e == EACCES || e == EPERM { throw execRefused(plugin, "memfd_create(MFD_EXEC): \(String(cString: strerror(e)))") }
+            if e == EACCES || e == EPERM {
+                throw execRefused(plugin, "memfd_create(MFD_EXEC): \(String(cString: strerror(e)))")
+            }
             throw fail("create", e)
         }
         var written = 0

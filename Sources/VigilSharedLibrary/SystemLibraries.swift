@@ -1,5 +1,5 @@
-import Glibc
 internal import CVigilLoader
+import Glibc
 
 /// Which `DT_NEEDED` names count as system libraries, which a plugin need not ship.
 ///
@@ -10,11 +10,11 @@ internal import CVigilLoader
 /// Nothing is mapped to find out: `dlopen(RTLD_NOLOAD)` only looks at what is loaded.
 enum SystemLibraries {
     #if arch(x86_64)
-        static let multiarch = "x86_64-linux-gnu"
+    static let multiarch = "x86_64-linux-gnu"
     #elseif arch(arm64)
-        static let multiarch = "aarch64-linux-gnu"
+    static let multiarch = "aarch64-linux-gnu"
     #else
-        static let multiarch = "unknown-linux-gnu"
+    static let multiarch = "unknown-linux-gnu"
     #endif
 
     /// The directories searched for system libraries.

@@ -51,7 +51,8 @@ struct VerifiedLibrarySet: Sendable {
         func fail(_ code: SharedLibraryError.Code, _ message: String) -> SharedLibraryError {
             SharedLibraryError(code: code, plugin: name, message: message)
         }
-        let shaByPath = Dictionary(plugin.manifest.resources.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
+        let shaByPath = Dictionary(
+            plugin.manifest.resources.map { ($0.path, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         guard let mainBytes = plugin.resourceContents[entry.path], let mainSHA = shaByPath[entry.path] else {
             throw fail(.malformedLibrary, "its library \(entry.path) is not among the verified resources")
         }
@@ -92,7 +93,8 @@ struct VerifiedLibrarySet: Sendable {
         var bySoname: [String: Library] = [:]
         var notLoadable: [String: String] = [:]  // resource basename → why
         for resource in plugin.manifest.resources where resource.path != entry.path {
-            guard let bytes = plugin.resourceContents[resource.path], bytes.starts(with: [0x7F, 0x45, 0x4C, 0x46]) else {
+            guard let bytes = plugin.resourceContents[resource.path], bytes.starts(with: [0x7F, 0x45, 0x4C, 0x46])
+            else {
                 continue
             }
             let base = String(resource.path.split(separator: "/").last ?? "")
@@ -177,7 +179,9 @@ struct VerifiedLibrarySet: Sendable {
                     "its library \(library.path) has the SONAME \(library.soname), which is a system library's name — "
                         + "give it a unique SONAME (for example lib\(name)-….so)")
             }
-            if SystemLibraries.isLoaded(library.soname) && !LibraryRegistry.shared.isOwn(soname: library.soname, plugin: name, sha256: library.sha256) {
+            if SystemLibraries.isLoaded(library.soname)
+                && !LibraryRegistry.shared.isOwn(soname: library.soname, plugin: name, sha256: library.sha256)
+            {
                 throw fail(
                     .sonameConflict,
                     "its library \(library.path) has the SONAME \(library.soname), which is already loaded in this "
@@ -202,12 +206,14 @@ struct VerifiedLibrarySet: Sendable {
     }
 
     /// The ABI rules on the descriptor header, from the bytes or from memory.
-    static func checkDescriptor(_ d: ELFImage.DescriptorHeader, path: String, plugin: String) throws(SharedLibraryError) {
+    static func checkDescriptor(_ d: ELFImage.DescriptorHeader, path: String, plugin: String) throws(SharedLibraryError)
+    {
         guard d.magic == VIGIL_PLUGIN_MAGIC else {
             throw SharedLibraryError(
                 code: .missingDescriptor, plugin: plugin,
                 message: "the \(ELFImage.entrySymbol) of \(path) does not start with the Vigil magic (found "
-                    + "0x\(String(d.magic, radix: 16))) — it is not a Vigil plugin descriptor; build it with vigil_plugin.h")
+                    + "0x\(String(d.magic, radix: 16))) — it is not a Vigil plugin descriptor; build it with vigil_plugin.h"
+            )
         }
         guard d.abiMajor == abiMajor else {
             throw SharedLibraryError(

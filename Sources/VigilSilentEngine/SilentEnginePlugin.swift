@@ -1,7 +1,7 @@
-public import VigilPlugin
 import Logging
 import Synchronization
 import VigilAudio
+public import VigilPlugin
 
 /// The silent-engine plugin: keeps the audio sink awake with an inaudible stream that mixes with
 /// other programs, costs almost nothing and heals itself.

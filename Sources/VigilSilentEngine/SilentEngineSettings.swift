@@ -25,14 +25,18 @@ struct SilentEngineSettings: Sendable, Hashable {
         if device.contains("\"") || device.contains("\0") {
             throw PluginError.invalidSetting(
                 plugin: settings.pluginName, key: "device",
-                reason: "\"\(device)\" is not an ALSA PCM name; use \"\" (automatic), \"pulse\", \"default\" or a name from `aplay -L`")
+                reason:
+                    "\"\(device)\" is not an ALSA PCM name; use \"\" (automatic), \"pulse\", \"default\" or a name from `aplay -L`"
+            )
         }
         self.device = device.isEmpty ? nil : device
         let server = try settings.string("pulse_server", default: "")
         if server.contains("\"") {
             throw PluginError.invalidSetting(
                 plugin: settings.pluginName, key: "pulse_server",
-                reason: "\"\(server)\" is not a PulseAudio server address; use \"\" or e.g. \"unix:/run/user/1000/pulse/native\"")
+                reason:
+                    "\"\(server)\" is not a PulseAudio server address; use \"\" or e.g. \"unix:/run/user/1000/pulse/native\""
+            )
         }
         pulseServer = server.isEmpty ? nil : server
         bufferMilliseconds = try settings.integer("buffer_ms", default: 2000, in: 100...10_000)
@@ -42,7 +46,8 @@ struct SilentEngineSettings: Sendable, Hashable {
         fluctuateRate = try settings.number("fluctuate_rate_hz", default: 50, in: 1...1000)
         healthCheckSeconds = try settings.integer("health_check_s", default: 30, in: 1...3600)
         retryInitialMilliseconds = try settings.integer("retry_initial_ms", default: 100, in: 10...60_000)
-        retryMaxMilliseconds = try settings.integer("retry_max_ms", default: 3000, in: retryInitialMilliseconds...600_000)
+        retryMaxMilliseconds = try settings.integer(
+            "retry_max_ms", default: 3000, in: retryInitialMilliseconds...600_000)
         retryBudget = try settings.integer("retry_budget", default: 0, in: 0...1_000_000)
     }
 

@@ -33,7 +33,10 @@ struct SilentSignal: SampleSource {
     private var nextSign: Int16 = 1
     private var noiseState: UInt64 = 0x9E37_79B9_7F4A_7C15
 
-    init(mode: Mode, fluctuateRate: Double = 50, sineFrequency: Double = 30, sineAmplitude: Double = 0.01, noiseLevel: Double = 0.001) {
+    init(
+        mode: Mode, fluctuateRate: Double = 50, sineFrequency: Double = 30, sineAmplitude: Double = 0.01,
+        noiseLevel: Double = 0.001
+    ) {
         self.mode = mode
         self.fluctuateRate = fluctuateRate
         self.sineFrequency = sineFrequency

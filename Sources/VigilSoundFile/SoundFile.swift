@@ -89,7 +89,8 @@ public final class SoundFile {
         guard info.channels > 0, info.sampleRate > 0 else {
             sf_close(handle)
             self.handle = nil
-            throw SoundFileError(code: .malformed, path: path, message: "the header names no channels or no sample rate")
+            throw SoundFileError(
+                code: .malformed, path: path, message: "the header names no channels or no sample rate")
         }
     }
 
@@ -118,7 +119,8 @@ public final class SoundFile {
         }
         if sf_seek(handle, 0, SEEK_SET) < 0 {
             throw SoundFileError(
-                code: .decodeFailed, path: path, message: "cannot go back to the start: \(String(cString: sf_strerror(handle)))")
+                code: .decodeFailed, path: path,
+                message: "cannot go back to the start: \(String(cString: sf_strerror(handle)))")
         }
     }
 

@@ -26,7 +26,9 @@ public final class SoundFileStream {
         guard (8000...384_000).contains(sampleRate), (256...1 << 20).contains(bufferFrames) else {
             throw SoundFileError(
                 code: .invalidArgument, path: path,
-                message: "sample rate \(sampleRate) Hz or buffer of \(bufferFrames) frames out of range (8000–384000 Hz, 256–1048576 frames)")
+                message:
+                    "sample rate \(sampleRate) Hz or buffer of \(bufferFrames) frames out of range (8000–384000 Hz, 256–1048576 frames)"
+            )
         }
         file = try SoundFile(path: path)
         self.sampleRate = sampleRate
@@ -74,7 +76,9 @@ public final class SoundFileStream {
     private func sourceFrame() throws(SoundFileError) -> (Float, Float)? {
         if chunkIndex >= chunkFrames {
             if ended { return nil }
-            let got = try chunk.withUnsafeMutableBufferPointer { buffer throws(SoundFileError) in try file.read(into: buffer) }
+            let got = try chunk.withUnsafeMutableBufferPointer { buffer throws(SoundFileError) in
+                try file.read(into: buffer)
+            }
             if got == 0 {
                 ended = true
                 return nil

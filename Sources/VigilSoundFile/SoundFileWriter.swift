@@ -30,7 +30,8 @@ public final class SoundFileWriter {
         case .opus: (major, minor) = (Int32(SF_FORMAT_OGG), Int32(SF_FORMAT_OPUS))
         case .mp3: (major, minor) = (Int32(SF_FORMAT_MPEG), Int32(SF_FORMAT_MPEG_LAYER_III))
         case .other:
-            throw SoundFileError(code: .invalidArgument, path: path, message: "choose wav, flac, ogg-vorbis, opus or mp3")
+            throw SoundFileError(
+                code: .invalidArgument, path: path, message: "choose wav, flac, ogg-vorbis, opus or mp3")
         }
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
@@ -61,7 +62,8 @@ public final class SoundFileWriter {
         let frames = samples.count / channels
         let written = samples.withUnsafeBufferPointer { sf_writef_float(handle, $0.baseAddress, sf_count_t(frames)) }
         guard written == frames else {
-            throw SoundFileError(code: .writeFailed, path: path, message: "write failed: \(String(cString: sf_strerror(handle)))")
+            throw SoundFileError(
+                code: .writeFailed, path: path, message: "write failed: \(String(cString: sf_strerror(handle)))")
         }
     }
 

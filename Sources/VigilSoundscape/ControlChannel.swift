@@ -25,13 +25,16 @@ final class ControlChannel: Sendable {
     }
 
     /// Binds the socket (replacing a stale one nobody answers on) and serves it on a thread of its own.
-    static func start(path: String, controller: SoundscapeController, logger: Logger) throws(SoundscapeError) -> ControlChannel {
+    static func start(path: String, controller: SoundscapeController, logger: Logger) throws(SoundscapeError)
+        -> ControlChannel
+    {
         let directory = (path as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw SoundscapeError(code: .controlChannel, message: "cannot create \(directory): \(error.localizedDescription)")
+            throw SoundscapeError(
+                code: .controlChannel, message: "cannot create \(directory): \(error.localizedDescription)")
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
@@ -40,7 +43,9 @@ final class ControlChannel: Sendable {
                 message: "\(directory) must be a directory of yours that only you can open (chmod 700 \(directory))")
         }
         guard var address = SocketAddress.make(path) else {
-            throw SoundscapeError(code: .controlChannel, message: "the socket path \(path) is longer than 107 bytes; set a shorter XDG_STATE_HOME")
+            throw SoundscapeError(
+                code: .controlChannel,
+                message: "the socket path \(path) is longer than 107 bytes; set a shorter XDG_STATE_HOME")
         }
         if SoundscapeClient.canConnect(path) {
             throw SoundscapeError(code: .controlChannel, message: "another host already serves \(path)")
@@ -52,7 +57,9 @@ final class ControlChannel: Sendable {
         }
         let previous = umask(0o177)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         umask(previous)
         guard bound == 0, listen(fd, 8) == 0 else {
@@ -97,7 +104,10 @@ final class ControlChannel: Sendable {
             close(wakeWrite)
         }
         while true {
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
             let rc = poll(&fds, 2, -1)
             if rc < 0 && errno == EINTR { continue }
             if fds[1].revents != 0 || rc < 0 { return }
@@ -112,8 +122,11 @@ final class ControlChannel: Sendable {
     private func handle(_ client: Int32, controller: SoundscapeController, logger: Logger) {
         var credentials = PeerCredentials()
         var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(client, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.uid == getuid() else {
-            logger.warning("Soundscape control channel refused a connection from another user", metadata: ["uid": "\(credentials.uid)"])
+        guard getsockopt(client, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.uid == getuid()
+        else {
+            logger.warning(
+                "Soundscape control channel refused a connection from another user",
+                metadata: ["uid": "\(credentials.uid)"])
             return
         }
         var timeout = timeval(tv_sec: 2, tv_usec: 0)

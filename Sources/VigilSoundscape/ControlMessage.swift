@@ -12,7 +12,9 @@ public struct ControlRequest: Sendable, Hashable, Codable {
     /// For `sleep` (0 clears the timer).
     public var minutes: Double?
 
-    public init(command: String, soundscape: String? = nil, volume: Double? = nil, preset: String? = nil, minutes: Double? = nil) {
+    public init(
+        command: String, soundscape: String? = nil, volume: Double? = nil, preset: String? = nil, minutes: Double? = nil
+    ) {
         self.command = command
         self.soundscape = soundscape
         self.volume = volume
@@ -21,7 +23,9 @@ public struct ControlRequest: Sendable, Hashable, Codable {
     }
 
     /// Every command the channel understands.
-    public static let commands = ["status", "list", "select", "volume", "preset", "play", "pause", "stop", "next", "previous", "sleep"]
+    public static let commands = [
+        "status", "list", "select", "volume", "preset", "play", "pause", "stop", "next", "previous", "sleep",
+    ]
 }
 
 /// The answer to a ``ControlRequest`` (one JSON line).
@@ -84,7 +88,9 @@ extension SoundscapeController {
             default:
                 throw SoundscapeError(
                     code: .controlChannel,
-                    message: "unknown command \"\(request.command)\"; use \(ControlRequest.commands.joined(separator: ", "))")
+                    message:
+                        "unknown command \"\(request.command)\"; use \(ControlRequest.commands.joined(separator: ", "))"
+                )
             }
             return ControlResponse(ok: true, state: current)
         } catch {

@@ -101,7 +101,8 @@ final class FileVoice: Voice {
                 swap(&main, &head)
                 position = fade
                 do { try head.rewind() } catch {
-                    logger.warning("Soundscape file cannot loop; going silent", metadata: ["soundscape.error": "\(error)"])
+                    logger.warning(
+                        "Soundscape file cannot loop; going silent", metadata: ["soundscape.error": "\(error)"])
                     failed = true
                 }
             }
@@ -109,7 +110,9 @@ final class FileVoice: Voice {
     }
 
     /// Reads `frames` frames from `stream` at gain into `buffer` at `offset`; zeros if it ends early.
-    private func read(_ stream: SoundFileStream, into buffer: UnsafeMutableBufferPointer<Float>, at offset: Int, frames: Int) {
+    private func read(
+        _ stream: SoundFileStream, into buffer: UnsafeMutableBufferPointer<Float>, at offset: Int, frames: Int
+    ) {
         let part = UnsafeMutableBufferPointer(rebasing: buffer[(2 * offset)..<(2 * (offset + frames))])
         readAll(stream, into: part)
         for i in 0..<part.count { part[i] *= gain }
@@ -122,7 +125,10 @@ final class FileVoice: Voice {
             do {
                 n = try stream.read(into: UnsafeMutableBufferPointer(rebasing: part[(2 * got)...]))
             } catch {
-                if !failed { logger.warning("Soundscape file stopped decoding; going silent", metadata: ["soundscape.error": "\(error)"]) }
+                if !failed {
+                    logger.warning(
+                        "Soundscape file stopped decoding; going silent", metadata: ["soundscape.error": "\(error)"])
+                }
                 failed = true
                 n = 0
             }

@@ -36,7 +36,9 @@ final class MPRISServer: Sendable {
                     ? Character(scalar) : "_"
             })
         if element.isEmpty { element = "host" }
-        if let first = element.unicodeScalars.first, CharacterSet.decimalDigits.contains(first) { element = "_" + element }
+        if let first = element.unicodeScalars.first, CharacterSet.decimalDigits.contains(first) {
+            element = "_" + element
+        }
         return element
     }
 
@@ -74,7 +76,9 @@ final class MPRISServer: Sendable {
                     defer { last = state }
                     guard let last else { continue }
                     var changed: [String] = []
-                    if last.playback != state.playback || last.interrupted != state.interrupted || last.asleep != state.asleep {
+                    if last.playback != state.playback || last.interrupted != state.interrupted
+                        || last.asleep != state.asleep
+                    {
                         changed.append("PlaybackStatus")
                     }
                     if last.soundscape != state.soundscape { changed.append("Metadata") }
@@ -112,7 +116,8 @@ final class MPRISServer: Sendable {
                 DBusProperty("CanQuit", signature: "b", changeSignal: .const, get: { .bool(false) }),
                 DBusProperty("CanRaise", signature: "b", changeSignal: .const, get: { .bool(false) }),
                 DBusProperty("HasTrackList", signature: "b", changeSignal: .const, get: { .bool(false) }),
-                DBusProperty("Identity", signature: "s", changeSignal: .const, get: { .string("\(hostName) soundscape") }),
+                DBusProperty(
+                    "Identity", signature: "s", changeSignal: .const, get: { .string("\(hostName) soundscape") }),
                 DBusProperty("SupportedUriSchemes", signature: "as", changeSignal: .const, get: { .stringArray([]) }),
                 DBusProperty("SupportedMimeTypes", signature: "as", changeSignal: .const, get: { .stringArray([]) }),
             ])
@@ -184,7 +189,9 @@ final class MPRISServer: Sendable {
                             throw DBusError.refusal(DBusErrorName.invalidArgs, "the volume must be a number")
                         }
                         // Negative means 0 (spec); above 1.0 is capped at the plugin's maximum.
-                        do throws(SoundscapeError) { try controller.setVolume(min(1, max(0, volume))) } catch { throw refuse(error) }
+                        do throws(SoundscapeError) { try controller.setVolume(min(1, max(0, volume))) } catch {
+                            throw refuse(error)
+                        }
                     }),
                 DBusProperty("Position", signature: "x", changeSignal: .none, get: { .int64(0) }),
                 DBusProperty("MinimumRate", signature: "d", changeSignal: .const, get: { .double(1) }),

@@ -28,7 +28,9 @@ final class OceanWavesVoice: Voice {
 
     // Per-block parameters (updated every 32 frames).
     private var bodyCoefficient: Float = 0
-    private var gains: (brownL: Float, brownR: Float, bodyL: Float, bodyR: Float, foamL: Float, foamR: Float) = (0, 0, 0, 0, 0, 0)
+    private var gains: (brownL: Float, brownR: Float, bodyL: Float, bodyR: Float, foamL: Float, foamR: Float) = (
+        0, 0, 0, 0, 0, 0
+    )
 
     private static let sampleRate = 48_000.0
     static let level: Float = 0.146
@@ -90,8 +92,10 @@ final class OceanWavesVoice: Voice {
                     let (fl, fr) = random.whitePair()
                     let bl = body.1.lowPass(body.0.lowPass(pink.0.next(wl), c), c)
                     let br = body.3.lowPass(body.2.lowPass(pink.1.next(wr), c), c)
-                    let foamL = foamHigh.0.lowPass(fl - foamLow.0.lowPass(fl, Self.foamLowCoefficient), Self.foamHighCoefficient)
-                    let foamR = foamHigh.1.lowPass(fr - foamLow.1.lowPass(fr, Self.foamLowCoefficient), Self.foamHighCoefficient)
+                    let foamL = foamHigh.0.lowPass(
+                        fl - foamLow.0.lowPass(fl, Self.foamLowCoefficient), Self.foamHighCoefficient)
+                    let foamR = foamHigh.1.lowPass(
+                        fr - foamLow.1.lowPass(fr, Self.foamLowCoefficient), Self.foamHighCoefficient)
                     let left = brown.0.next(wl) * g.brownL + bl * 3 * g.bodyL + foamL * 0.25 * g.foamL
                     let right = brown.1.next(wr) * g.brownR + br * 3 * g.bodyR + foamR * 0.25 * g.foamR
                     buffer[2 * i] = softLimit(left * Self.level)

@@ -35,7 +35,8 @@ public struct Soundscape: Sendable, Hashable, Identifiable, Codable {
     /// A valid soundscape or file name: 1–40 of a–z, 0–9 and `-`, starting with a letter (it
     /// becomes part of a D-Bus object path).
     public static func isValidID(_ id: String) -> Bool {
-        guard let first = id.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), id.utf8.count <= 40 else {
+        guard let first = id.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), id.utf8.count <= 40
+        else {
             return false
         }
         return id.utf8.allSatisfy {

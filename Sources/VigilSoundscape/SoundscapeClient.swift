@@ -37,7 +37,9 @@ public struct SoundscapeClient: Sendable {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return -1 }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         if rc != 0 {
             close(fd)
@@ -54,7 +56,9 @@ public struct SoundscapeClient: Sendable {
         guard fd >= 0 else {
             throw SoundscapeError(
                 code: .notRunning,
-                message: "no running host plays a soundscape here (nothing answers on \(path)); start it with `vigil up` or `vigil run`")
+                message:
+                    "no running host plays a soundscape here (nothing answers on \(path)); start it with `vigil up` or `vigil run`"
+            )
         }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)

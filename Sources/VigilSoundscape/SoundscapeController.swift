@@ -42,7 +42,8 @@ public final class SoundscapeController: Sendable {
     static func register(_ controller: SoundscapeController?) { registry.withLock { $0 = controller } }
 
     init(
-        soundscapes: [Soundscape], analyses: [String: FileAnalysis], preferences: SoundscapePreferences, mixer: SoundscapeMixer,
+        soundscapes: [Soundscape], analyses: [String: FileAnalysis], preferences: SoundscapePreferences,
+        mixer: SoundscapeMixer,
         logger: Logger, onPreferences: @escaping @Sendable (SoundscapePreferences) -> Void
     ) {
         self.soundscapes = soundscapes
@@ -68,7 +69,8 @@ public final class SoundscapeController: Sendable {
             remaining = max(0, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
         }
         return SoundscapeState(
-            soundscape: s.soundscape, title: title(of: s.soundscape), volume: s.volume, preset: VolumePreset(volume: s.volume),
+            soundscape: s.soundscape, title: title(of: s.soundscape), volume: s.volume,
+            preset: VolumePreset(volume: s.volume),
             playback: playback, interrupted: s.corked, asleep: s.asleep, sleepTimerRemaining: remaining)
     }
 
@@ -103,10 +105,13 @@ public final class SoundscapeController: Sendable {
     }
 
     /// Applies `body` to the state, then tells subscribers and (when `persist`) saves the preferences.
-    private func change(persist: Bool = true, _ body: (inout State) throws(SoundscapeError) -> Void) throws(SoundscapeError) {
+    private func change(persist: Bool = true, _ body: (inout State) throws(SoundscapeError) -> Void)
+        throws(SoundscapeError)
+    {
         let (snapshot, preferences, subscribers) = try state.withLock { s throws(SoundscapeError) in
             try body(&s)
-            let preferences = SoundscapePreferences(soundscape: s.soundscape, volume: s.volume, paused: s.paused || s.stopped)
+            let preferences = SoundscapePreferences(
+                soundscape: s.soundscape, volume: s.volume, paused: s.paused || s.stopped)
             return (self.snapshot(s), preferences, Array(s.subscribers.values))
         }
         for continuation in subscribers { continuation.yield(snapshot) }
@@ -219,7 +224,8 @@ public final class SoundscapeController: Sendable {
     public func setSleepTimer(minutes: Double?) throws(SoundscapeError) {
         let minutes = minutes ?? 0
         guard minutes.isFinite, (0...1440).contains(minutes) else {
-            throw SoundscapeError(code: .invalidSleepTimer, message: "sleep timer of \(minutes) min; use 0 (off) to 1440")
+            throw SoundscapeError(
+                code: .invalidSleepTimer, message: "sleep timer of \(minutes) min; use 0 (off) to 1440")
         }
         try change(persist: false) { s in
             s.sleepTask?.cancel()

@@ -46,7 +46,12 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         // Measure user files (decoding each once, bounded memory) on a thread of our own.
         let files = settings.files
         let measured: [(String, String, Result<FileAnalysis, SoundFileError>)] = await offThread {
-            files.map { file in (file.name, file.path, Result { () throws(SoundFileError) in try FileAnalysis.measure(path: file.path) }) }
+            files.map { file in
+                (
+                    file.name, file.path,
+                    Result { () throws(SoundFileError) in try FileAnalysis.measure(path: file.path) }
+                )
+            }
         }
         var soundscapes = Soundscape.generated
         var analyses: [String: FileAnalysis] = [:]
@@ -58,11 +63,14 @@ final class SoundscapeKeeper: KeepAlivePlugin {
                 analyses[name] = analysis
             case .failure(let error):
                 unavailable[name] = error.description
-                logger.warning("Soundscape file left out", metadata: ["soundscape.file": "\(name)", "soundscape.error": "\(error)"])
+                logger.warning(
+                    "Soundscape file left out",
+                    metadata: ["soundscape.file": "\(name)", "soundscape.error": "\(error)"])
             }
         }
         let defaults = SoundscapePreferences(
-            soundscape: soundscapes.contains { $0.id == settings.soundscape } ? settings.soundscape : Soundscape.defaultID,
+            soundscape: soundscapes.contains { $0.id == settings.soundscape }
+                ? settings.soundscape : Soundscape.defaultID,
             volume: settings.volume, paused: false)
         let (preferences, warning) = store.load(defaults: defaults, known: Set(soundscapes.map(\.id)))
         if let warning { logger.warning("Soundscape preferences: \(warning)") }
@@ -82,7 +90,8 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 
         let reporter = context.reporter
         let stream = PlaybackStream(
-            configuration: settings.playbackConfiguration(hostName: context.hostName), source: mixer.source, logger: logger,
+            configuration: settings.playbackConfiguration(hostName: context.hostName), source: mixer.source,
+            logger: logger,
             onEvent: { event in
                 switch event {
                 case .interrupted(let error): reporter.report(.interrupted(reason: error.message))
@@ -96,7 +105,8 @@ final class SoundscapeKeeper: KeepAlivePlugin {
                 switch request {
                 case .cork:
                     controller.setCorked(true)
-                    reporter.report(.interrupted(reason: "the sound server asked the soundscape to be quiet (a phone call?)"))
+                    reporter.report(
+                        .interrupted(reason: "the sound server asked the soundscape to be quiet (a phone call?)"))
                 case .uncork:
                     controller.setCorked(false)
                     reporter.report(.resumed)
@@ -113,13 +123,15 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         SoundscapeController.register(controller)
         let mpris =
             settings.mpris
-            ? await MPRISServer.start(controller: controller, hostName: context.hostName, environment: environment, logger: logger)
+            ? await MPRISServer.start(
+                controller: controller, hostName: context.hostName, environment: environment, logger: logger)
             : nil
         var channel: ControlChannel?
         if settings.controlSocket {
             do {
                 channel = try ControlChannel.start(
-                    path: ControlChannel.socketPath(stateDirectory: context.stateDirectory), controller: controller, logger: logger)
+                    path: ControlChannel.socketPath(stateDirectory: context.stateDirectory), controller: controller,
+                    logger: logger)
             } catch {
                 logger.warning("No soundscape control channel: \(error.message)")
             }
@@ -132,10 +144,12 @@ final class SoundscapeKeeper: KeepAlivePlugin {
     }
 
     func stop() async {
-        guard let r = running.withLock({ current -> Running? in
-            defer { current = nil }
-            return current
-        }) else { return }
+        guard
+            let r = running.withLock({ current -> Running? in
+                defer { current = nil }
+                return current
+            })
+        else { return }
         if SoundscapeController.running === r.controller { SoundscapeController.register(nil) }
         r.channel?.stop()
         await r.mpris?.stop()

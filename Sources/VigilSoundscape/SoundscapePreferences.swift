@@ -73,7 +73,10 @@ final class PreferenceStore: Sendable {
         var result = SoundscapePreferences(soundscape: file.soundscape, volume: file.volume, paused: file.paused)
         if !known.contains(file.soundscape) {
             result.soundscape = defaults.soundscape
-            return (result, "\(path) names the soundscape \"\(file.soundscape)\", which is not configured; playing \"\(defaults.soundscape)\"")
+            return (
+                result,
+                "\(path) names the soundscape \"\(file.soundscape)\", which is not configured; playing \"\(defaults.soundscape)\""
+            )
         }
         return (result, nil)
     }
@@ -92,7 +95,8 @@ final class PreferenceStore: Sendable {
     /// Blocking (fsync): call it off the cooperative pool.
     func save(_ preferences: SoundscapePreferences) {
         let file = File(
-            schema: Self.schema, soundscape: preferences.soundscape, volume: preferences.volume, paused: preferences.paused)
+            schema: Self.schema, soundscape: preferences.soundscape, volume: preferences.volume,
+            paused: preferences.paused)
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -33,7 +33,9 @@ struct SoundscapeSettings: Sendable {
             guard Soundscape.isValidID(name), !Soundscape.generated.contains(where: { $0.id == name }) else {
                 throw PluginError.invalidSetting(
                     plugin: plugin, key: "files.\(name)",
-                    reason: "a file's name must be 1–40 of a–z, 0–9 and '-', start with a letter and not be a built-in soundscape")
+                    reason:
+                        "a file's name must be 1–40 of a–z, 0–9 and '-', start with a letter and not be a built-in soundscape"
+                )
             }
             guard case .string(let path) = value, path.hasPrefix("/"), !path.contains("\0") else {
                 throw PluginError.invalidSetting(
@@ -53,25 +55,31 @@ struct SoundscapeSettings: Sendable {
         mpris = try settings.bool("mpris", default: true)
         controlSocket = try settings.bool("control_socket", default: true)
         mediaRole = try settings.choice(
-            "media_role", default: "music", from: ["music", "video", "game", "event", "animation", "production", "a11y", "test", ""])
+            "media_role", default: "music",
+            from: ["music", "video", "game", "event", "animation", "production", "a11y", "test", ""])
         let device = try settings.string("device", default: "")
         if device.contains("\"") || device.contains("\0") {
             throw PluginError.invalidSetting(
                 plugin: plugin, key: "device",
-                reason: "\"\(device)\" is not an output name; use \"\" (automatic), \"pulse\", \"pulse:SINK\" or an ALSA PCM from `aplay -L`")
+                reason:
+                    "\"\(device)\" is not an output name; use \"\" (automatic), \"pulse\", \"pulse:SINK\" or an ALSA PCM from `aplay -L`"
+            )
         }
         self.device = device.isEmpty ? nil : device
         let server = try settings.string("pulse_server", default: "")
         if server.contains("\"") {
             throw PluginError.invalidSetting(
                 plugin: plugin, key: "pulse_server",
-                reason: "\"\(server)\" is not a PulseAudio server address; use \"\" or e.g. \"unix:/run/user/1000/pulse/native\"")
+                reason:
+                    "\"\(server)\" is not a PulseAudio server address; use \"\" or e.g. \"unix:/run/user/1000/pulse/native\""
+            )
         }
         pulseServer = server.isEmpty ? nil : server
         bufferMilliseconds = try settings.integer("buffer_ms", default: 1000, in: 100...10_000)
         healthCheckSeconds = try settings.integer("health_check_s", default: 30, in: 1...3600)
         retryInitialMilliseconds = try settings.integer("retry_initial_ms", default: 100, in: 10...60_000)
-        retryMaxMilliseconds = try settings.integer("retry_max_ms", default: 2000, in: retryInitialMilliseconds...600_000)
+        retryMaxMilliseconds = try settings.integer(
+            "retry_max_ms", default: 2000, in: retryInitialMilliseconds...600_000)
         retryBudget = try settings.integer("retry_budget", default: 0, in: 0...1_000_000)
     }
 

@@ -1,6 +1,6 @@
 internal import CEspeakNG
-public import VigilAudio
 import Synchronization
+public import VigilAudio
 
 /// Text to speech with espeak-ng's library, rendered into memory (nothing is played here).
 ///
@@ -60,7 +60,9 @@ public enum SpeechSynthesizer {
         guard text.utf8.count <= maxTextBytes else {
             throw Failure(
                 code: .invalidText,
-                message: "the text to speak is \(text.utf8.count) bytes; the limit is \(maxTextBytes) — split it into several prompts")
+                message:
+                    "the text to speak is \(text.utf8.count) bytes; the limit is \(maxTextBytes) — split it into several prompts"
+            )
         }
         guard !text.contains("\0") else {
             throw Failure(code: .invalidText, message: "the text to speak contains a NUL character — remove it")
@@ -70,7 +72,9 @@ public enum SpeechSynthesizer {
                 code: .invalidVoice, message: "speech rate \(voice.wordsPerMinute) words a minute; use 80 to 450")
         }
         guard !voice.name.isEmpty, voice.name.allSatisfy({ $0.isLetter || $0.isNumber || "-_+/".contains($0) }) else {
-            throw Failure(code: .invalidVoice, message: "voice name \"\(voice.name)\" is not valid; use a name such as en or en-us")
+            throw Failure(
+                code: .invalidVoice,
+                message: "voice name \"\(voice.name)\" is not valid; use a name such as en or en-us")
         }
         return try state.withLock { state throws(Failure) -> PromptAudio in
             if state.sampleRate <= 0 {
@@ -106,10 +110,12 @@ public enum SpeechSynthesizer {
                 }
             }
             guard result == EE_OK else {
-                throw Failure(code: .synthesisFailed, message: "espeak-ng failed to speak the text (error \(result.rawValue))")
+                throw Failure(
+                    code: .synthesisFailed, message: "espeak-ng failed to speak the text (error \(result.rawValue))")
             }
             guard !sink.samples.isEmpty else {
-                throw Failure(code: .invalidText, message: "espeak-ng produced no audio for the text — give words it can say")
+                throw Failure(
+                    code: .invalidText, message: "espeak-ng produced no audio for the text — give words it can say")
             }
             return PromptAudio(samples: sink.samples, sampleRate: Int(state.sampleRate), channels: 1)
         }

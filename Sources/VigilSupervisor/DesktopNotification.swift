@@ -51,7 +51,8 @@ actor DesktopNotification {
         }
     }
 
-    private static func call(_ bus: DBusConnection, _ member: String, _ arguments: [DBusValue] = []) async throws(DBusError)
+    private static func call(_ bus: DBusConnection, _ member: String, _ arguments: [DBusValue] = [])
+        async throws(DBusError)
         -> [DBusValue]
     {
         try await bus.call(

@@ -1,8 +1,8 @@
 import Foundation
-import VigilSupervisorEngine
 import Logging
 import Synchronization
 import VigilPlugin
+import VigilSupervisorEngine
 
 /// One instance of the supervisor plugin (see ``SupervisorPlugin``).
 final class SupervisorKeepAlive: KeepAlivePlugin {
@@ -153,9 +153,11 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             "channels": channels.joined(separator: ", "),
             "watchdog": systemdLive && systemd?.watchdogPingInterval != nil ? "pinging systemd" : "off",
         ]
-        let workers = supervisor?.workers ?? settings.workers.map {
-            WorkerStatus(name: $0.name, state: .stopped, pid: nil, restarts: 0)
-        }
+        let workers =
+            supervisor?.workers
+            ?? settings.workers.map {
+                WorkerStatus(name: $0.name, state: .stopped, pid: nil, restarts: 0)
+            }
         out["workers"] = workers.map(\.name).joined(separator: ", ")
         for worker in workers {
             let prefix = "worker.\(worker.name)."
@@ -201,7 +203,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 context.reporter.report(
                     .resumeFailed(reason: "worker \(name) failed (failure_action = \"stop\"): \(reason)"))
             } else if !anyLeft && running {
-                context.reporter.report(.resumeFailed(reason: "worker \(name) failed and no worker is left running: \(reason)"))
+                context.reporter.report(
+                    .resumeFailed(reason: "worker \(name) failed and no worker is left running: \(reason)"))
             } else {
                 context.reporter.report(.interrupted(reason: "worker \(name) failed: \(reason)"))
             }

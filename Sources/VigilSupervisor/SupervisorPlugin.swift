@@ -1,6 +1,6 @@
 import Foundation
-import VigilSupervisorEngine
 public import VigilPlugin
+import VigilSupervisorEngine
 
 /// The `supervisor` keep-alive plugin: the Linux counterpart of an Android foreground service.
 ///

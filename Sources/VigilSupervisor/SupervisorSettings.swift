@@ -1,6 +1,6 @@
 import Foundation
-import VigilSupervisorEngine
 import VigilPlugin
+import VigilSupervisorEngine
 
 /// The `[supervisor]` table of vigil.toml (over the manifest's defaults), validated.
 struct SupervisorSettings: Sendable, Equatable {
@@ -35,7 +35,8 @@ struct SupervisorSettings: Sendable, Equatable {
         configuration = SupervisorConfiguration(
             backoffInitial: .milliseconds(initial),
             backoffMax: .milliseconds(cap),
-            stableAfter: .milliseconds(Int64(try settings.number("stable_after_s", default: 10, in: 0...86_400) * 1000)),
+            stableAfter: .milliseconds(
+                Int64(try settings.number("stable_after_s", default: 10, in: 0...86_400) * 1000)),
             startLimitBurst: try settings.integer("start_limit_burst", default: 5, in: 0...1_000_000),
             startLimitInterval: .milliseconds(
                 Int64(try settings.number("start_limit_interval_s", default: 10, in: 0...86_400) * 1000)),

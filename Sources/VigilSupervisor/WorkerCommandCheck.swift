@@ -68,7 +68,8 @@ public enum WorkerCommandCheck {
                 return nil
             }
         }
-        return "command \"\(command)\" is not an executable in any PATH directory (\(directories.joined(separator: ":"))) "
+        return
+            "command \"\(command)\" is not an executable in any PATH directory (\(directories.joined(separator: ":"))) "
             + "— install it, give its absolute path, or set PATH in the worker's env"
     }
 }

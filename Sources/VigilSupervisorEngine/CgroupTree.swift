@@ -84,7 +84,9 @@ final class CgroupTree {
             if p >= 0 { procs.append(p) }
             if k >= 0 { kills.append(k) }
             if d >= 0 { directories.append(d) }
-            guard p >= 0, k >= 0, d >= 0 else { return undo("\(worker) has no cgroup.procs or cgroup.kill (Linux < 5.14?)") }
+            guard p >= 0, k >= 0, d >= 0 else {
+                return undo("\(worker) has no cgroup.procs or cgroup.kill (Linux < 5.14?)")
+            }
         }
         let treeKill = open(path + "/cgroup.kill", O_WRONLY | O_CLOEXEC)
         guard treeKill >= 0 else { return undo("\(path)/cgroup.kill cannot be opened") }
@@ -121,9 +123,10 @@ final class CgroupTree {
     func kill(worker index: Int) {
         guard workerPaths.indices.contains(index) else { return }
         for _ in 0..<8 {
-            let pids = Self.readAll(workerPaths[index] + "/cgroup.procs").map {
-                $0.split(separator: "\n").compactMap { Int32($0) }
-            } ?? []
+            let pids =
+                Self.readAll(workerPaths[index] + "/cgroup.procs").map {
+                    $0.split(separator: "\n").compactMap { Int32($0) }
+                } ?? []
             if pids.isEmpty { return }
             for pid in pids where pid > 0 { _ = Glibc.kill(pid, SIGKILL) }
         }

@@ -52,7 +52,9 @@ struct NotifyReader {
             guard senderUID >= 0, UInt32(senderUID) == uid || senderUID == 0 else {
                 logger.warning(
                     "rejected a notify datagram: the sender runs as uid \(senderUID), not as the supervisor's uid \(uid)",
-                    metadata: ["worker.name": "\(worker.spec.name)", "sender.pid": "\(pid)", "sender.uid": "\(senderUID)"])
+                    metadata: [
+                        "worker.name": "\(worker.spec.name)", "sender.pid": "\(pid)", "sender.uid": "\(senderUID)",
+                    ])
                 continue
             }
             guard pid > 0, ProcessTree.belongs(pid, toWorker: root) else {

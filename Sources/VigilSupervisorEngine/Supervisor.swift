@@ -212,7 +212,8 @@ public final class Supervisor: Sendable {
         }
         throw SupervisorError(
             code: .runtimeDirectory,
-            message: "cannot create a private directory for the workers' notify sockets (\(problems.joined(separator: "; "))) — "
+            message:
+                "cannot create a private directory for the workers' notify sockets (\(problems.joined(separator: "; "))) — "
                 + "set XDG_RUNTIME_DIR to an absolute path of a directory you own")
     }
 

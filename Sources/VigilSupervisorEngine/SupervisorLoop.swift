@@ -399,7 +399,8 @@ final class SupervisorLoop: @unchecked Sendable {
                 worker.state = .failed
                 worker.reason = "\(exit) (restart = \(worker.spec.restart.rawValue))"
                 logger.error(
-                    "worker failed", metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
+                    "worker failed",
+                    metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
                 emit(.failed(worker.reason!), worker)
             } else {
                 worker.state = .stopped

@@ -20,7 +20,9 @@ struct WorkerSpawner {
     }
 
     /// Variables systemd (or a parent supervisor) set for the supervisor itself.
-    static let scrubbed = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"]
+    static let scrubbed = [
+        "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
+    ]
 
     /// Starts `spec` with `notifyPath` as its `NOTIFY_SOCKET`, in the cgroup behind
     /// `cgroupDirectoryFD` / `cgroupProcsFD` (-1: none); returns the reason on failure.

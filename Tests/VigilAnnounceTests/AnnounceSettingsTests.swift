@@ -1,6 +1,7 @@
 import Testing
-@testable import VigilAnnounce
 import VigilPlugin
+
+@testable import VigilAnnounce
 
 @Suite("[announce] settings")
 struct AnnounceSettingsTests {
@@ -61,8 +62,12 @@ struct AnnounceSettingsTests {
     @Test("module-role-ducking's trigger role is the first whose group ducks music")
     func triggerRole() {
         #expect(AnnounceEngine.triggerRole(ofRoleDuckingArgument: "") == "phone")
-        #expect(AnnounceEngine.triggerRole(ofRoleDuckingArgument: "trigger_roles=event,phone ducking_roles=music,video") == "event")
-        #expect(AnnounceEngine.triggerRole(ofRoleDuckingArgument: "trigger_roles=phone/event ducking_roles=video/music") == "event")
+        #expect(
+            AnnounceEngine.triggerRole(ofRoleDuckingArgument: "trigger_roles=event,phone ducking_roles=music,video")
+                == "event")
+        #expect(
+            AnnounceEngine.triggerRole(ofRoleDuckingArgument: "trigger_roles=phone/event ducking_roles=video/music")
+                == "event")
         #expect(AnnounceEngine.triggerRole(ofRoleDuckingArgument: "trigger_roles=phone ducking_roles=video") == nil)
     }
 }

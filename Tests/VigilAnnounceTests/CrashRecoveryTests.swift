@@ -4,8 +4,8 @@ import Vigil
 import VigilAnnounce
 import VigilAudio
 import VigilCore
-import VigilTestSupport
 import VigilPlugin
+import VigilTestSupport
 
 /// A process killed (SIGKILL) mid-prompt leaves the other apps lowered; the next start puts
 /// their volume and module-stream-restore's saved entry back.
@@ -43,8 +43,11 @@ struct CrashRecoveryTests {
             environment["XDG_STATE_HOME"] = state.path
             let cli = try ChildProcess(
                 VigilExecutable.path,
-                ["announce", "--say", "This announcement is long enough to be interrupted by a crash before it ends, "
-                    + "so the music stays lowered until somebody puts it back."],
+                [
+                    "announce", "--say",
+                    "This announcement is long enough to be interrupted by a crash before it ends, "
+                        + "so the music stays lowered until somebody puts it back.",
+                ],
                 environment: environment, stderr: state.url("cli.log"))
             let ducked = PulseMixer.scaled(music.volume, by: 0.3)
             _ = try await server.waitForSinkInput(timeout: 20) { $0.index == music.index && $0.volume == ducked }

@@ -29,14 +29,20 @@ struct DuckingTests {
             let expected = PulseMixer.scaled(music.volume, by: 0.3)
             #expect(ducked.map(\.index) == [music.index])
             let during = try server.sinkInputSnapshots().first { $0.index == music.index }
-            #expect(during?.volume == expected, "volume during the prompt: \(String(describing: during?.volume)), expected \(expected)")
+            #expect(
+                during?.volume == expected,
+                "volume during the prompt: \(String(describing: during?.volume)), expected \(expected)")
             let duringLevel = try await level(server)
             let ratio = duringLevel / before
-            #expect(ratio > 0.2 && ratio < 0.4, "captured level during the prompt: \(duringLevel) of \(before) (ratio \(ratio))")
+            #expect(
+                ratio > 0.2 && ratio < 0.4,
+                "captured level during the prompt: \(duringLevel) of \(before) (ratio \(ratio))")
 
             let report = try await task.value
             let after = try server.sinkInputSnapshots().first { $0.index == music.index }
-            #expect(after?.volume == music.volume, "volume after: \(String(describing: after?.volume)), before \(music.volume)")
+            #expect(
+                after?.volume == music.volume,
+                "volume after: \(String(describing: after?.volume)), before \(music.volume)")
             #expect(report.method == .client)
             #expect(report.restored == [music.index])
             #expect(report.keptUserChange.isEmpty)
@@ -190,7 +196,8 @@ struct PromptPlaybackTests {
             let announcer = makeAnnouncer(server, directory: state.path)
             async let capture = server.captureMonitor(seconds: 3)
             try await Task.sleep(nanoseconds: 700_000_000)
-            let report = try await announcer.announce(.play(.tone(frequency: 660, seconds: 1, amplitude: 0.5), policy: .mix))
+            let report = try await announcer.announce(
+                .play(.tone(frequency: 660, seconds: 1, amplitude: 0.5), policy: .mix))
             let samples = try await capture
             await keepAlive.stop()
             let left = AudioAnalysis(interleaved: samples).left

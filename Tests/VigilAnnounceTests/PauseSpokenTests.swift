@@ -7,7 +7,9 @@ import VigilTestSupport
 /// `pause-spoken` against real MPRIS players on a private dbus-daemon, read back with playerctl.
 @Suite("Announcements pause spoken audio", .serialized)
 struct PauseSpokenTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/mpris_player.py").path
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/mpris_player.py"
+    ).path
 
     static func status(_ player: String, bus: DBusDaemon) -> String? {
         var environment = ProcessInfo.processInfo.environment
@@ -25,17 +27,21 @@ struct PauseSpokenTests {
             defer { bus.stop() }
             var environment = ProcessInfo.processInfo.environment
             environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-            let podcast = try ChildProcess("/usr/bin/python3", [Self.fixture, "podcast", "Playing"], environment: environment)
+            let podcast = try ChildProcess(
+                "/usr/bin/python3", [Self.fixture, "podcast", "Playing"], environment: environment)
             defer { podcast.signal(SIGKILL); podcast.wait() }
-            let radio = try ChildProcess("/usr/bin/python3", [Self.fixture, "radio", "Paused"], environment: environment)
+            let radio = try ChildProcess(
+                "/usr/bin/python3", [Self.fixture, "radio", "Paused"], environment: environment)
             defer { radio.signal(SIGKILL); radio.wait() }
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) {
-                Self.status("podcast", bus: bus) == "Playing" && Self.status("radio", bus: bus) == "Paused"
-            })
+            #expect(
+                await RuntimeFixtures.waitUntil(timeout: 10) {
+                    Self.status("podcast", bus: bus) == "Playing" && Self.status("radio", bus: bus) == "Paused"
+                })
 
             let announcer = makeAnnouncer(
                 server, directory: state.path,
-                settings: AnnounceSettings(policy: .pauseSpoken, players: ["podcast", "radio", "absent"], sessionBus: bus.address))
+                settings: AnnounceSettings(
+                    policy: .pauseSpoken, players: ["podcast", "radio", "absent"], sessionBus: bus.address))
             let watcher = AnnouncementWatcher(announcer)
             let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 2)), watcher: watcher)
             #expect(ducked.isEmpty)

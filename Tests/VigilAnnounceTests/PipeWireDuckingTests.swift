@@ -17,19 +17,23 @@ struct PipeWireDuckingTests {
             let music = try await server.waitForSinkInput { $0.role == "music" }
             let before = try await level(server)
             #expect(before > 0.2, "the tone should be loud before the prompt: \(before)")
-            let announcer = makeAnnouncer(server, directory: state.path, settings: AnnounceSettings(sink: server.sinkName))
+            let announcer = makeAnnouncer(
+                server, directory: state.path, settings: AnnounceSettings(sink: server.sinkName))
             let watcher = AnnouncementWatcher(announcer)
             let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 3)), watcher: watcher)
             #expect(ducked.map(\.index) == [music.index])
             let during = try server.sinkInputSnapshots().first { $0.index == music.index }
             let expected = PulseMixer.scaled(music.volume, by: 0.3)
-            #expect(during?.volume.isClose(to: expected) == true, "\(String(describing: during?.volume)) vs \(expected)")
+            #expect(
+                during?.volume.isClose(to: expected) == true, "\(String(describing: during?.volume)) vs \(expected)")
             let duringLevel = try await level(server)
             #expect(duringLevel / before < 0.45, "captured level during the prompt: \(duringLevel) of \(before)")
             let report = try await task.value
             #expect(report.restored == [music.index])
             let after = try server.sinkInputSnapshots().first { $0.index == music.index }
-            #expect(after?.volume.isClose(to: music.volume) == true, "\(String(describing: after?.volume)) vs \(music.volume)")
+            #expect(
+                after?.volume.isClose(to: music.volume) == true,
+                "\(String(describing: after?.volume)) vs \(music.volume)")
         }
     }
 }

@@ -8,7 +8,9 @@ import VigilTestSupport
 /// per process, when it first loads its configuration.
 @Suite("ALSA backend through the sound server", .serialized)
 struct ALSABackendTests {
-    @Test("device=default: sink RUNNING, stream named with no media role, interrupted and resumed across a server restart")
+    @Test(
+        "device=default: sink RUNNING, stream named with no media role, interrupted and resumed across a server restart"
+    )
     func throughThePulsePlugin() async throws {
         let host = try RestartLeakTests.requireBenchHost()
         try await PulseAudioServer.with { server in

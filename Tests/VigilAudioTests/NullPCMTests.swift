@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VigilAudio
 
 /// The writer loop on the clock-less ALSA `null` PCM: it must pace itself, stop promptly and
@@ -71,7 +72,8 @@ struct NullPCMTests {
     @Test("an unknown device fails start() with the ALSA error and a remedy")
     func unknownDevice() async throws {
         let stream = PlaybackStream(
-            configuration: PlaybackConfiguration(device: "no_such_pcm_vigil"), source: ZeroSource(), logger: quietLogger)
+            configuration: PlaybackConfiguration(device: "no_such_pcm_vigil"), source: ZeroSource(), logger: quietLogger
+        )
         let error = await #expect(throws: AudioError.self) { try await stream.start() }
         #expect(error?.code == .openFailed)
         #expect(error?.function == "snd_pcm_open")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilTestSupport
+
 @testable import VigilAudio
 
 /// The sound-server backend against pipewire-pulse (PipeWire's PulseAudio protocol), which

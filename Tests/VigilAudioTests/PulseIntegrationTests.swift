@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilTestSupport
+
 @testable import VigilAudio
 
 /// The playback layer against a real, private PulseAudio server with a null sink.
@@ -9,7 +10,8 @@ struct PulseIntegrationTests {
     static func configuration(_ server: PulseAudioServer, buffer: Int = 1000) -> PlaybackConfiguration {
         PlaybackConfiguration(
             device: "pulse", pulseServer: server.address, bufferMilliseconds: buffer, healthCheckSeconds: 30,
-            retryInitialMilliseconds: 100, retryMaxMilliseconds: 1000, applicationName: "vigil-tests (Vigil keep-alive)")
+            retryInitialMilliseconds: 100, retryMaxMilliseconds: 1000, applicationName: "vigil-tests (Vigil keep-alive)"
+        )
     }
 
     /// Starts a zero-mode stream that records its events, and expects the server's sink to run.
@@ -18,7 +20,8 @@ struct PulseIntegrationTests {
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> (PlaybackStream, EventRecorder<PlaybackStream.Event>) {
         let events = EventRecorder<PlaybackStream.Event>()
-        let stream = PlaybackStream(configuration: configuration, source: ZeroSource(), logger: quietLogger, onEvent: events.record)
+        let stream = PlaybackStream(
+            configuration: configuration, source: ZeroSource(), logger: quietLogger, onEvent: events.record)
         try await stream.start()
         #expect(await server.waitForSink(state: "RUNNING", timeout: 2), sourceLocation: sourceLocation)
         return (stream, events)
@@ -28,7 +31,8 @@ struct PulseIntegrationTests {
     func runningThenSuspended() async throws {
         try await PulseAudioServer.with { server in
             #expect(await server.waitForSink(state: "SUSPENDED", timeout: 5))
-            let stream = PlaybackStream(configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
+            let stream = PlaybackStream(
+                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
             try await stream.start()
             #expect(stream.status.state == .running)
             #expect(stream.status.backend == .pulseAudio)
@@ -51,7 +55,8 @@ struct PulseIntegrationTests {
         try await PulseAudioServer.with { server in
             setenv("PULSE_PROP", "media.role=music", 1)
             defer { unsetenv("PULSE_PROP") }
-            let stream = PlaybackStream(configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
+            let stream = PlaybackStream(
+                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
             try await stream.start()
             let inputs = try server.sinkInputs()
             await stream.stop()
@@ -68,7 +73,8 @@ struct PulseIntegrationTests {
     @Test("in zero mode the sink's monitor carries digital silence")
     func zeroModeCapture() async throws {
         try await PulseAudioServer.with { server in
-            let stream = PlaybackStream(configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
+            let stream = PlaybackStream(
+                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
             try await stream.start()
             #expect(await server.waitForSink(state: "RUNNING", timeout: 2))
             let samples = try await server.captureMonitor(seconds: 1.5)
@@ -83,8 +89,13 @@ struct PulseIntegrationTests {
         try await PulseAudioServer.with { server in
             let tone = server.directory.appendingPathComponent("tone.wav").path
             try ChildProcess.run(
-                "/usr/bin/sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", "-e", "signed", tone, "synth", "4", "sine", "440", "vol", "0.25"])
-            let stream = PlaybackStream(configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
+                "/usr/bin/sox",
+                [
+                    "-n", "-r", "48000", "-c", "2", "-b", "16", "-e", "signed", tone, "synth", "4", "sine", "440",
+                    "vol", "0.25",
+                ])
+            let stream = PlaybackStream(
+                configuration: Self.configuration(server), source: ZeroSource(), logger: quietLogger)
             try await stream.start()
             let aplay = try server.launch("/usr/bin/aplay", ["-q", "-D", "pulse", tone])
             defer {
@@ -111,7 +122,9 @@ struct PulseIntegrationTests {
             #expect(stream.status.state == .recovering)
             try await server.start()
             let back = Date()
-            #expect(await server.waitForSink(state: "RUNNING", timeout: 2), "sink not RUNNING within 2 s of the server's return")
+            #expect(
+                await server.waitForSink(state: "RUNNING", timeout: 2),
+                "sink not RUNNING within 2 s of the server's return")
             #expect(Date().timeIntervalSince(back) < 2)
             #expect(await events.wait(timeout: 2) { $0.last == .resumed })
             #expect(stream.status.state == .running)
@@ -187,7 +200,9 @@ struct PulseIntegrationTests {
         }
     }
 
-    @Test("a sink suspended by hand: interrupted at once, the stream stays connected through health checks, resumed when released")
+    @Test(
+        "a sink suspended by hand: interrupted at once, the stream stays connected through health checks, resumed when released"
+    )
     func suspendedSink() async throws {
         try await PulseAudioServer.with { server in
             var configuration = Self.configuration(server)
@@ -237,7 +252,9 @@ struct PulseRequestSizeTests {
             // The sink latency the server derives (target − 2·minimum) never falls below 1.75 s
             // for buffers of 2 s and more, nor above 2 s for longer ones.
             let sinkMilliseconds = Int(sizes.target - 2 * sizes.minimum) / Int(bytesPerMillisecond)
-            if buffer >= 2000 { #expect((1750...2000).contains(sinkMilliseconds), "buffer \(buffer) ms: sink \(sinkMilliseconds) ms") }
+            if buffer >= 2000 {
+                #expect((1750...2000).contains(sinkMilliseconds), "buffer \(buffer) ms: sink \(sinkMilliseconds) ms")
+            }
         }
     }
 

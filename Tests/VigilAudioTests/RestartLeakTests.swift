@@ -18,10 +18,13 @@ struct RestartLeakTests {
             // Threads the host owns. libdispatch's pool workers (named "…qos…") start and exit on
             // their own schedule, so they are not counted: a leak would be ours or libpulse's.
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-            threads = tasks.isEmpty ? -1 : tasks.filter { tid in
-                let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? ""
-                return !name.contains("qos")
-            }.count
+            threads =
+                tasks.isEmpty
+                ? -1
+                : tasks.filter { tid in
+                    let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? ""
+                    return !name.contains("qos")
+                }.count
             rssKilobytes = -1
             if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) {
                 for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VigilPlugin
 import VigilTestSupport
+
 @testable import VigilSilentEngine
 
 /// The plugin end to end against a private PulseAudio server.
@@ -81,7 +82,9 @@ struct SilentEnginePluginTests {
         let error = await #expect(throws: PluginError.self) { try await plugin.start() }
         #expect(error?.code == .startFailed)
         #expect(error?.message.contains("Connection refused") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("no sound server answers at \(server.address)") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("no sound server answers at \(server.address)") == true,
+            "\(String(describing: error))")
         await plugin.stop()
     }
 
@@ -150,11 +153,15 @@ struct DroppingServerTests {
                 logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: dir.path)
             let plugin = try SilentEnginePlugin.implementation.make(context)
             try await plugin.start()  // no throw: the loss is ridden out like any other
-            #expect(await events.wait(timeout: 5) { $0.first.map { if case .interrupted = $0 { true } else { false } } ?? false })
+            #expect(
+                await events.wait(timeout: 5) {
+                    $0.first.map { if case .interrupted = $0 { true } else { false } } ?? false
+                })
             // It keeps trying, with backoff: several more connections, not a tight loop.
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) {
-                (Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0) >= 4
-            })
+            #expect(
+                await RuntimeFixtures.waitUntil(timeout: 10) {
+                    (Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0) >= 4
+                })
             let details = await plugin.details()
             #expect(details["state"] == "recovering", "\(details)")
             let tried = Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0

@@ -1,6 +1,7 @@
 import Testing
 import VigilAudio
 import VigilPlugin
+
 @testable import VigilSilentEngine
 
 @Suite("silent-engine settings")
@@ -61,7 +62,8 @@ struct SilentEngineSettingsTests {
     @Test("retry_max_ms below retry_initial_ms is refused")
     func retryOrder() {
         #expect(throws: PluginError.self) {
-            try SilentEngineSettings(Self.settings(["retry_initial_ms": .integer(2000), "retry_max_ms": .integer(1000)]))
+            try SilentEngineSettings(
+                Self.settings(["retry_initial_ms": .integer(2000), "retry_max_ms": .integer(1000)]))
         }
     }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import VigilSilentEngine
 
 @Suite("silent-engine signals")

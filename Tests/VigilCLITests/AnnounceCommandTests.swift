@@ -11,7 +11,8 @@ struct AnnounceCommandTests {
         defer { sandbox.remove() }
         #expect(try await sandbox.vigil("announce").status == 64)
         #expect(try await sandbox.vigil("announce", "--say", "hi", "--duck-level", "2").status == 64)
-        #expect(try await sandbox.vigil("announce", "--say", "hi", "--policy", "mix", "--duck-level", "0.2").status == 64)
+        #expect(
+            try await sandbox.vigil("announce", "--say", "hi", "--policy", "mix", "--duck-level", "0.2").status == 64)
     }
 
     @Test("an invalid [announce] table exits 65 naming the key")
@@ -51,16 +52,23 @@ struct AnnounceCommandTests {
             let out = sandbox.dir.url("announce.json")
             // The monitor carries what the sink mixes, when it mixes it: record from before the prompt.
             async let capture = server.captureMonitor(seconds: 6)
-            #expect(try await RuntimeFixtures.waitUntil(timeout: 10) { !(try server.pactl(["list", "short", "source-outputs"]).isEmpty) })
+            #expect(
+                try await RuntimeFixtures.waitUntil(timeout: 10) {
+                    !(try server.pactl(["list", "short", "source-outputs"]).isEmpty)
+                })
             let cli = try ChildProcess(
                 VigilExecutable.path,
-                ["announce", "--say", "Attention please. The signing service is ready for the next request.", "--json"],
+                [
+                    "announce", "--say", "Attention please. The signing service is ready for the next request.",
+                    "--json",
+                ],
                 environment: environment, stdout: out)
             let status = await blockingCall { cli.wait() }
             #expect(status == 0)
             let rms = AudioAnalysis(interleaved: try await capture, trimSeconds: 0.1).rms
             #expect(rms > 0.005, "speech RMS over the recording \(rms)")
-            let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
+            let document =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
             #expect(document?["ok"] as? Bool == true)
             let seconds = (document?["prompt_seconds"] as? NSNumber)?.doubleValue ?? 0
             // 11 words at 175 a minute: about 3.8 s, with pauses at the full stops.
@@ -74,21 +82,27 @@ struct AnnounceCommandTests {
             let sandbox = try CLISandbox()
             defer { sandbox.remove() }
             let flac = sandbox.dir.url("chime.flac")
-            try ChildProcess.run("/usr/bin/sox", ["-n", "-r", "44100", "-c", "1", flac, "synth", "3", "sine", "660", "vol", "0.5"])
+            try ChildProcess.run(
+                "/usr/bin/sox", ["-n", "-r", "44100", "-c", "1", flac, "synth", "3", "sine", "660", "vol", "0.5"])
             var environment = server.environment
             environment["XDG_STATE_HOME"] = sandbox.dir.url("state")
             let out = sandbox.dir.url("announce.json")
             // The monitor carries what the sink mixes, when it mixes it: record from before the prompt.
             async let capture = server.captureMonitor(seconds: 5)
-            #expect(try await RuntimeFixtures.waitUntil(timeout: 10) { !(try server.pactl(["list", "short", "source-outputs"]).isEmpty) })
+            #expect(
+                try await RuntimeFixtures.waitUntil(timeout: 10) {
+                    !(try server.pactl(["list", "short", "source-outputs"]).isEmpty)
+                })
             try await Task.sleep(nanoseconds: 300_000_000)
-            let cli = try ChildProcess(VigilExecutable.path, ["announce", flac, "--json"], environment: environment, stdout: out)
+            let cli = try ChildProcess(
+                VigilExecutable.path, ["announce", flac, "--json"], environment: environment, stdout: out)
             let status = await blockingCall { cli.wait() }
             #expect(status == 0)
             let analysis = AudioAnalysis(interleaved: try await capture)
             #expect(analysis.peak > 14_000, "tone peak \(analysis.peak)")
             #expect(abs(analysis.zeroCrossingFrequency - 660) < 5, "\(analysis.zeroCrossingFrequency) Hz")
-            let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
+            let document =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
             #expect(document?["ok"] as? Bool == true)
             #expect((document?["prompt_seconds"] as? NSNumber)?.doubleValue == 3)
         }

@@ -23,7 +23,9 @@ import VigilTestSupport
         try await trustedProject(s)
         #expect(try await s.vigil("plugin", "list").status == 0)
         #expect(chmod(s.dir.url("work/vigil.toml"), 0o666) == 0)
-        for args in [["check"], ["plugin", "list"], ["plugin", "untrust", "demo"], ["plugin", "trust", "demo", "--yes"]] {
+        for args in [
+            ["check"], ["plugin", "list"], ["plugin", "untrust", "demo"], ["plugin", "trust", "demo", "--yes"],
+        ] {
             let r = try await VigilExecutable.run(args, in: s.work, environment: s.environment)
             #expect(r.status == 1, "\(args): \(r.stdout) \(r.stderr)")
             #expect(r.stderr.contains("chmod go-w \(s.dir.url("work/vigil.toml"))"), "\(args): \(r.stderr)")
@@ -238,9 +240,12 @@ import VigilTestSupport
     @Test func pluginListNeverShowsAValidSignatureForARefusalBeforeVerification() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        let names = ["p-unsigned", "p-flipped", "p-untrusted", "p-rotated", "p-resource", "p-big", "p-link", "p-rollback"]
+        let names = [
+            "p-unsigned", "p-flipped", "p-untrusted", "p-rotated", "p-resource", "p-big", "p-link", "p-rollback",
+        ]
         for name in names { try await s.makePlugin(name, version: name == "p-rollback" ? "2.0.0" : "1.0.0") }
-        try s.dir.write("work/vigil.toml", "plugins = [\(names.map { "\"\($0)\"" }.joined(separator: ", ")), \"p-missing\"]\n")
+        try s.dir.write(
+            "work/vigil.toml", "plugins = [\(names.map { "\"\($0)\"" }.joined(separator: ", ")), \"p-missing\"]\n")
         for name in names where name != "p-untrusted" {
             #expect(try await s.vigil("plugin", "trust", name, "--yes").status == 0)
         }
@@ -266,7 +271,8 @@ import VigilTestSupport
         ]
         var seen: [String: String] = [:]
         for row in rows {
-            let code = try #require((row["error"] as? [String: Any])?["code"] as? String, "\(row["name"] ?? "?") loaded")
+            let code = try #require(
+                (row["error"] as? [String: Any])?["code"] as? String, "\(row["name"] ?? "?") loaded")
             let signature = try #require(row["signature"] as? String)
             seen[code] = signature
             if beforeOrDuring.contains(code) { #expect(signature != "valid", "\(code) shows \(signature)") }

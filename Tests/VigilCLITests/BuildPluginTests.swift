@@ -144,7 +144,10 @@ struct BuildPluginTests {
         try dir.write("host/vigil.toml", Self.config(trusted: ""))
         let pinned = try await host.run(
             "package",
-            ["--allow-writing-to-package-directory", "vigil-trust", "silent-engine", "--fingerprint", Self.silentEngineKey])
+            [
+                "--allow-writing-to-package-directory", "vigil-trust", "silent-engine", "--fingerprint",
+                Self.silentEngineKey,
+            ])
         #expect(pinned.status == 0, "\(pinned.output)")
         #expect(try host.config().contains("silent-engine = \"\(Self.silentEngineKey)\""))
         // Trust recorded the version for rollback protection under $XDG_STATE_HOME/vigil/.
@@ -184,7 +187,8 @@ struct BuildPluginTests {
         // and the build succeeds.
         let built = try await host.run("build", [])
         #expect(built.status == 0, "the build failed:\n\(built.output)")
-        let warnings = diagnostics(in: built.output, severity: "warning", plugin: "silent-engine")
+        let warnings =
+            diagnostics(in: built.output, severity: "warning", plugin: "silent-engine")
             + diagnostics(in: built.output, severity: "warning", plugin: "supervisor")
         let background = warnings.first {
             $0.path == host.configPath && $0.text.contains("requires background_modes to include \"audio\"")
@@ -204,7 +208,8 @@ struct BuildPluginTests {
         #expect(stale.status != 0, "the build passed with unwatched inputs:\n\(stale.output)")
         #expect(stale.output.contains("appeared after SwiftPM planned this build"), "\(stale.output)")
         #expect(stale.output.contains("\(dir.url("host/manifests/README"))"), "\(stale.output)")
-        try dir.write("host/Package.swift", try String(contentsOfFile: dir.url("host/Package.swift"), encoding: .utf8) + "\n")
+        try dir.write(
+            "host/Package.swift", try String(contentsOfFile: dir.url("host/Package.swift"), encoding: .utf8) + "\n")
         let replanned = try await host.run("build", [])
         #expect(replanned.status == 0, "the build failed after SwiftPM planned again:\n\(replanned.output)")
     }

@@ -23,7 +23,9 @@ struct EventLoopExecutorTests {
         return plugins.first?["state"] as? String
     }
 
-    @Test("vigil up re-probes on the event loop's timers: the sound server appears late, silent-engine starts; one loop thread")
+    @Test(
+        "vigil up re-probes on the event loop's timers: the sound server appears late, silent-engine starts; one loop thread"
+    )
     func upRunsOnOneEventLoopThread() async throws {
         let project = try HostCommandTests.Project()
         defer { project.dir.remove() }
@@ -45,7 +47,9 @@ struct EventLoopExecutorTests {
             state = try await Self.pluginState(project)
             if state != "blocked" { try await Task.sleep(for: .milliseconds(100)) }
         }
-        #expect(state == "blocked", "stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
+        #expect(
+            state == "blocked",
+            "stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
 
         // A re-probe (a delayed job, run by the event loop's timer) finds the server.
         try await server.start()

@@ -85,7 +85,8 @@ struct HostCommandTests {
             }, "\(result.stderr)")
         #expect(
             lines.contains {
-                $0.hasPrefix("\(project.config):1:12: warning: [silent-engine] will wait for an audio output at start: ")
+                $0.hasPrefix(
+                    "\(project.config):1:12: warning: [silent-engine] will wait for an audio output at start: ")
                     && $0.contains("no-such-pulse-socket (PULSE_SERVER)")
             }, "\(result.stderr)")
         let errors = lines.filter { $0.contains(": error: ") }
@@ -99,7 +100,10 @@ struct HostCommandTests {
         #expect(document["warnings"] as? Int == 2)
         #expect(document["errors"] as? Int == 0)
         let diagnostics = try #require(document["diagnostics"] as? [[String: Any]])
-        #expect(diagnostics.contains { $0["line"] as? Int == 1 && $0["column"] as? Int == 12 && $0["severity"] as? String == "warning" })
+        #expect(
+            diagnostics.contains {
+                $0["line"] as? Int == 1 && $0["column"] as? Int == 12 && $0["severity"] as? String == "warning"
+            })
 
         // What a build can know: the audio probe is skipped.
         let build = try await project.vigil("check", "--declarations-only", "--config", project.config)
@@ -145,16 +149,22 @@ struct HostCommandTests {
         #expect(errors.count == expected.count, "\(result.stderr)")
         for (line, text) in expected {
             #expect(
-                errors.contains { $0.hasPrefix("\(project.config):\(line):") && $0.contains("error: [supervisor] command") && $0.contains(text) },
+                errors.contains {
+                    $0.hasPrefix("\(project.config):\(line):") && $0.contains("error: [supervisor] command")
+                        && $0.contains(text)
+                },
                 "no error at line \(line) with \"\(text)\" in:\n\(result.stderr)")
         }
         // No sound server and no ALSA device in this environment: silent-engine will wait.
-        #expect(result.stdout.contains("2 plugins activated, 1 ready, 1 waiting for an audio output; 4 errors"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("2 plugins activated, 1 ready, 1 waiting for an audio output; 4 errors"),
+            "\(result.stdout)")
 
         // The build checks declarations only: the same problems are warnings there.
         let build = try await project.vigil("check", "--declarations-only", "--config", project.config)
         #expect(build.status == 0, "\(build.stderr)")
-        #expect(build.stderr.split(separator: "\n").filter { $0.contains(": warning: [supervisor] command") }.count == 4)
+        #expect(
+            build.stderr.split(separator: "\n").filter { $0.contains(": warning: [supervisor] command") }.count == 4)
     }
 
     @Test("usage errors exit 64; status with no running host exits 1 and says so")
@@ -189,13 +199,18 @@ struct HostCommandTests {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, document == nil, child.isRunning {
             let status = try await project.vigil("status", "--json")
-            if status.status == 0, let array = try? Self.json(status.stdout) as? [[String: Any]], let first = array.first {
+            if status.status == 0, let array = try? Self.json(status.stdout) as? [[String: Any]],
+                let first = array.first
+            {
                 document = first
             } else {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
-        let host = try #require(document, "vigil up did not publish its status; stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
+        let host = try #require(
+            document,
+            "vigil up did not publish its status; stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")"
+        )
         #expect(host["schema"] as? String == "vigil.status/v1")
         #expect(host["pid"] as? Int == Int(child.pid))
         #expect(host["config"] as? String == project.config)
@@ -206,7 +221,8 @@ struct HostCommandTests {
         }
         // supervisor's [host] services declaration is missing; silent-engine has no audio output.
         let supervisorUnmet = try #require(plugins[1]["unmet"] as? [[String: Any]])
-        #expect(supervisorUnmet.contains { $0["kind"] as? String == "service" && $0["value"] as? String == "supervisor" })
+        #expect(
+            supervisorUnmet.contains { $0["kind"] as? String == "service" && $0["value"] as? String == "supervisor" })
         let engineUnmet = try #require(plugins[0]["unmet"] as? [[String: Any]])
         #expect(engineUnmet.map { $0["kind"] as? String } == ["audio-output"])
         let human = try await project.vigil("status")

@@ -23,7 +23,8 @@ import VigilTestSupport
             executable: minisign,
             ["-S", "-s", "../../mk.key", "-m", "plugin.json", "-t", "beta@0.3.0"], in: s.dir.url("work/manifests/beta"))
         #expect(sign.status == 0, "\(sign.stderr)")
-        try FileManager.default.copyItem(atPath: s.dir.url("work/mk.pub"), toPath: s.dir.url("work/manifests/beta/plugin.pub"))
+        try FileManager.default.copyItem(
+            atPath: s.dir.url("work/mk.pub"), toPath: s.dir.url("work/manifests/beta/plugin.pub"))
         // Trust by the offered key, then verify with the trusted key from vigil.toml.
         let trust = try await s.vigil("plugin", "trust", "beta", "--yes")
         #expect(trust.status == 0, "\(trust.stderr)")
@@ -31,7 +32,8 @@ import VigilTestSupport
         #expect(verify.status == 0, "\(verify.stderr)")
         // A minisign legacy (-l) signature is refused with its own error.
         let legacy = try await VigilExecutable.run(
-            executable: minisign, ["-S", "-l", "-s", "../../mk.key", "-m", "plugin.json"], in: s.dir.url("work/manifests/beta"))
+            executable: minisign, ["-S", "-l", "-s", "../../mk.key", "-m", "plugin.json"],
+            in: s.dir.url("work/manifests/beta"))
         if legacy.status == 0 {
             let refused = try await s.vigil("plugin", "verify", "manifests/beta")
             #expect(refused.status == 1)
@@ -79,7 +81,8 @@ import VigilTestSupport
             environment: s.environment.merging(["VIGIL_KEY_PASSWORD": "secret"]) { $1 })
         #expect(signed.status == 0, "\(signed.stderr)")
         let verify = try await VigilExecutable.run(
-            executable: minisign, ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"], in: s.dir.url("work/manifests/zeta"))
+            executable: minisign, ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"],
+            in: s.dir.url("work/manifests/zeta"))
         #expect(verify.status == 0, "\(verify.stderr)")
     }
 }

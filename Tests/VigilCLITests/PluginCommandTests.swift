@@ -20,7 +20,8 @@ import VigilTestSupport
         defer { s.remove() }
         // Mode 0600 from creation, whatever the umask.
         let r = try await VigilExecutable.run(
-            executable: "/bin/sh", ["-c", "umask 000; exec \"$0\" plugin keygen --name demo --dir keys", VigilExecutable.path],
+            executable: "/bin/sh",
+            ["-c", "umask 000; exec \"$0\" plugin keygen --name demo --dir keys", VigilExecutable.path],
             in: s.work, environment: s.environment)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(try s.dir.mode("work/keys/demo.key") == 0o600)
@@ -74,7 +75,8 @@ import VigilTestSupport
 
         // Another key pinned.
         #expect(try await s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
-        let wrong = try await s.vigil("plugin", "verify", "manifests/alpha", "--fingerprint", try s.fingerprint(ofKey: "other"))
+        let wrong = try await s.vigil(
+            "plugin", "verify", "manifests/alpha", "--fingerprint", try s.fingerprint(ofKey: "other"))
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("is not the expected"))
 
@@ -122,7 +124,9 @@ import VigilTestSupport
 
         let trusted = try await s.vigil("plugin", "trust", "alpha", "--yes")
         #expect(trusted.status == 0, "\(trusted.stderr)")
-        #expect(try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n\n[trusted_plugins]\nalpha = \"\(fp)\"\n")
+        #expect(
+            try s.text("vigil.toml") == "# host config\nplugins = [\"alpha\"]\n\n[trusted_plugins]\nalpha = \"\(fp)\"\n"
+        )
         // Now verify uses the trusted key from vigil.toml.
         #expect(try await s.vigil("plugin", "verify", "manifests/alpha").status == 0)
         // Rollback state recorded in the private state home.
@@ -138,7 +142,8 @@ import VigilTestSupport
         defer { s.remove() }
         try await s.makePlugin("alpha")
         #expect(try await s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
-        let r = try await s.vigil("plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "other"))
+        let r = try await s.vigil(
+            "plugin", "trust", "alpha", "--yes", "--fingerprint", try s.fingerprint(ofKey: "other"))
         #expect(r.status == 1)
         #expect(r.stderr.contains("is not the expected"))
         #expect(!FileManager.default.fileExists(atPath: s.dir.url("work/vigil.toml")))
@@ -248,7 +253,8 @@ import VigilTestSupport
 
 /// The version in the repository's first-party manifest `name`, read independently of Vigil's parser.
 private func firstPartyVersion(_ name: String) throws -> String {
-    let data = try Data(contentsOf: URL(fileURLWithPath: VigilExecutable.packageRoot + "/manifests/\(name)/plugin.json"))
+    let data = try Data(
+        contentsOf: URL(fileURLWithPath: VigilExecutable.packageRoot + "/manifests/\(name)/plugin.json"))
     let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     return try #require(object["version"] as? String)
 }

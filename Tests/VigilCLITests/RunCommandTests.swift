@@ -47,8 +47,10 @@ struct RunCommandTests {
         let cases: [([String], String)] = [
             (["run"], "Give the command to run after `--`"),
             (["run", "--restart-delay-ms=-1", "--", "/bin/touch", marker], "--restart-delay-ms must be from 0"),
-            (["run", "--restart-delay-ms", "500", "--max-restart-delay-ms", "100", "--", "/bin/touch", marker],
-             "--max-restart-delay-ms must be at least --restart-delay-ms"),
+            (
+                ["run", "--restart-delay-ms", "500", "--max-restart-delay-ms", "100", "--", "/bin/touch", marker],
+                "--max-restart-delay-ms must be at least --restart-delay-ms"
+            ),
             (["run", "--start-limit-burst=-2", "--", "/bin/touch", marker], "--start-limit-burst must be 0 or more"),
             (["run", "--stop-grace", "7200", "--", "/bin/touch", marker], "--stop-grace must be from 0 to 3600"),
             (["run", "--restart", "sometimes", "--", "/bin/touch", marker], "sometimes"),

@@ -50,7 +50,9 @@ struct SupervisorRuntimeTests {
             let r = try await project.vigil("status", "--json")
             if let hosts = try? HostCommandTests.json(r.stdout) as? [[String: Any]],
                 let host = hosts.first(where: { $0["pid"] as? Int == Int(pid) }),
-                let plugin = (host["plugins"] as? [[String: Any]])?.first(where: { $0["name"] as? String == "supervisor" }),
+                let plugin = (host["plugins"] as? [[String: Any]])?.first(where: {
+                    $0["name"] as? String == "supervisor"
+                }),
                 match(plugin)
             {
                 return plugin
@@ -75,7 +77,9 @@ struct SupervisorRuntimeTests {
 
     @Test("status follows a restart at once: new pid, restarts = 1; since is RFC 3339, numbers are numbers")
     func statusFollowsRestarts() async throws {
-        let project = try await Self.project(workers: [#"{ name = "w", command = "/bin/sleep", args = ["300"], restart = "always" }"#])
+        let project = try await Self.project(workers: [
+            #"{ name = "w", command = "/bin/sleep", args = ["300"], restart = "always" }"#
+        ])
         defer { project.dir.remove() }
         let host = try Self.up(project)
         defer { host.terminate(grace: 5) }
@@ -90,7 +94,9 @@ struct SupervisorRuntimeTests {
         let parser = ISO8601DateFormatter()
         parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let since = (first["since"] as? String).flatMap { parser.date(from: $0) }
-        #expect(since.map { abs($0.timeIntervalSinceNow) < 60 } == true, "since is not RFC 3339: \(String(describing: first["since"]))")
+        #expect(
+            since.map { abs($0.timeIntervalSinceNow) < 60 } == true,
+            "since is not RFC 3339: \(String(describing: first["since"]))")
 
         kill(Int32(pid), SIGKILL)
         let after = try await Self.supervisorStatus(project, pid: host.pid, timeout: 5) {
@@ -107,7 +113,8 @@ struct SupervisorRuntimeTests {
     @Test("a host stopped (SIGSTOP) longer than a worker's watchdog does not kill the worker when it resumes")
     func hostStallIsNotAWatchdogMiss() async throws {
         let python = try #require(RuntimeFixtures.which("python3"))
-        let pinger = #"import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\nwhile True:\n    s.sendto(b'WATCHDOG=1\\nSTATUS=tick %f' % time.time(), os.environ['NOTIFY_SOCKET'])\n    time.sleep(0.2)\n"#
+        let pinger =
+            #"import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\nwhile True:\n    s.sendto(b'WATCHDOG=1\\nSTATUS=tick %f' % time.time(), os.environ['NOTIFY_SOCKET'])\n    time.sleep(0.2)\n"#
         let project = try await Self.project(
             workers: ["{ name = \"p\", command = \"\(python)\", args = [\"-c\", \"\(pinger)\"], watchdog_sec = 1 }"])
         defer { project.dir.remove() }
@@ -186,7 +193,8 @@ struct SupervisorRuntimeTests {
         #expect(up != nil)
         close(reader)
         // It keeps running: its status still changes after the reader left.
-        let firstRestarts = Self.int(Self.details(try await Self.supervisorStatus(project, pid: host.pid))["worker.loop.restarts"]) ?? 0
+        let firstRestarts =
+            Self.int(Self.details(try await Self.supervisorStatus(project, pid: host.pid))["worker.loop.restarts"]) ?? 0
         let moving = try await Self.supervisorStatus(project, pid: host.pid, timeout: 10) {
             (Self.int(Self.details($0)["worker.loop.restarts"]) ?? 0) > firstRestarts + 10
         }
@@ -258,12 +266,15 @@ struct SupervisorRuntimeTests {
         chown(base, getuid(), getgid())
     }
 
-    @Test("vigil run: closed stderr, CLI advice after a failure with a non-zero exit, a directory, a relative XDG_RUNTIME_DIR")
+    @Test(
+        "vigil run: closed stderr, CLI advice after a failure with a non-zero exit, a directory, a relative XDG_RUNTIME_DIR"
+    )
     func runMessagesAndExits() async throws {
         let project = try Project()
         defer { project.dir.remove() }
         let closed = try await RuntimeFixtures.run(
-            "/bin/sh", ["-c", "cd \"$1\" && exec \"$0\" run -- /bin/true 2>&-", VigilExecutable.path, project.dir.path],
+            "/bin/sh",
+            ["-c", "cd \"$1\" && exec \"$0\" run -- /bin/true 2>&-", VigilExecutable.path, project.dir.path],
             environment: project.environment)
         #expect(closed.status == 0, "vigil run with stderr closed exited \(closed.status)")
 
@@ -284,13 +295,15 @@ struct SupervisorRuntimeTests {
             "/bin/sh", ["-c", "cd \"$1\" && exec \"$0\" run -- /bin/true", VigilExecutable.path, project.dir.path],
             environment: environment)
         #expect(relative.status == 0, "\(relative.stderr)")
-        #expect(relative.stderr.contains("XDG_RUNTIME_DIR=\"relative/run\" is not an absolute path"), "\(relative.stderr)")
+        #expect(
+            relative.stderr.contains("XDG_RUNTIME_DIR=\"relative/run\" is not an absolute path"), "\(relative.stderr)")
     }
 
     @Test("a worker flooding STATUS= costs a few status-file writes a second, and the last state is written")
     func statusFloodIsRateLimited() async throws {
         let python = try #require(RuntimeFixtures.which("python3"))
-        let flood = #"import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\nend=time.monotonic()+3\ni=0\nwhile time.monotonic()<end:\n    i+=1\n    s.sendto(b'STATUS=n %d' % i, os.environ['NOTIFY_SOCKET'])\ns.sendto(b'STATUS=final', os.environ['NOTIFY_SOCKET'])\ntime.sleep(300)\n"#
+        let flood =
+            #"import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\nend=time.monotonic()+3\ni=0\nwhile time.monotonic()<end:\n    i+=1\n    s.sendto(b'STATUS=n %d' % i, os.environ['NOTIFY_SOCKET'])\ns.sendto(b'STATUS=final', os.environ['NOTIFY_SOCKET'])\ntime.sleep(300)\n"#
         let project = try await Self.project(
             workers: ["{ name = \"f\", command = \"\(python)\", args = [\"-c\", \"\(flood)\"] }"])
         defer { project.dir.remove() }
@@ -365,7 +378,8 @@ struct SupervisorRuntimeTests {
     /// `vigil run ARGS` from the project's directory (no vigil.toml there).
     static func run(_ project: Project, _ arguments: [String]) async throws -> RuntimeFixtures.Output {
         try await RuntimeFixtures.run(
-            "/bin/sh", ["-c", "cd \"$1\" && shift && exec \"$0\" run \"$@\"", VigilExecutable.path, project.dir.path] + arguments,
+            "/bin/sh",
+            ["-c", "cd \"$1\" && shift && exec \"$0\" run \"$@\"", VigilExecutable.path, project.dir.path] + arguments,
             environment: project.environment)
     }
 }

@@ -24,7 +24,9 @@ struct SystemdUnitTests {
         return found.sorted()
     }
 
-    @Test("systemd-analyze verify accepts each unit with no warning", .enabled(if: analyze != nil, "systemd-analyze is not installed (Debian package systemd)"))
+    @Test(
+        "systemd-analyze verify accepts each unit with no warning",
+        .enabled(if: analyze != nil, "systemd-analyze is not installed (Debian package systemd)"))
     func verify() async throws {
         let analyze = try #require(Self.analyze)
         let units = Self.unitFiles()
@@ -48,7 +50,9 @@ struct SystemdUnitTests {
                 let r = try await VigilExecutable.run(
                     executable: analyze, scope + [unit], in: dir.path, environment: environment)
                 #expect(r.status == 0, "systemd-analyze \(scope.joined(separator: " ")) \(unit) failed:\n\(r.stderr)")
-                #expect(r.stderr.isEmpty && r.stdout.isEmpty, "systemd-analyze \(scope.joined(separator: " ")) \(unit):\n\(r.stdout)\(r.stderr)")
+                #expect(
+                    r.stderr.isEmpty && r.stdout.isEmpty,
+                    "systemd-analyze \(scope.joined(separator: " ")) \(unit):\n\(r.stdout)\(r.stderr)")
             }
         }
     }

@@ -40,13 +40,23 @@ import VigilTestSupport
         #expect(config.path == path)
         #expect(config.plugins == ["silent-engine", "supervisor"])
         #expect(config.acknowledgedUnsafePlugins == ["my-dev-plugin"])
-        #expect(config.host == HostDeclarations(name: "my-signer", backgroundModes: ["audio"], services: ["supervisor"]))
-        #expect(config.trustedPlugins["silent-engine"]?.description == "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4=")
-        #expect(config.trustedPlugins["supervisor"]?.description == "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=")
-        #expect(config.pluginPaths == [dir.url("manifests"), "/opt/vigil-plugins", HostConfiguration.firstPartyManifests(environment: .current).path])
+        #expect(
+            config.host == HostDeclarations(name: "my-signer", backgroundModes: ["audio"], services: ["supervisor"]))
+        #expect(
+            config.trustedPlugins["silent-engine"]?.description
+                == "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4=")
+        #expect(
+            config.trustedPlugins["supervisor"]?.description == "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk=")
+        #expect(
+            config.pluginPaths == [
+                dir.url("manifests"), "/opt/vigil-plugins",
+                HostConfiguration.firstPartyManifests(environment: .current).path,
+            ])
         #expect(config.pluginSettings["silent-engine"]?["mode"] == .string("sine"))
         #expect(config.pluginSettings["silent-engine"]?["sine_amplitude"] == .double(0.02))
-        #expect(config.pluginSettings["silent-engine"]?["nested"] == .table(["a": .array([.integer(1), .integer(2)]), "b": .bool(true)]))
+        #expect(
+            config.pluginSettings["silent-engine"]?["nested"]
+                == .table(["a": .array([.integer(1), .integer(2)]), "b": .bool(true)]))
     }
 
     @Test func locatesKeysHeadersAndArrayElements() throws {
@@ -59,7 +69,8 @@ import VigilTestSupport
         #expect(config.location(of: ["plugins", "supervisor"]) == SourceLocation(path: path, line: 4, column: 3))
         #expect(config.location(of: ["host"]) == SourceLocation(path: path, line: 9, column: 1))
         #expect(config.location(of: ["host", "background_modes", "audio"])?.line == 11)
-        #expect(config.location(of: ["trusted_plugins", "supervisor"]) == SourceLocation(path: path, line: 16, column: 1))
+        #expect(
+            config.location(of: ["trusted_plugins", "supervisor"]) == SourceLocation(path: path, line: 16, column: 1))
         #expect(config.location(of: ["silent-engine", "buffer_ms"]) == SourceLocation(path: path, line: 20, column: 1))
         #expect(config.location(of: ["silent-engine", "nested", "b"])?.line == 22)
         #expect(config.location(of: ["nothing"]) == nil)
@@ -100,7 +111,8 @@ import VigilTestSupport
     }
 
     @Test func invalidValuesAreLocated() throws {
-        #expect(try failure("plugins = [\"ok\"]\nbogus = 1\n").description.contains("vigil.toml:2:1: bogus: unknown key"))
+        #expect(
+            try failure("plugins = [\"ok\"]\nbogus = 1\n").description.contains("vigil.toml:2:1: bogus: unknown key"))
         #expect(try failure("plugins = [\"ok\", \"Bad\"]\n").description.contains("vigil.toml:1:18"))
         #expect(try failure("plugins = [\"a\", \"a\"]\n").message.contains("listed twice"))
         #expect(try failure("plugins = \"a\"\n").message.contains("array of strings"))

@@ -45,19 +45,34 @@ import VigilPlugin
             ])
         #expect(m.hostRequirements[0].why == "w")
         #expect(m.resources == [.init(path: "lib/x.so", sha256: String(repeating: "ab", count: 32), size: 10)])
-        #expect(m.settings == ["a": .integer(1), "b": .double(1.5), "c": .string("s"), "d": .array([.bool(true)]), "e": .table(["f": .integer(-2)])])
+        #expect(
+            m.settings == [
+                "a": .integer(1), "b": .double(1.5), "c": .string("s"), "d": .array([.bool(true)]),
+                "e": .table(["f": .integer(-2)]),
+            ])
     }
 
     @Test func sharedLibraryEntry() throws {
-        let m = try decode(replacing(#""entry": "silent-engine""#, #""entry": {"kind": "shared-library", "path": "lib/x.so", "abi": 1}"#))
+        let m = try decode(
+            replacing(
+                #""entry": "silent-engine""#, #""entry": {"kind": "shared-library", "path": "lib/x.so", "abi": 1}"#))
         #expect(m.entry == "shared-library")
         #expect(m.sharedLibrary == PluginManifest.SharedLibraryEntry(path: "lib/x.so", abi: 1))
         #expect(try decode(Self.valid).sharedLibrary == nil)
         let cases: [(String, String)] = [
-            (#"{"kind": "shared-library", "path": "lib/y.so", "abi": 1}"#, "$.entry: the shared library lib/y.so is not listed in \"resources\""),
+            (
+                #"{"kind": "shared-library", "path": "lib/y.so", "abi": 1}"#,
+                "$.entry: the shared library lib/y.so is not listed in \"resources\""
+            ),
             (#"{"kind": "python", "path": "lib/x.so", "abi": 1}"#, "$.entry.kind: unknown entry kind \"python\""),
-            (#"{"kind": "shared-library", "path": "../x.so", "abi": 1}"#, "$.entry.path: the path has a '..' component"),
-            (#"{"kind": "shared-library", "path": "lib/x.so", "abi": 0}"#, "$.entry.abi: expected the plugin ABI major version"),
+            (
+                #"{"kind": "shared-library", "path": "../x.so", "abi": 1}"#,
+                "$.entry.path: the path has a '..' component"
+            ),
+            (
+                #"{"kind": "shared-library", "path": "lib/x.so", "abi": 0}"#,
+                "$.entry.abi: expected the plugin ABI major version"
+            ),
             (#"{"kind": "shared-library", "path": "lib/x.so"}"#, "$.entry: the required field \"abi\" is missing"),
             (#"{"kind": "shared-library", "path": "lib/x.so", "abi": 1, "x": 1}"#, "$.entry.x: unknown field"),
             ("[1]", "$.entry: expected a built-in implementation's name or a"),
@@ -69,11 +84,17 @@ import VigilPlugin
     }
 
     @Test func errorsNameTheJSONPath() {
-        #expect(failure(replacing(#"{"kind": "dbus-session"}"#, #"{"kind": "dbus"}"#)).contains("$.host_requirements[1].kind"))
-        #expect(failure(replacing(#""entry": "silent-engine","#, #""entry": "silent-engine", "extra": 1,"#)).contains("$.extra"))
+        #expect(
+            failure(replacing(#"{"kind": "dbus-session"}"#, #"{"kind": "dbus"}"#)).contains(
+                "$.host_requirements[1].kind"))
+        #expect(
+            failure(replacing(#""entry": "silent-engine","#, #""entry": "silent-engine", "extra": 1,"#)).contains(
+                "$.extra"))
         #expect(failure(replacing(#""size": 10"#, #""size": -1"#)).contains("$.resources[0].size"))
         #expect(failure(replacing(#""f": -2"#, #""f": null"#)).contains("$.settings.e.f"))
-        #expect(failure(replacing(#"{"kind": "dbus-session"}"#, #"{"kind": "dbus-session", "value": "x"}"#)).contains("$.host_requirements[1].value"))
+        #expect(
+            failure(replacing(#"{"kind": "dbus-session"}"#, #"{"kind": "dbus-session", "value": "x"}"#)).contains(
+                "$.host_requirements[1].value"))
         #expect(failure(replacing(#""value": "supervisor""#, #""why": "no value""#)).contains("$.host_requirements[2]"))
     }
 
@@ -83,7 +104,10 @@ import VigilPlugin
         #expect(failure(replacing(#""schema": "vigil.plugin-manifest/v1""#, #""schema": 1"#)).contains("$.schema"))
     }
 
-    @Test(arguments: ["1.0", "01.0.0", "1.0.0-", "1.0.0-01", "+1.0.0", "1.0.0+", "v1.0.0", "1.0.0.0", " 1.0.0", "1.-1.0", "1.0.0-a..b"])
+    @Test(arguments: [
+        "1.0", "01.0.0", "1.0.0-", "1.0.0-01", "+1.0.0", "1.0.0+", "v1.0.0", "1.0.0.0", " 1.0.0", "1.-1.0",
+        "1.0.0-a..b",
+    ])
     func badVersionsAreRejected(version: String) {
         #expect(failure(replacing("1.2.3-rc.1+b5", version)).contains("$.version"))
     }
@@ -108,7 +132,9 @@ import VigilPlugin
     }
 
     @Test func badDigestsAndDuplicateResourcesAreRejected() {
-        #expect(failure(replacing(String(repeating: "ab", count: 32), String(repeating: "AB", count: 32))).contains("sha256"))
+        #expect(
+            failure(replacing(String(repeating: "ab", count: 32), String(repeating: "AB", count: 32))).contains(
+                "sha256"))
         let twice = replacing(
             #""size": 10}]"#,
             #""size": 10}, {"path": "lib/x.so", "sha256": "\#(String(repeating: "ab", count: 32))", "size": 10}]"#)

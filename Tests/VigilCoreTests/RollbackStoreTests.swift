@@ -19,10 +19,18 @@ import VigilTestSupport
         try store.record(plugin: "a", fingerprint: fp, version: v("1.2.0"), manifestSHA256: sha1)
         #expect(try dir.mode("state/vigil") == 0o700)
         #expect(try dir.mode("state/vigil/rollback.json") == 0o600)
-        #expect(throws: CoreError.self) { try store.check(plugin: "a", fingerprint: fp, version: v("1.1.9"), manifestSHA256: sha1) }
-        #expect(throws: CoreError.self) { try store.check(plugin: "a", fingerprint: fp, version: v("1.2.0-rc.1"), manifestSHA256: sha1) }
-        #expect(throws: CoreError.self) { try store.check(plugin: "a", fingerprint: fp, version: v("1.2.0"), manifestSHA256: sha2) }
-        #expect(throws: CoreError.self) { try store.record(plugin: "a", fingerprint: fp, version: v("1.0.0"), manifestSHA256: sha2) }
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "a", fingerprint: fp, version: v("1.1.9"), manifestSHA256: sha1)
+        }
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "a", fingerprint: fp, version: v("1.2.0-rc.1"), manifestSHA256: sha1)
+        }
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "a", fingerprint: fp, version: v("1.2.0"), manifestSHA256: sha2)
+        }
+        #expect(throws: CoreError.self) {
+            try store.record(plugin: "a", fingerprint: fp, version: v("1.0.0"), manifestSHA256: sha2)
+        }
         try store.check(plugin: "a", fingerprint: fp, version: v("1.2.0"), manifestSHA256: sha1)
         // Another key or plugin is independent.
         let other = MinisignSecretKey.generate().publicKey.fingerprint
@@ -39,8 +47,12 @@ import VigilTestSupport
         #expect(try dir.list("state/vigil") == ["rollback.json", "rollback.lock"], "no temporary files left")
     }
 
-    @Test(arguments: ["", "{}", "not json", "{\"schema\": \"vigil.rollback-state/v1\", \"plugins\": {\"a\": {\"k\": {\"version\": \"x\", \"manifest_sha256\": \"\"}}}}",
-                      "{\"schema\": \"other\", \"plugins\": {}}", "{\"schema\": \"vigil.rollback-state/v1\", \"plugins\": {}, \"plugins\": {}}"])
+    @Test(arguments: [
+        "", "{}", "not json",
+        "{\"schema\": \"vigil.rollback-state/v1\", \"plugins\": {\"a\": {\"k\": {\"version\": \"x\", \"manifest_sha256\": \"\"}}}}",
+        "{\"schema\": \"other\", \"plugins\": {}}",
+        "{\"schema\": \"vigil.rollback-state/v1\", \"plugins\": {}, \"plugins\": {}}",
+    ])
     func corruptStateFailsClosed(contents: String) throws {
         let dir = try TestDirectory()
         defer { dir.remove() }
@@ -64,13 +76,18 @@ import VigilTestSupport
         defer { dir.remove() }
         let store = RollbackStore(directory: dir.url("state/vigil"))
         try store.record(plugin: "a", fingerprint: fp, version: v("2.0.0--1"), manifestSHA256: sha1)
-        #expect(throws: CoreError.self) { try store.check(plugin: "a", fingerprint: fp, version: v("2.0.0-0"), manifestSHA256: sha2) }
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "a", fingerprint: fp, version: v("2.0.0-0"), manifestSHA256: sha2)
+        }
         // Numeric identifiers longer than 64 bits still compare as numbers.
         try store.record(plugin: "b", fingerprint: fp, version: v("2.0.0-18446744073709551616"), manifestSHA256: sha2)
-        #expect(throws: CoreError.self) { try store.check(plugin: "b", fingerprint: fp, version: v("2.0.0-9"), manifestSHA256: sha1) }
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "b", fingerprint: fp, version: v("2.0.0-9"), manifestSHA256: sha1)
+        }
         // The same version with other build metadata is the same version: changed bytes are refused.
         #expect(throws: CoreError.self) {
-            try store.check(plugin: "b", fingerprint: fp, version: v("2.0.0-18446744073709551616+b"), manifestSHA256: sha1)
+            try store.check(
+                plugin: "b", fingerprint: fp, version: v("2.0.0-18446744073709551616+b"), manifestSHA256: sha1)
         }
     }
 
@@ -80,9 +97,13 @@ import VigilTestSupport
         let store = RollbackStore(directory: dir.url("s"))
         try store.record(plugin: "a", fingerprint: fp, version: v("1.0.0"), manifestSHA256: sha1)
         #expect(chmod(store.statePath, 0o666) == 0)
-        #expect(throws: CoreError.self) { try store.check(plugin: "a", fingerprint: fp, version: v("1.0.0"), manifestSHA256: sha1) }
+        #expect(throws: CoreError.self) {
+            try store.check(plugin: "a", fingerprint: fp, version: v("1.0.0"), manifestSHA256: sha1)
+        }
         #expect(chmod(store.statePath, 0o600) == 0)
         #expect(chmod(dir.url("s"), 0o777) == 0)
-        #expect(throws: CoreError.self) { try store.record(plugin: "a", fingerprint: fp, version: v("2.0.0"), manifestSHA256: sha1) }
+        #expect(throws: CoreError.self) {
+            try store.record(plugin: "a", fingerprint: fp, version: v("2.0.0"), manifestSHA256: sha1)
+        }
     }
 }

@@ -158,7 +158,8 @@ import VigilTestSupport
             var bytes = raw
             bytes[i] ^= 0x01
             guard let flipped = try? Ed25519PublicKey(rawRepresentation: bytes) else { continue }
-            let code = f.errorCode("alpha", f.loader(trusted: ["alpha": Fingerprint(publicKey: flipped)], rollback: false))
+            let code = f.errorCode(
+                "alpha", f.loader(trusted: ["alpha": Fingerprint(publicKey: flipped)], rollback: false))
             #expect(code == .invalidSignature, "flipped key byte \(i)")
         }
     }
@@ -209,11 +210,13 @@ import VigilTestSupport
         #expect(f.errorCode("alpha", loader) == .resourceMismatch)
         // Replaced by a symbolic link to a file with the right bytes.
         try f.root.write("elsewhere/a.bin", [1, 2, 3, 4])
-        try FileManager.default.createSymbolicLink(atPath: f.root.url("plugins/alpha/lib/a.bin"), withDestinationPath: f.root.url("elsewhere/a.bin"))
+        try FileManager.default.createSymbolicLink(
+            atPath: f.root.url("plugins/alpha/lib/a.bin"), withDestinationPath: f.root.url("elsewhere/a.bin"))
         #expect(f.errorCode("alpha", loader) == .notRegularFile)
         // A directory component replaced by a symbolic link.
         try FileManager.default.removeItem(atPath: f.root.url("plugins/alpha/lib"))
-        try FileManager.default.createSymbolicLink(atPath: f.root.url("plugins/alpha/lib"), withDestinationPath: f.root.url("elsewhere"))
+        try FileManager.default.createSymbolicLink(
+            atPath: f.root.url("plugins/alpha/lib"), withDestinationPath: f.root.url("elsewhere"))
         error = try #require(CoreError.of(loader.load("alpha")))
         #expect(error.code == .notRegularFile)
         #expect(error.message.contains("plugins/alpha/lib, which is a symbolic link"), "\(error.message)")
@@ -249,7 +252,8 @@ import VigilTestSupport
         // Same version, different (validly signed) bytes.
         try f.makeSigned(
             "alpha", key: key,
-            manifest: PluginFixture.manifestText(name: "alpha", version: "1.1.0").replacingOccurrences(of: "test plugin", with: "changed plugin"))
+            manifest: PluginFixture.manifestText(name: "alpha", version: "1.1.0").replacingOccurrences(
+                of: "test plugin", with: "changed plugin"))
         #expect(f.errorCode("alpha", loader) == .rollback)
         // A higher version is accepted and raises the mark.
         try f.makeSigned("alpha", key: key, version: "2.0.0-beta.1")
@@ -303,7 +307,8 @@ import VigilTestSupport
         defer { f.remove() }
         try f.makeSigned("alpha", key: key)
         try FileManager.default.moveItem(atPath: f.root.url("plugins/alpha"), toPath: f.root.url("real-alpha"))
-        try FileManager.default.createSymbolicLink(atPath: f.root.url("plugins/alpha"), withDestinationPath: f.root.url("real-alpha"))
+        try FileManager.default.createSymbolicLink(
+            atPath: f.root.url("plugins/alpha"), withDestinationPath: f.root.url("real-alpha"))
         #expect(f.errorCode("alpha", f.loader(trusted: ["alpha": fp])) == .notRegularFile)
     }
 

@@ -47,7 +47,8 @@ import VigilTestSupport
         // Threads, not tasks: each edit blocks in flock, which must not park the cooperative pool.
         DispatchQueue.concurrentPerform(iterations: names.count) { i in
             do {
-                _ = try TrustEditor.trust(plugin: names[i], fingerprint: i.isMultiple(of: 2) ? fpA : fpB, configPath: path)
+                _ = try TrustEditor.trust(
+                    plugin: names[i], fingerprint: i.isMultiple(of: 2) ? fpA : fpB, configPath: path)
             } catch {
                 failures.withLock { $0.append("\(names[i]): \(error)") }
             }
@@ -101,7 +102,9 @@ import VigilTestSupport
         let text = "[trusted_plugins]\n\n[a]\nx = 1\n"
         let path = try dir.write("vigil.toml", text)
         _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
-        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == "[trusted_plugins]\na = \"\(fpA)\"\n\n[a]\nx = 1\n")
+        #expect(
+            String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+                == "[trusted_plugins]\na = \"\(fpA)\"\n\n[a]\nx = 1\n")
     }
 
     @Test func brokenFileIsRefusedAndUnchanged() throws {
@@ -159,9 +162,11 @@ import VigilTestSupport
         let dir = try TestDirectory()
         defer { dir.remove() }
         try dir.write("real.toml", "")
-        try FileManager.default.createSymbolicLink(atPath: dir.url("vigil.toml"), withDestinationPath: dir.url("real.toml"))
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.url("vigil.toml"), withDestinationPath: dir.url("real.toml"))
         _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: dir.url("vigil.toml"))
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.url("vigil.toml")) == dir.url("real.toml"))
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: dir.url("vigil.toml")) == dir.url("real.toml"))
         #expect(try HostConfiguration.load(path: dir.url("vigil.toml")).trustedPlugins["a"] == fpA)
     }
 
@@ -172,7 +177,9 @@ import VigilTestSupport
         defer { dir.remove() }
         let path = try dir.write("vigil.toml", Self.original)
         #expect(chmod(path, 0o666) == 0)
-        #expect(throws: CoreError.self) { try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) }
+        #expect(throws: CoreError.self) {
+            try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path)
+        }
         #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == Self.original)
         #expect(try dir.mode("vigil.toml") == 0o666, "left exactly as it was")
         #expect(chmod(path, 0o600) == 0)

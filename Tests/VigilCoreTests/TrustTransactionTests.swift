@@ -48,7 +48,8 @@ import VigilTestSupport
         let loader = PluginLoader(configuration: config, rollbackStore: store)
         #expect(f.errorCode("alpha", loader) == .rollback)
         let review = try TrustTransaction.review(name: "alpha", configuration: config, pinned: nil, store: store)
-        #expect(review.downgrade?.from == SemanticVersion("2.0.0") && review.downgrade?.to == SemanticVersion("2.0.0-0"))
+        #expect(
+            review.downgrade?.from == SemanticVersion("2.0.0") && review.downgrade?.to == SemanticVersion("2.0.0-0"))
         #expect(try TrustTransaction.commit(review, store: store) == .unchanged)
         _ = try loader.loadOrThrow("alpha")
     }

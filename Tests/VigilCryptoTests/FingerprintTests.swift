@@ -30,7 +30,9 @@ struct FingerprintTests {
 
     @Test(arguments: ["B", "C", "D"])
     func nonCanonicalSpareBitsAreRejected(lastDigit: String) throws {
-        #expect(try Fingerprint(parsing: Self.zeroKeyFingerprint).publicKey.rawRepresentation == [UInt8](repeating: 0, count: 32))
+        #expect(
+            try Fingerprint(parsing: Self.zeroKeyFingerprint).publicKey.rawRepresentation
+                == [UInt8](repeating: 0, count: 32))
         let text = String(Self.zeroKeyFingerprint.dropLast(2)) + lastDigit + "="
         let error = expectError(.nonCanonicalFingerprint) { try Fingerprint(parsing: text) }
         #expect(error?.message.contains(Self.zeroKeyFingerprint) == true, "names the canonical form")
@@ -44,7 +46,9 @@ struct FingerprintTests {
         for spare in 1...3 {
             var text = canonical
             text[text.count - 2] = digits[last | spare]
-            let error = expectError(.nonCanonicalFingerprint) { try Fingerprint(parsing: String(decoding: text, as: UTF8.self)) }
+            let error = expectError(.nonCanonicalFingerprint) {
+                try Fingerprint(parsing: String(decoding: text, as: UTF8.self))
+            }
             #expect(error?.message.contains(Self.examplesFingerprint) == true)
         }
     }

@@ -18,7 +18,8 @@ struct MinisignPublicKeyTests {
 
     @Test func keyIDIsDisplayedAsMinisignDoes() throws {
         // Stored bytes are the little-endian value: minisign shows them reversed.
-        let key = MinisignPublicKey(keyID: [0x16, 0x90, 0x23, 0xd4, 0x16, 0x02, 0x5f, 0x39], key: Ed25519SecretKey.generate().publicKey)
+        let key = MinisignPublicKey(
+            keyID: [0x16, 0x90, 0x23, 0xd4, 0x16, 0x02, 0x5f, 0x39], key: Ed25519SecretKey.generate().publicKey)
         #expect(key.keyIDHex == "395F0216D4239016")
         let small = MinisignPublicKey(keyID: [1, 0, 0, 0, 0, 0, 0, 0], key: key.key)
         #expect(small.keyIDHex == "0000000000000001")
@@ -105,14 +106,18 @@ struct MinisignSignatureFormatTests {
             ("\n" + lines.joined(separator: "\n") + "\n", "5 lines"),
         ]
         for (text, reason) in variants {
-            let error = expectError(.malformedSignature, "\(reason)") { try MinisignSignature(fileContents: Array(text.utf8)) }
+            let error = expectError(.malformedSignature, "\(reason)") {
+                try MinisignSignature(fileContents: Array(text.utf8))
+            }
             #expect(error?.message.contains(reason) == true, "\(error?.message ?? "")")
         }
     }
 
     @Test func missingPrefixesAreRefused() throws {
         let lines = try Self.goldenLines()
-        for (index, replacement) in [(0, "untrusted: x"), (0, "Untrusted comment: x"), (2, "trusted comment:x"), (2, lines[0])] {
+        for (index, replacement) in [
+            (0, "untrusted: x"), (0, "Untrusted comment: x"), (2, "trusted comment:x"), (2, lines[0]),
+        ] {
             var changed = lines
             changed[index] = replacement
             let error = expectError(.malformedSignature, "line \(index + 1)") {
@@ -192,7 +197,9 @@ struct MinisignSignatureFormatTests {
         expectError(.invalidSignature) { try parsed.verify([0], with: key.publicKey) }
     }
 
-    @Test(arguments: ["line\nbreak", "carriage\rreturn", "bell\u{07}", "nul\u{00}", "escape\u{1b}[31m", "delete\u{7f}", "c1\u{85}"])
+    @Test(arguments: [
+        "line\nbreak", "carriage\rreturn", "bell\u{07}", "nul\u{00}", "escape\u{1b}[31m", "delete\u{7f}", "c1\u{85}",
+    ])
     func controlCharactersInCommentsAreRefusedWhenSigning(comment: String) {
         let key = MinisignSecretKey.generate()
         let trusted = expectError(.invalidComment) {
@@ -211,9 +218,11 @@ struct MinisignSignatureFormatTests {
         let signature = try MinisignSignature.sign([1], with: key, trustedComment: longest)
         #expect(try MinisignSignature(fileContents: Array(signature.fileContents().utf8)).trustedComment == longest)
         expectError(.invalidComment) { try MinisignSignature.sign([1], with: key, trustedComment: longest + "x") }
-        _ = try MinisignSignature.sign([1], with: key, trustedComment: "", untrustedComment: String(repeating: "u", count: 1003))
+        _ = try MinisignSignature.sign(
+            [1], with: key, trustedComment: "", untrustedComment: String(repeating: "u", count: 1003))
         expectError(.invalidComment) {
-            try MinisignSignature.sign([1], with: key, trustedComment: "", untrustedComment: String(repeating: "u", count: 1004))
+            try MinisignSignature.sign(
+                [1], with: key, trustedComment: "", untrustedComment: String(repeating: "u", count: 1004))
         }
     }
 

@@ -41,13 +41,15 @@ struct MinisignInteropTests {
             #expect(accepted.status == 0, "\(accepted.output)")
             #expect(accepted.output.contains("Trusted comment: \(trustedComment)"))
             // minisign also takes the key as the base64 line.
-            let inline = try await minisign.run(["-V", "-H", "-P", key.publicKey.base64, "-m", "plugin.json"], in: directory)
+            let inline = try await minisign.run(
+                ["-V", "-H", "-P", key.publicKey.base64, "-m", "plugin.json"], in: directory)
             #expect(inline.status == 0, "\(inline.output)")
 
             // One byte of the file changed.
             try FileManager.default.removeItem(at: directory.appendingPathComponent("plugin.json"))
             try write(message.flipping(3), to: directory.appendingPathComponent("plugin.json"))
-            let tamperedFile = try await minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
+            let tamperedFile = try await minisign.run(
+                ["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
             #expect(tamperedFile.status != 0, "\(tamperedFile.output)")
             #expect(tamperedFile.output.contains("Signature verification failed"))
 
@@ -58,7 +60,8 @@ struct MinisignInteropTests {
             lines.trusted = "interop@9.9.9\tsigned by vigil"
             try FileManager.default.removeItem(at: directory.appendingPathComponent("plugin.json.minisig"))
             try write(lines.file, to: directory.appendingPathComponent("plugin.json.minisig"))
-            let tamperedComment = try await minisign.run(["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
+            let tamperedComment = try await minisign.run(
+                ["-V", "-H", "-p", "key.pub", "-m", "plugin.json"], in: directory)
             #expect(tamperedComment.status != 0, "\(tamperedComment.output)")
             #expect(tamperedComment.output.contains("Comment signature verification failed"))
         }
@@ -75,7 +78,8 @@ struct MinisignInteropTests {
 
             // No password is asked for a key with kdf 00 00 (stdin is empty and closed).
             let signed = try await minisign.run(
-                ["-S", "-s", "vigil.key", "-p", "vigil.pub", "-m", "message.txt", "-t", "made by minisign"], in: directory)
+                ["-S", "-s", "vigil.key", "-p", "vigil.pub", "-m", "message.txt", "-t", "made by minisign"],
+                in: directory)
             #expect(signed.status == 0, "\(signed.output)")
             let file = try Data(contentsOf: directory.appendingPathComponent("message.txt.minisig"))
             let signature = try MinisignSignature(fileContents: file)
@@ -88,7 +92,8 @@ struct MinisignInteropTests {
             // minisign derives the same public key file from vigil's secret key.
             let recreated = try await minisign.run(["-R", "-s", "vigil.key", "-p", "recreated.pub"], in: directory)
             #expect(recreated.status == 0, "\(recreated.output)")
-            let recreatedText = try String(contentsOf: directory.appendingPathComponent("recreated.pub"), encoding: .utf8)
+            let recreatedText = try String(
+                contentsOf: directory.appendingPathComponent("recreated.pub"), encoding: .utf8)
             #expect(recreatedText == key.publicKey.fileContents())
         }
     }

@@ -45,7 +45,9 @@ struct MinisignSecretKeyTests {
         let key = MinisignSecretKey.generate()
         let blob = try Self.blob(key.fileContents())
         for index in 54..<158 {
-            expectError(.malformedSecretKey, "byte \(index)") { try MinisignSecretKey(fileContents: Self.file(blob.flipping(index))) }
+            expectError(.malformedSecretKey, "byte \(index)") {
+                try MinisignSecretKey(fileContents: Self.file(blob.flipping(index)))
+            }
         }
     }
 
@@ -65,7 +67,9 @@ struct MinisignSecretKeyTests {
         ] {
             var changed = blob
             changed.replaceSubrange(range, with: Array(replacement.utf8))
-            let error = expectError(.malformedSecretKey, "\(reason)") { try MinisignSecretKey(fileContents: Self.file(changed)) }
+            let error = expectError(.malformedSecretKey, "\(reason)") {
+                try MinisignSecretKey(fileContents: Self.file(changed))
+            }
             #expect(error?.message.contains(reason) == true)
         }
     }
@@ -80,7 +84,9 @@ struct MinisignSecretKeyTests {
         var blob = try Self.blob(MinisignSecretKey.generate().fileContents())
         blob.replaceSubrange(2..<4, with: Array("Sc".utf8))
         blob.replaceSubrange(46..<54, with: [0, 0, 0, 0, 0, 1, 0, 0])  // 2^40 bytes of memory
-        let error = expectError(.malformedSecretKey) { try MinisignSecretKey(fileContents: Self.file(blob), password: "x") }
+        let error = expectError(.malformedSecretKey) {
+            try MinisignSecretKey(fileContents: Self.file(blob), password: "x")
+        }
         #expect(error?.message.contains("memory") == true)
     }
 
@@ -100,7 +106,9 @@ struct MinisignSecretKeyTests {
         let key = MinisignSecretKey.generate()
         let asPublic = expectError(.malformedPublicKey) { try MinisignPublicKey(fileContents: key.fileContents()) }
         #expect(asPublic?.message.contains("SECRET") == true)
-        let asSecret = expectError(.malformedSecretKey) { try MinisignSecretKey(fileContents: key.publicKey.fileContents()) }
+        let asSecret = expectError(.malformedSecretKey) {
+            try MinisignSecretKey(fileContents: key.publicKey.fileContents())
+        }
         #expect(asSecret?.message.contains("public key") == true)
     }
 

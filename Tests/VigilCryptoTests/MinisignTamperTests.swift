@@ -83,7 +83,9 @@ struct MinisignTamperTests {
 
     @Test func everyFlippedByteOfTheMessageIsCaught() throws {
         for index in message.indices {
-            expectError(.invalidSignature, "message byte \(index)") { try verify(lines, message: message.flipping(index)) }
+            expectError(.invalidSignature, "message byte \(index)") {
+                try verify(lines, message: message.flipping(index))
+            }
         }
         expectError(.invalidSignature, "message extended") { try verify(lines, message: message + [0x0a]) }
         expectError(.invalidSignature, "message truncated") { try verify(lines, message: Array(message.dropLast())) }
@@ -136,7 +138,9 @@ struct MinisignTamperTests {
         #expect(error?.message.contains(Golden.keyIDHex) == true)
         #expect(error?.message.contains(other.keyIDHex) == true)
         // As a bare Ed25519 key there is no key id to compare.
-        let bare = expectError(.invalidSignature) { try MinisignSignature(fileContents: file).verify(message, with: other.key) }
+        let bare = expectError(.invalidSignature) {
+            try MinisignSignature(fileContents: file).verify(message, with: other.key)
+        }
         #expect(bare?.message.contains(Golden.keyIDHex) == true)
         // Another key that claims the signer's key id is still just a wrong key.
         expectError(.invalidSignature) {
@@ -150,8 +154,11 @@ struct MinisignTamperTests {
         let signature = try MinisignSignature.sign(Array("other".utf8), with: key, trustedComment: lines.trusted)
         expectError(.invalidSignature) { try signature.verify(message, with: key.publicKey) }
         // And a golden global signature pasted onto a fresh signature does not carry over.
-        var mixed = SignatureLines(Array(try MinisignSignature.sign(message, with: key, trustedComment: lines.trusted).fileContents().utf8))
+        var mixed = SignatureLines(
+            Array(try MinisignSignature.sign(message, with: key, trustedComment: lines.trusted).fileContents().utf8))
         mixed.global = lines.global
-        expectError(.invalidGlobalSignature) { try MinisignSignature(fileContents: mixed.file).verify(message, with: key.publicKey) }
+        expectError(.invalidGlobalSignature) {
+            try MinisignSignature(fileContents: mixed.file).verify(message, with: key.publicKey)
+        }
     }
 }

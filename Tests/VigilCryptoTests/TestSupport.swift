@@ -1,7 +1,7 @@
 import Foundation
-import VigilTestSupport
 import Testing
 import VigilCrypto
+import VigilTestSupport
 
 /// Where the tests find their files, from this source file's location (no resource bundles).
 enum TestPaths {
@@ -47,8 +47,9 @@ enum Golden {
 func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
     let url = FileManager.default.temporaryDirectory
         .appendingPathComponent("vigil-crypto-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false,
-                                            attributes: [.posixPermissions: 0o700])
+    try FileManager.default.createDirectory(
+        at: url, withIntermediateDirectories: false,
+        attributes: [.posixPermissions: 0o700])
     defer { try? FileManager.default.removeItem(at: url) }
     return try body(url)
 }
@@ -57,8 +58,9 @@ func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
 func withTemporaryDirectory<R>(_ body: (URL) async throws -> R) async throws -> R {
     let url = FileManager.default.temporaryDirectory
         .appendingPathComponent("vigil-crypto-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false,
-                                            attributes: [.posixPermissions: 0o700])
+    try FileManager.default.createDirectory(
+        at: url, withIntermediateDirectories: false,
+        attributes: [.posixPermissions: 0o700])
     defer { try? FileManager.default.removeItem(at: url) }
     return try await body(url)
 }
@@ -69,7 +71,8 @@ func write(_ text: String, to url: URL) throws {
 }
 
 func write(_ bytes: [UInt8], to url: URL) throws {
-    guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
+    guard
+        FileManager.default.createFile(atPath: url.path, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
     else {
         throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
     }
@@ -124,7 +127,8 @@ struct Minisign {
         let process = Process()
         if let memoryLimitKiB {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "ulimit -v \(memoryLimitKiB) && exec \"$0\" \"$@\"", executable.path] + arguments
+            process.arguments =
+                ["-c", "ulimit -v \(memoryLimitKiB) && exec \"$0\" \"$@\"", executable.path] + arguments
         } else {
             process.executableURL = executable
             process.arguments = arguments
@@ -169,7 +173,8 @@ struct SignatureLines {
     }
 
     var file: [UInt8] {
-        let text = "untrusted comment: \(untrusted)\n\(Data(body).base64EncodedString())\n"
+        let text =
+            "untrusted comment: \(untrusted)\n\(Data(body).base64EncodedString())\n"
             + "trusted comment: \(trusted)\n\(Data(global).base64EncodedString())\n"
         return Array(text.utf8)
     }
@@ -183,7 +188,9 @@ func expectError<R>(
 ) -> CryptoError? {
     let error = #expect(throws: CryptoError.self, comment, sourceLocation: sourceLocation, performing: body)
     if let error {
-        #expect(error.code == code, "\(comment.map { "\($0): " } ?? "")got \(error.code): \(error)", sourceLocation: sourceLocation)
+        #expect(
+            error.code == code, "\(comment.map { "\($0): " } ?? "")got \(error.code): \(error)",
+            sourceLocation: sourceLocation)
     }
     return error
 }

@@ -58,7 +58,8 @@ enum Wycheproof {
     "Wycheproof Ed25519 vectors",
     .enabled(
         if: Wycheproof.isPresent,
-        "../shared/testvectors/wycheproof-ed25519_test.json is absent (a clone outside the Vigil workspace): the 151 Wycheproof cases did not run"))
+        "../shared/testvectors/wycheproof-ed25519_test.json is absent (a clone outside the Vigil workspace): the 151 Wycheproof cases did not run"
+    ))
 struct WycheproofTests {
     @Test func fileIsCompleteAndReadable() throws {
         let (declared, cases) = try Wycheproof.load()

@@ -35,7 +35,10 @@ private final class Counter: Sendable {
         DBusInterface(
             name: "org.example.Counter",
             methods: [
-                DBusMethod("Echo", inputs: [DBusArgument("map", "a{sv}"), DBusArgument("path", "o")], outputs: [DBusArgument("out", "(a{sv}o)")]) {
+                DBusMethod(
+                    "Echo", inputs: [DBusArgument("map", "a{sv}"), DBusArgument("path", "o")],
+                    outputs: [DBusArgument("out", "(a{sv}o)")]
+                ) {
                     call throws(DBusError) in
                     self.calls.withLock { $0.append("Echo") }
                     return [.structure(call.arguments)]
@@ -55,8 +58,11 @@ private final class Counter: Sendable {
                 },
             ],
             properties: [
-                DBusProperty("Value", signature: "d", get: { .double(self.value.withLock { $0 }) }) { v throws(DBusError) in
-                    guard let d = v.double, d >= 0 else { throw DBusError.refusal(DBusErrorName.invalidArgs, "negative") }
+                DBusProperty("Value", signature: "d", get: { .double(self.value.withLock { $0 }) }) {
+                    v throws(DBusError) in
+                    guard let d = v.double, d >= 0 else {
+                        throw DBusError.refusal(DBusErrorName.invalidArgs, "negative")
+                    }
                     self.value.withLock { $0 = d }
                 },
                 DBusProperty("Names", signature: "as", changeSignal: .invalidates, get: { .stringArray(["a", "b"]) }),
@@ -107,7 +113,8 @@ struct VigilDBusTests {
             // A value that does not match its declared array type is refused before sending.
             do throws(DBusError) {
                 _ = try await bus.call(
-                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus",
                     member: "ListNames", arguments: [.array("s", [.int32(1)])])
                 Issue.record("a mistyped array was sent")
             } catch {
@@ -139,9 +146,12 @@ struct VigilDBusTests {
             #expect(try await bus.requestName("org.example.Counter") == .primaryOwner)
             let client = try await DBusConnection.connect(to: .address(daemon.address), logger: logger)
             defer { Task { await client.close() } }
-            func call(_ interface: String, _ member: String, _ arguments: [DBusValue] = []) async throws(DBusError) -> [DBusValue] {
+            func call(_ interface: String, _ member: String, _ arguments: [DBusValue] = []) async throws(DBusError)
+                -> [DBusValue]
+            {
                 try await client.call(
-                    destination: "org.example.Counter", path: "/org/example/Counter", interface: interface, member: member,
+                    destination: "org.example.Counter", path: "/org/example/Counter", interface: interface,
+                    member: member,
                     arguments: arguments)
             }
             let props = "org.freedesktop.DBus.Properties"
@@ -157,8 +167,12 @@ struct VigilDBusTests {
             }
             #expect(counter.calls.withLock { $0 } == ["Echo"])
             // A handler's refusal goes back with its name.
-            do throws(DBusError) { _ = try await call("org.example.Counter", "Fail") } catch { #expect(error.name == "org.example.Error.Nope") }
-            do throws(DBusError) { _ = try await call("org.example.Counter", "Missing") } catch { #expect(error.name == DBusErrorName.unknownMethod) }
+            do throws(DBusError) { _ = try await call("org.example.Counter", "Fail") } catch {
+                #expect(error.name == "org.example.Error.Nope")
+            }
+            do throws(DBusError) { _ = try await call("org.example.Counter", "Missing") } catch {
+                #expect(error.name == DBusErrorName.unknownMethod)
+            }
 
             // File descriptors travel.
             let fdReply = try await call("org.example.Counter", "OpenPipe")
@@ -172,11 +186,15 @@ struct VigilDBusTests {
             #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self) == "hello")
 
             // Properties: Get, GetAll, Set, and the errors.
-            #expect(try await call(props, "Get", [.string("org.example.Counter"), .string("Value")]) == [.variant(.double(0.5))])
+            #expect(
+                try await call(props, "Get", [.string("org.example.Counter"), .string("Value")]) == [
+                    .variant(.double(0.5))
+                ])
             let all = try await call(props, "GetAll", [.string("org.example.Counter")]).first?.stringKeyedDictionary
             #expect(all?["Names"] == .variant(.stringArray(["a", "b"])))
             #expect(all?["Position"] == .variant(.int64(0)))
-            _ = try await call(props, "Set", [.string("org.example.Counter"), .string("Value"), .variant(.double(0.75))])
+            _ = try await call(
+                props, "Set", [.string("org.example.Counter"), .string("Value"), .variant(.double(0.75))])
             #expect(counter.value.withLock { $0 } == 0.75)
             let failures: [([DBusValue], String)] = [
                 ([.string("org.example.Counter"), .string("Nope")], DBusErrorName.unknownProperty),
@@ -218,7 +236,9 @@ struct VigilDBusTests {
             #expect(output.contains("variant       double 0.75"))
 
             await object.unexport()
-            do throws(DBusError) { _ = try await call(props, "Get", [.string("org.example.Counter"), .string("Value")]) } catch {
+            do throws(DBusError) {
+                _ = try await call(props, "Get", [.string("org.example.Counter"), .string("Value")])
+            } catch {
                 #expect(error.code == .callFailed)
             }
             await client.close()
@@ -233,7 +253,8 @@ struct VigilDBusTests {
             let listener = try await DBusConnection.connect(to: .address(daemon.address), logger: logger)
             defer { Task { await listener.close() } }
             let received = Mutex<[DBusSignalMessage]>([])
-            let subscription = try await listener.subscribe(matchRule: "type='signal',path='/org/example/Counter'") { message in
+            let subscription = try await listener.subscribe(matchRule: "type='signal',path='/org/example/Counter'") {
+                message in
                 received.withLock { $0.append(message) }
             }
             try await object.emit(interface: "org.example.Counter", signal: "Bumped", arguments: [.int32(3)])
@@ -247,13 +268,16 @@ struct VigilDBusTests {
             #expect(
                 messages[1].arguments == [
                     .string("org.example.Counter"),
-                    .dictionary(key: "s", value: "v", [DBusDictEntry(key: .string("Value"), value: .variant(.double(0.5)))]),
+                    .dictionary(
+                        key: "s", value: "v", [DBusDictEntry(key: .string("Value"), value: .variant(.double(0.5)))]),
                     .stringArray(["Names"]),
                 ])
             // After cancel no more arrive: a later signal on another path (still subscribed there) proves delivery.
             await subscription.cancel()
             let marker = Mutex(false)
-            _ = try await listener.subscribe(matchRule: "type='signal',member='Marker'") { _ in marker.withLock { $0 = true } }
+            _ = try await listener.subscribe(matchRule: "type='signal',member='Marker'") { _ in
+                marker.withLock { $0 = true }
+            }
             try await object.emit(interface: "org.example.Counter", signal: "Bumped", arguments: [.int32(4)])
             try await bus.emit(path: "/marker", interface: "org.example.M", member: "Marker")
             #expect(await RuntimeFixtures.waitUntil(timeout: 10) { marker.withLock { $0 } })

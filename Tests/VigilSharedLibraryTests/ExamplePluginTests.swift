@@ -3,8 +3,8 @@ import Logging
 import Testing
 import Vigil
 import VigilCore
-import VigilTestSupport
 import VigilPlugin
+import VigilTestSupport
 
 /// The example third-party plugin in Examples/HeartbeatPlugin: written in Swift with
 /// VigilPluginSDK, shipped as the shared library its manifest (signed with the examples key) names.
@@ -41,7 +41,9 @@ struct ExamplePluginTests {
             options: VigilHost.Options(
                 publishStatus: false,
                 environment: RequirementChecker.Environment(
-                    variables: ["XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path],
+                    variables: [
+                        "XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path,
+                    ],
                     soundDeviceDirectory: "/nonexistent-vigil-snd")),
             logger: Logger(label: "example-test", factory: { _ in SwiftLogNoOpLogHandler() }))
         for round in 1...2 {

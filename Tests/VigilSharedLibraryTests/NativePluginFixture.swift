@@ -4,8 +4,8 @@ import Testing
 import Vigil
 import VigilCore
 import VigilCrypto
-import VigilTestSupport
 import VigilPlugin
+import VigilTestSupport
 
 /// A temp host project with shared-library plugins compiled here by the system `cc` from
 /// `TestPlugin.c` and signed with a test key.
@@ -57,7 +57,8 @@ struct NativePluginFixture {
     @discardableResult
     func compile(_ build: Build, output: String) async throws -> [UInt8] {
         var args = [
-            "-shared", "-fPIC", "-O1", "-std=c11", "-D_GNU_SOURCE", "-I", Self.repository + "/Sources/CVigilPluginABI/include",
+            "-shared", "-fPIC", "-O1", "-std=c11", "-D_GNU_SOURCE", "-I",
+            Self.repository + "/Sources/CVigilPluginABI/include",
             "-DWHO=\"\(build.who)\"", "-DPLUGIN_ID=\"\(build.pluginID)\"", "-DABI_MAJOR=\(build.abiMajor)",
             "-DABI_MINOR=\(build.abiMinor)", "-DDESCRIPTOR_PADDING=\(build.descriptorPadding)", "-pthread",
         ]
@@ -83,7 +84,8 @@ struct NativePluginFixture {
     ) throws {
         try dir.makeDirectory("plugins/\(name)")
         for (target, source) in files {
-            try FileManager.default.copyItem(atPath: dir.path + "/build/" + source, toPath: dir.path + "/plugins/\(name)/\(target)")
+            try FileManager.default.copyItem(
+                atPath: dir.path + "/build/" + source, toPath: dir.path + "/plugins/\(name)/\(target)")
         }
         let resources = (listed ?? files.keys.sorted()).map { #"{"path": "\#($0)"}"# }.joined(separator: ", ")
         try dir.write(

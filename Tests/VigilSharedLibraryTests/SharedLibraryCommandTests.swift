@@ -10,7 +10,10 @@ struct SharedLibraryCommandTests {
         let dir = try TestDirectory("vigil-native-cli")
         defer { dir.remove() }
         let r = try await VigilExecutable.run(
-            ["plugin", "verify", ExamplePluginTests.directory + "/heartbeat-example", "--fingerprint", ExamplePluginTests.fingerprint],
+            [
+                "plugin", "verify", ExamplePluginTests.directory + "/heartbeat-example", "--fingerprint",
+                ExamplePluginTests.fingerprint,
+            ],
             in: dir.path)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so loadable (plugin ABI 1.0)"))
@@ -20,13 +23,16 @@ struct SharedLibraryCommandTests {
     func trustExample() async throws {
         let dir = try TestDirectory("vigil-native-trust")
         defer { dir.remove() }
-        try dir.write("vigil.toml", "plugins = [\"heartbeat-example\"]\nplugin_paths = [\"\(ExamplePluginTests.directory)\"]\n")
+        try dir.write(
+            "vigil.toml", "plugins = [\"heartbeat-example\"]\nplugin_paths = [\"\(ExamplePluginTests.directory)\"]\n")
         let r = try await VigilExecutable.run(
             ["plugin", "trust", "heartbeat-example", "--config", dir.path + "/vigil.toml", "--yes"], in: dir.path,
             environment: ["XDG_STATE_HOME": dir.path + "/state"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so (plugin ABI 1) — native code"))
-        #expect(try String(contentsOfFile: dir.path + "/vigil.toml", encoding: .utf8).contains(ExamplePluginTests.fingerprint))
+        #expect(
+            try String(contentsOfFile: dir.path + "/vigil.toml", encoding: .utf8).contains(
+                ExamplePluginTests.fingerprint))
     }
 
     @Test("plugin verify and check refuse a library for a newer ABI minor, and check runs none of its code")
@@ -34,7 +40,9 @@ struct SharedLibraryCommandTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await f.compile(
-            .init(who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"), abiMinor: 7),
+            .init(
+                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
+                abiMinor: 7),
             output: "alpha.so")
         try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
         try f.config(["alpha"])
@@ -44,7 +52,8 @@ struct SharedLibraryCommandTests {
             environment: environment)
         #expect(verify.status == 1)
         #expect(verify.stderr.contains("error: [alpha]") && verify.stderr.contains("ABI 1.7"))
-        let check = try await VigilExecutable.run(["check", "--config", f.configPath], in: f.dir.path, environment: environment)
+        let check = try await VigilExecutable.run(
+            ["check", "--config", f.configPath], in: f.dir.path, environment: environment)
         #expect(check.status == 1)
         #expect(check.stdout.contains("error: [alpha]") || check.stderr.contains("error: [alpha]"))
         #expect((check.stdout + check.stderr).contains("newer than this Vigil's 1.0"))

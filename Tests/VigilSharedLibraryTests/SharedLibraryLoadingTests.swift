@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import Vigil
 import VigilCore
-import VigilTestSupport
 import VigilPlugin
+import VigilTestSupport
 
 /// Shared-library plugins end to end through `VigilHost`: the verified bytes are what runs, and
 /// every refusal runs none of the library's code (its constructor would write a sentinel file).
@@ -109,7 +109,9 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await f.compile(
-            .init(who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"), isHelper: true),
+            .init(
+                who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"),
+                isHelper: true),
             output: "libvigiltest-helper.so")
         try await f.compile(
             .init(
@@ -118,7 +120,8 @@ struct SharedLibraryLoadingTests {
             output: "alpha.so")
         try f.plugin(
             "alpha", library: "libalpha.so",
-            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"], listed: ["libalpha.so"])
+            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"],
+            listed: ["libalpha.so"])
         let status = try await runWithControl(f, refused: "alpha")
         #expect(status.failureCode("alpha") == "library-undeclared-dependency")
         #expect(status.failureMessage("alpha")?.contains("libvigiltest-helper.so") == true)
@@ -131,7 +134,9 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await f.compile(
-            .init(who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"), isHelper: true),
+            .init(
+                who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"),
+                isHelper: true),
             output: "libvigiltest-helper.so")
         try await f.compile(
             .init(
@@ -145,7 +150,9 @@ struct SharedLibraryLoadingTests {
         let host = try f.host()
         // After verification, another helper where $ORIGIN would find it: it must not be what runs.
         try await f.compile(
-            .init(who: "evil", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("evil"), isHelper: true),
+            .init(
+                who: "evil", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("evil"),
+                isHelper: true),
             output: "evil-helper.so")
         try f.swap("alpha", file: "libvigiltest-helper.so", with: "evil-helper.so")
         #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
@@ -203,7 +210,9 @@ struct SharedLibraryLoadingTests {
         #expect(!f.exists(f.sentinel("evil")))
     }
 
-    @Test("swapped on disk after dlopen: the loaded and reloaded code stay the verified code; a new host refuses the swap")
+    @Test(
+        "swapped on disk after dlopen: the loaded and reloaded code stay the verified code; a new host refuses the swap"
+    )
     func swapAfterDlopen() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
@@ -323,7 +332,9 @@ struct SharedLibraryLoadingTests {
         #expect(f.markerLines("alpha") == ["start alpha", "interrupted", "resumed", "stop alpha"])
     }
 
-    @Test("a descriptor larger than this Vigil's (a newer header, same major and minor) is read up to the fields it knows")
+    @Test(
+        "a descriptor larger than this Vigil's (a newer header, same major and minor) is read up to the fields it knows"
+    )
     func largerDescriptor() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
@@ -341,12 +352,16 @@ struct SharedLibraryLoadingTests {
         defer { f.remove() }
         try await simplePlugin(f, "nosoname", soname: .some(nil))
         try await f.compile(
-            .init(who: "bare", pluginID: "-", soname: "libvigiltest-bare.so", sentinel: f.sentinel("bare"), isHelper: true),
+            .init(
+                who: "bare", pluginID: "-", soname: "libvigiltest-bare.so", sentinel: f.sentinel("bare"), isHelper: true
+            ),
             output: "bare.so")
         try f.plugin("bare", library: "libbare.so", files: ["libbare.so": "bare.so"])
         try f.dir.write("build/text.so", "#!/bin/sh\necho not a library\n")
         try f.plugin("text", library: "libtext.so", files: ["libtext.so": "text.so"])
-        for (name, code) in [("nosoname", "library-no-soname"), ("bare", "abi-no-descriptor"), ("text", "library-malformed")] {
+        for (name, code) in [
+            ("nosoname", "library-no-soname"), ("bare", "abi-no-descriptor"), ("text", "library-malformed"),
+        ] {
             let status = try await runWithControl(f, refused: name)
             #expect(status.failureCode(name) == code, "\(name): \(status.failureMessage(name) ?? "running")")
             #expect(!f.exists(f.sentinel(name)), "\(name)")

@@ -68,7 +68,8 @@ struct CLIAndFilesTests {
                 """
             func asNobody() throws -> String {
                 // runuser switches every uid and drops root's capabilities (setpriv --reuid keeps them).
-                try ChildProcess.run("/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/python3", "-c", script, socket])
+                try ChildProcess.run(
+                    "/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/python3", "-c", script, socket])
             }
             // The state directory is 0700: another user cannot even reach the socket.
             #expect(try asNobody().hasPrefix("refused 13"))
@@ -79,7 +80,11 @@ struct CLIAndFilesTests {
             #expect(answer.contains("answer b''"), "\(answer)")
             #expect(controller.current.playback == .playing)
             // The owner still gets answers (the channel is alive, so the refusal above was the check).
-            let mine = try await offThread { Result { () throws(SoundscapeError) in try SoundscapeClient(path: socket).send(ControlRequest(command: "pause")) } }.get()
+            let mine = try await offThread {
+                Result { () throws(SoundscapeError) in
+                    try SoundscapeClient(path: socket).send(ControlRequest(command: "pause"))
+                }
+            }.get()
             #expect(mine.state?.playback == .paused)
             await plugin.stop()
         }
@@ -92,10 +97,11 @@ struct CLIAndFilesTests {
             defer { state.remove() }
             let tone = state.url("tone.ogg")
             let writer = try SoundFileWriter(path: tone, format: .oggVorbis, sampleRate: 44_100, channels: 2)
-            try writer.write((0..<(3 * 44_100)).flatMap { i -> [Float] in
-                let v = Float(0.5 * sin(2 * Double.pi * 330 * Double(i) / 44_100))
-                return [v, v]
-            })
+            try writer.write(
+                (0..<(3 * 44_100)).flatMap { i -> [Float] in
+                    let v = Float(0.5 * sin(2 * Double.pi * 330 * Double(i) / 44_100))
+                    return [v, v]
+                })
             try writer.finish()
             let broken = try state.write("broken.mp3", "ID3 but not really")
             let plugin = try makePlugin(

@@ -11,7 +11,9 @@ func render(_ voice: any Voice, seconds: Double) -> [Float] {
     var offset = 0
     while offset < out.count {
         let n = min(8192, out.count - offset)
-        out.withUnsafeMutableBufferPointer { voice.render(into: UnsafeMutableBufferPointer(rebasing: $0[offset..<(offset + n)])) }
+        out.withUnsafeMutableBufferPointer {
+            voice.render(into: UnsafeMutableBufferPointer(rebasing: $0[offset..<(offset + n)]))
+        }
         offset += n
     }
     return out
@@ -39,15 +41,17 @@ func soxField(_ stats: String, _ name: String) -> Double? {
 
 @Suite("soundscape voices sound like their names (20 s renders)", .serialized)
 struct GeneratorTests {
-    @Test("every voice is levelled to −27 LUFS with true peaks ≤ −6 dBTP, and sox hears the same level",
-          arguments: ["ocean-waves", "rain", "brown-noise", "pink-noise"])
+    @Test(
+        "every voice is levelled to −27 LUFS with true peaks ≤ −6 dBTP, and sox hears the same level",
+        arguments: ["ocean-waves", "rain", "brown-noise", "pink-noise"])
     func loudness(id: String) throws {
         let dir = try TestDirectory("vigil-voice")
         defer { dir.remove() }
         let samples = render(makeGeneratedVoice(id, seed: 42)!, seconds: 20)
         var meter = LoudnessMeter()
         meter.add(samples)
-        #expect(abs(meter.integratedLoudness - Soundscape.targetLoudness) <= 1.0, "\(id): \(meter.integratedLoudness) LUFS")
+        #expect(
+            abs(meter.integratedLoudness - Soundscape.targetLoudness) <= 1.0, "\(id): \(meter.integratedLoudness) LUFS")
         #expect(meter.truePeak <= Soundscape.truePeakCeiling, "\(id): \(meter.truePeak) dBTP")
         // Listened to by another program: sox's RMS and peak agree that it is quiet and not clipped.
         let stats = try soxStats(samples, in: dir, name: id)

@@ -27,7 +27,8 @@ struct MPRISTests {
         try await PulseAudioServer.with { server in
             let state = try TestDirectory("vigil-soundscape")
             defer { state.remove() }
-            let plugin = try makePlugin(server, state: state.path, bus: bus, ["soundscape": .string("pink-noise"), "volume": .double(1)])
+            let plugin = try makePlugin(
+                server, state: state.path, bus: bus, ["soundscape": .string("pink-noise"), "volume": .double(1)])
             try await plugin.start()
             defer { Task { await plugin.stop() } }
             let controller = try #require(SoundscapeController.running)
@@ -56,7 +57,10 @@ struct MPRISTests {
 
             let seen = try await sinkStates(server) {
                 _ = try playerctl(bus, player + ["next"])
-                #expect(await eventually(5) { (try? playerctl(bus, player + ["metadata", "xesam:title"])) == "Ocean waves" })
+                #expect(
+                    await eventually(5) {
+                        (try? playerctl(bus, player + ["metadata", "xesam:title"])) == "Ocean waves"
+                    })
                 try await Task.sleep(for: .milliseconds(800))
             }
             #expect(controller.current.soundscape == "ocean-waves")
@@ -84,15 +88,23 @@ struct MPRISTests {
                 follower.signal(SIGKILL)
                 follower.wait()
             }
-            #expect(await eventually(5) { ((try? String(contentsOfFile: followLog, encoding: .utf8)) ?? "").contains("Pink noise") })
+            #expect(
+                await eventually(5) {
+                    ((try? String(contentsOfFile: followLog, encoding: .utf8)) ?? "").contains("Pink noise")
+                })
             try controller.select("rain")
-            #expect(await eventually(5) { ((try? String(contentsOfFile: followLog, encoding: .utf8)) ?? "").contains("Rain") })
+            #expect(
+                await eventually(5) {
+                    ((try? String(contentsOfFile: followLog, encoding: .utf8)) ?? "").contains("Rain")
+                })
             await plugin.stop()
             #expect(try playerctl(bus, ["-l"]).contains("vigil.plugin-tests") == false)
         }
     }
 
-    @Test("every mandatory MPRIS property is declared with the spec's type and access; GetAll agrees; unknown ones are refused")
+    @Test(
+        "every mandatory MPRIS property is declared with the spec's type and access; GetAll agrees; unknown ones are refused"
+    )
     func introspection() async throws {
         let bus = try await startBus()
         defer { bus.stop() }
@@ -109,17 +121,21 @@ struct MPRISTests {
             // (interface, member, type, writable) per mpris-spec 2.2.
             let mandatory: [(String, String, String, Bool)] = [
                 ("org.mpris.MediaPlayer2", "CanQuit", "b", false), ("org.mpris.MediaPlayer2", "CanRaise", "b", false),
-                ("org.mpris.MediaPlayer2", "HasTrackList", "b", false), ("org.mpris.MediaPlayer2", "Identity", "s", false),
+                ("org.mpris.MediaPlayer2", "HasTrackList", "b", false),
+                ("org.mpris.MediaPlayer2", "Identity", "s", false),
                 ("org.mpris.MediaPlayer2", "SupportedUriSchemes", "as", false),
                 ("org.mpris.MediaPlayer2", "SupportedMimeTypes", "as", false),
                 ("org.mpris.MediaPlayer2.Player", "PlaybackStatus", "s", false),
-                ("org.mpris.MediaPlayer2.Player", "Rate", "d", true), ("org.mpris.MediaPlayer2.Player", "Metadata", "a{sv}", false),
-                ("org.mpris.MediaPlayer2.Player", "Volume", "d", true), ("org.mpris.MediaPlayer2.Player", "Position", "x", false),
+                ("org.mpris.MediaPlayer2.Player", "Rate", "d", true),
+                ("org.mpris.MediaPlayer2.Player", "Metadata", "a{sv}", false),
+                ("org.mpris.MediaPlayer2.Player", "Volume", "d", true),
+                ("org.mpris.MediaPlayer2.Player", "Position", "x", false),
                 ("org.mpris.MediaPlayer2.Player", "MinimumRate", "d", false),
                 ("org.mpris.MediaPlayer2.Player", "MaximumRate", "d", false),
                 ("org.mpris.MediaPlayer2.Player", "CanGoNext", "b", false),
                 ("org.mpris.MediaPlayer2.Player", "CanGoPrevious", "b", false),
-                ("org.mpris.MediaPlayer2.Player", "CanPlay", "b", false), ("org.mpris.MediaPlayer2.Player", "CanPause", "b", false),
+                ("org.mpris.MediaPlayer2.Player", "CanPlay", "b", false),
+                ("org.mpris.MediaPlayer2.Player", "CanPause", "b", false),
                 ("org.mpris.MediaPlayer2.Player", "CanSeek", "b", false),
                 ("org.mpris.MediaPlayer2.Player", "CanControl", "b", false),
             ]
@@ -127,7 +143,9 @@ struct MPRISTests {
                 line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             }
             func row(_ member: String, _ kind: String) -> [String]? {
-                rows.first { (fields: [String]) -> Bool in fields.count >= 2 && fields[0] == "." + member && fields[1] == kind }
+                rows.first { (fields: [String]) -> Bool in
+                    fields.count >= 2 && fields[0] == "." + member && fields[1] == kind
+                }
             }
             for (interface, member, type, writable) in mandatory {
                 let row = row(member, "property")
@@ -137,12 +155,17 @@ struct MPRISTests {
                 let value = try busctl(["get-property", name, "/org/mpris/MediaPlayer2", interface, member])
                 #expect(value.hasPrefix(type + " "), "\(member) = \(value)")
             }
-            for method in ["Next", "Previous", "Pause", "PlayPause", "Stop", "Play", "Seek", "SetPosition", "OpenUri", "Raise", "Quit"] {
+            for method in [
+                "Next", "Previous", "Pause", "PlayPause", "Stop", "Play", "Seek", "SetPosition", "OpenUri", "Raise",
+                "Quit",
+            ] {
                 #expect(row(method, "method") != nil, "no method \(method)")
             }
             #expect(row("Seeked", "signal") != nil)
             // Metadata: the trackid is an object path outside /org/mpris, the artist a string array.
-            let metadata = try busctl(["get-property", name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Metadata"])
+            let metadata = try busctl([
+                "get-property", name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Metadata",
+            ])
             #expect(metadata.contains("\"mpris:trackid\" o \"/org/vigil/soundscape/track/ocean_waves\""), "\(metadata)")
             #expect(metadata.contains("\"xesam:artist\" as 1 \"plugin-tests\""), "\(metadata)")
             #expect(metadata.contains("\"xesam:title\" s \"Ocean waves\""), "\(metadata)")
@@ -156,9 +179,14 @@ struct MPRISTests {
                     bus.address,
                 ])
             #expect(unknown.contains("Unknown property") || unknown.contains("UnknownProperty"), "\(unknown)")
-            let seekable = try busctl(["call", name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Seek", "x", "1000"])
+            let seekable = try busctl([
+                "call", name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Seek", "x", "1000",
+            ])
             #expect(seekable.isEmpty)
-            _ = try busctl(["set-property", "--", name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Volume", "d", "-0.5"])
+            _ = try busctl([
+                "set-property", "--", name, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "Volume", "d",
+                "-0.5",
+            ])
             #expect(SoundscapeController.running?.current.volume == 0)
             await plugin.stop()
         }
@@ -170,7 +198,10 @@ struct MPRISTests {
         defer { bus.stop() }
         let squatter = try ChildProcess(
             "/usr/bin/python3",
-            ["-c", "import dbus,time; b=dbus.SessionBus(); b.request_name('org.mpris.MediaPlayer2.vigil.plugin-tests'); print('ok',flush=True); time.sleep(60)"],
+            [
+                "-c",
+                "import dbus,time; b=dbus.SessionBus(); b.request_name('org.mpris.MediaPlayer2.vigil.plugin-tests'); print('ok',flush=True); time.sleep(60)",
+            ],
             environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
         defer {
             squatter.signal(SIGKILL)

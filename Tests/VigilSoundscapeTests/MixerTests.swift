@@ -19,7 +19,9 @@ func mix(_ mixer: SoundscapeMixer, frames: Int, request: Int = 4800) -> [Int16] 
     var offset = 0
     while offset < frames {
         let n = min(request, frames - offset)
-        out.withUnsafeMutableBufferPointer { mixer.render(into: UnsafeMutableBufferPointer(rebasing: $0[(2 * offset)..<(2 * (offset + n))])) }
+        out.withUnsafeMutableBufferPointer {
+            mixer.render(into: UnsafeMutableBufferPointer(rebasing: $0[(2 * offset)..<(2 * (offset + n))]))
+        }
         offset += n
     }
     return out
@@ -71,7 +73,9 @@ struct MixerTests {
         mixer.play(ConstantVoice(0.4))
         _ = mix(mixer, frames: 4800)
         mixer.play(ConstantVoice(-0.4))
-        let swap = mix(mixer, frames: 24_000).enumerated().filter { $0.offset % 2 == 0 }.map { Double($0.element) / 32767 }
+        let swap = mix(mixer, frames: 24_000).enumerated().filter { $0.offset % 2 == 0 }.map {
+            Double($0.element) / 32767
+        }
         // Start: all old; end: all new; in the middle both at cos/sin(π/4) (equal power).
         #expect(abs(swap[0] - 0.4) < 0.01)
         #expect(abs(swap[19_200] + 0.4) < 0.01)
@@ -88,7 +92,8 @@ struct MixerTests {
         _ = mix(mixer, frames: 4800)
         let end = mixer.framesRendered + 40 * 48_000
         mixer.update { $0.sleepEndFrame = end }
-        let out = mix(mixer, frames: 45 * 48_000, request: 48_000).enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let out = mix(mixer, frames: 45 * 48_000, request: 48_000).enumerated().filter { $0.offset % 2 == 0 }.map(
+            \.element)
         #expect(out[5 * 48_000] == Int16(0.5 * 32767))  // before the fade
         #expect(abs(Int(out[25 * 48_000]) - Int(0.25 * 32767)) < 200)  // half-way through the fade
         #expect(out[(40 * 48_000)...].allSatisfy { $0 == 0 })

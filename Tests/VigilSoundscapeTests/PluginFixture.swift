@@ -17,7 +17,8 @@ let quiet = Logger(label: "vigil.test") { _ in SwiftLogNoOpLogHandler() }
 
 /// The manifest's settings defaults (kept in step with manifests/soundscape/plugin.json by a test).
 let manifestDefaults: [String: SettingValue] = [
-    "soundscape": .string("ocean-waves"), "preset": .string("med"), "volume": .integer(-1), "sleep_timer_min": .integer(0),
+    "soundscape": .string("ocean-waves"), "preset": .string("med"), "volume": .integer(-1),
+    "sleep_timer_min": .integer(0),
     "mpris": .bool(true), "control_socket": .bool(true), "device": .string(""), "pulse_server": .string(""),
     "buffer_ms": .integer(1000), "health_check_s": .integer(30), "retry_initial_ms": .integer(100),
     "retry_max_ms": .integer(2000), "retry_budget": .integer(0), "files": .table([:]), "media_role": .string("music"),
@@ -36,7 +37,8 @@ func makePlugin(
     if bus == nil { values["mpris"] = .bool(false) }
     let context = PluginContext(
         pluginName: "soundscape", hostName: "plugin-tests",
-        settings: PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: values), logger: logger,
+        settings: PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: values),
+        logger: logger,
         reporter: PluginReporter(events.record), stateDirectory: stateDirectory)
     return try SoundscapeKeeper(context: context, environment: environment)
 }

@@ -47,8 +47,14 @@ struct PreferencesTests {
         "a damaged file falls back to the defaults with a warning saying why",
         arguments: [
             ("{not json", "not JSON"),
-            (#"{"schema":"vigil.soundscape-preferences/v1","soundscape":"rain","volume":"loud","paused":false}"#, "wrong type"),
-            (#"{"schema":"vigil.soundscape-preferences/v1","soundscape":"rain","volume":7,"paused":false}"#, "outside 0…1"),
+            (
+                #"{"schema":"vigil.soundscape-preferences/v1","soundscape":"rain","volume":"loud","paused":false}"#,
+                "wrong type"
+            ),
+            (
+                #"{"schema":"vigil.soundscape-preferences/v1","soundscape":"rain","volume":7,"paused":false}"#,
+                "outside 0…1"
+            ),
             (#"{"schema":"other/v9","soundscape":"rain","volume":0.5,"paused":false}"#, "schema"),
             (#"{"schema":"vigil.soundscape-preferences/v1","volume":0.5,"paused":false}"#, "no \"soundscape\""),
         ])
@@ -67,7 +73,8 @@ struct PreferencesTests {
         let dir = try TestDirectory("vigil-prefs")
         defer { dir.remove() }
         try dir.write(
-            "preferences.json", #"{"schema":"vigil.soundscape-preferences/v1","soundscape":"forest","volume":0.1,"paused":true}"#)
+            "preferences.json",
+            #"{"schema":"vigil.soundscape-preferences/v1","soundscape":"forest","volume":0.1,"paused":true}"#)
         let (loaded, warning) = PreferenceStore(directory: dir.path, logger: Logger(label: "test"))
             .load(defaults: defaults, known: known)
         #expect(loaded == SoundscapePreferences(soundscape: "ocean-waves", volume: 0.1, paused: true))

@@ -9,7 +9,8 @@ import VigilTestSupport
 @Suite("soundscape settings and manifest")
 struct SettingsTests {
     static func settings(_ overrides: [String: SettingValue]) throws -> SoundscapeSettings {
-        try SoundscapeSettings(PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: overrides))
+        try SoundscapeSettings(
+            PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: overrides))
     }
 
     @Test("the signed manifest's settings are the ones the tests use, and give ocean-waves at Med")
@@ -39,7 +40,9 @@ struct SettingsTests {
     func values() throws {
         #expect(try Self.settings(["preset": .string("low")]).volume == 0.1)
         #expect(try Self.settings(["preset": .string("max"), "volume": .double(0.2)]).volume == 0.2)
-        let withFiles = try Self.settings(["files": .table(["forest": .string("/srv/forest.ogg")]), "soundscape": .string("forest")])
+        let withFiles = try Self.settings([
+            "files": .table(["forest": .string("/srv/forest.ogg")]), "soundscape": .string("forest"),
+        ])
         #expect(withFiles.files.map(\.name) == ["forest"])
         #expect(withFiles.soundscape == "forest")
         let bad: [([String: SettingValue], String)] = [

@@ -31,7 +31,10 @@ struct SoundscapePluginTests {
             // parec hands over ~0.1 s the monitor already had when it connects: skip 0.25 s.
             let off = Array(try await server.captureMonitor(seconds: 2).dropFirst(24_000))
             let loud = off.indices.filter { off[$0] != 0 }
-            #expect(!off.isEmpty && loud.isEmpty, "Off is not digital silence: \(loud.count) of \(off.count) samples, \(loud.first ?? -1)…\(loud.last ?? -1)")
+            #expect(
+                !off.isEmpty && loud.isEmpty,
+                "Off is not digital silence: \(loud.count) of \(off.count) samples, \(loud.first ?? -1)…\(loud.last ?? -1)"
+            )
             #expect(try server.sinkState() == "RUNNING")
             let details = await plugin.details()
             #expect(details["preset"] == "off")
@@ -162,21 +165,27 @@ struct SoundscapePluginTests {
         }
     }
 
-    @Test("a cork request (a phone call under module-role-cork) quiets the soundscape, keeps the stream uncorked, reports interrupted then resumed")
+    @Test(
+        "a cork request (a phone call under module-role-cork) quiets the soundscape, keeps the stream uncorked, reports interrupted then resumed"
+    )
     func corkRequest() async throws {
         try await PulseAudioServer.with { server in
             let state = try TestDirectory("vigil-soundscape")
             defer { state.remove() }
             _ = try server.pactl(["load-module", "module-role-cork"])
             let events = Events()
-            let plugin = try makePlugin(server, state: state.path, ["soundscape": .string("pink-noise")], events: events)
+            let plugin = try makePlugin(
+                server, state: state.path, ["soundscape": .string("pink-noise")], events: events)
             try await plugin.start()
             let controller = try #require(SoundscapeController.running)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 3))
             #expect(try server.sinkInputs().contains("media.role = \"music\""))
             let phone = try server.launch(
                 "/usr/bin/pacat",
-                ["--playback", "--property=media.role=phone", "--raw", "--format=s16le", "--rate=48000", "--channels=2", "/dev/zero"])
+                [
+                    "--playback", "--property=media.role=phone", "--raw", "--format=s16le", "--rate=48000",
+                    "--channels=2", "/dev/zero",
+                ])
             #expect(await eventually(5) { controller.current.interrupted })
             #expect(await eventually(5) { events.all.contains { if case .interrupted = $0 { true } else { false } } })
             // The stream stays connected and uncorked (a corked stream would let the sink suspend).

@@ -48,7 +48,10 @@ struct DesktopNotificationTests {
 
         // Updated in place: the worker's STATUS= changes the body, with the same replaces_id.
         _ = FileManager.default.createFile(atPath: go, contents: nil)
-        #expect(await eventually { server.calls("Notify").contains { ($0["body"] as? String)?.contains("serving") == true } })
+        #expect(
+            await eventually {
+                server.calls("Notify").contains { ($0["body"] as? String)?.contains("serving") == true }
+            })
         let updates = server.calls("Notify").dropFirst()
         #expect(!updates.isEmpty)
         #expect(updates.allSatisfy { $0["replaces_id"] as? Int == id && $0["id"] as? Int == id })

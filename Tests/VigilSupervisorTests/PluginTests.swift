@@ -87,17 +87,22 @@ struct PluginTests {
             } catch { return "\(error)" }
         }
         #expect(message(["workers": .array([.table(["name": .string("a")])])])?.contains("workers[0].command") == true)
-        #expect(message(["workers": .array([worker("a", "x", extra: ["restart": .string("sometimes")])])])?
-            .contains("workers[0].restart") == true)
-        #expect(message(["workers": .array([worker("a", "x", extra: ["comand": .string("x")])])])?
-            .contains("unknown worker key") == true)
-        #expect(message(["workers": .array([worker("a", "x"), worker("a", "y")])])?.contains("used by two workers") == true)
+        #expect(
+            message(["workers": .array([worker("a", "x", extra: ["restart": .string("sometimes")])])])?
+                .contains("workers[0].restart") == true)
+        #expect(
+            message(["workers": .array([worker("a", "x", extra: ["comand": .string("x")])])])?
+                .contains("unknown worker key") == true)
+        #expect(
+            message(["workers": .array([worker("a", "x"), worker("a", "y")])])?.contains("used by two workers") == true)
         #expect(message(["backoff_max_ms": .integer(10)])?.contains("backoff_max_ms") == true)
         #expect(message(["start_limit_bust": .integer(1)])?.contains("unknown setting") == true)
-        #expect(message(["workers": .array([worker("a", "x", extra: ["args": .string("--x")])])])?
-            .contains("workers[0].args") == true)
-        #expect(message(["workers": .array([worker("a", "x", extra: ["oom_score_adj": .integer(-5000)])])])?
-            .contains("oom_score_adj") == true)
+        #expect(
+            message(["workers": .array([worker("a", "x", extra: ["args": .string("--x")])])])?
+                .contains("workers[0].args") == true)
+        #expect(
+            message(["workers": .array([worker("a", "x", extra: ["oom_score_adj": .integer(-5000)])])])?
+                .contains("oom_score_adj") == true)
     }
 
     @Test("the host's READY=1, STATUS=, watchdog pings and STOPPING=1 reach systemd's socket")
@@ -168,7 +173,9 @@ struct PluginTests {
         // The broken worker's failure is its own: the plugin is degraded (interrupted), not failed.
         #expect(
             await eventually {
-                events.all.contains { if case .interrupted(let r) = $0 { r.contains("worker broken failed") } else { false } }
+                events.all.contains {
+                    if case .interrupted(let r) = $0 { r.contains("worker broken failed") } else { false }
+                }
             })
         #expect(!events.all.contains { if case .resumeFailed = $0 { true } else { false } })
         let details = await plugin.details()
@@ -177,8 +184,13 @@ struct PluginTests {
         #expect(details["worker.broken.state"] == "failed")
         #expect(details["worker.broken.last_exit"] == "exited with status 2")
         #expect(details["worker.broken.reason"]?.contains("start limit") == true)
-        #expect(events.all.contains { if case .interrupted(let r) = $0 { r.contains("flaky exited with status 1") } else { false } })
-        let statuses = (await systemd.drained(quietFor: 0.3)).flatMap { $0.split(separator: "\n") }.filter { $0.hasPrefix("STATUS=") }
+        #expect(
+            events.all.contains {
+                if case .interrupted(let r) = $0 { r.contains("flaky exited with status 1") } else { false }
+            })
+        let statuses = (await systemd.drained(quietFor: 0.3)).flatMap { $0.split(separator: "\n") }.filter {
+            $0.hasPrefix("STATUS=")
+        }
         #expect(statuses.last == "STATUS=test-host — running in background (broken failed)")
         await plugin.stop()
     }

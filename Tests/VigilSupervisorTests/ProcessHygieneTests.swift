@@ -52,7 +52,8 @@ final class VigilProcess: @unchecked Sendable {
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(name)")) ?? "?"
             // Socket and pipe inode numbers differ between processes; keep the kind.
             // and each host's cgroup is named after its pid.
-            return target.replacing(/\[\d+\]/, with: "").replacing(/vigil-supervisor\.\d+\./, with: "vigil-supervisor.PID.")
+            return target.replacing(/\[\d+\]/, with: "").replacing(
+                /vigil-supervisor\.\d+\./, with: "vigil-supervisor.PID.")
         }.sorted()
     }
 
@@ -87,12 +88,16 @@ struct ProcessHygieneTests {
         let detached = dir.file("setsid.pid")
         let orphaned = dir.file("double.pid")
         // One grandchild in a session of its own, one whose parent exits at once (re-parented away).
-        let script = "setsid sleep 300 & echo $! > \(detached); sh -c 'sleep 301 & echo $! > \(orphaned)'; exec sleep 302"
+        let script =
+            "setsid sleep 300 & echo $! > \(detached); sh -c 'sleep 301 & echo $! > \(orphaned)'; exec sleep 302"
         let host = try VigilProcess(["run", "--", "/bin/sh", "-c", script])
         func pid(_ file: String) -> Int32? {
-            Int32(((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines))
+            Int32(
+                ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(
+                    in: .whitespacesAndNewlines))
         }
-        #expect(await eventually { pid(detached).map(processIsLive) == true && pid(orphaned).map(processIsLive) == true })
+        #expect(
+            await eventually { pid(detached).map(processIsLive) == true && pid(orphaned).map(processIsLive) == true })
         let a = try #require(pid(detached))
         let b = try #require(pid(orphaned))
         let worker = try #require(host.children.first)
@@ -127,7 +132,9 @@ struct ProcessHygieneTests {
             "--start-limit-burst", "0", "--", "/bin/sh", "-c", script,
         ])
         func starts() -> Int {
-            ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").split(separator: "\n", omittingEmptySubsequences: false).count - 1
+            ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").split(
+                separator: "\n", omittingEmptySubsequences: false
+            ).count - 1
         }
         let finished = await eventually(timeout: 90) { starts() >= 1001 && host.children.count == 1 }
         #expect(finished, "only \(starts()) starts")

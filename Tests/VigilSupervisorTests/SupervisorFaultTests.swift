@@ -25,7 +25,9 @@ struct SupervisorFaultTests {
         let healthyPID = try #require(before["worker.healthy.pid"].flatMap { Int32($0) })
         #expect(
             await eventually {
-                events.all.contains { if case .interrupted(let r) = $0 { r.contains("worker oneshot failed") } else { false } }
+                events.all.contains {
+                    if case .interrupted(let r) = $0 { r.contains("worker oneshot failed") } else { false }
+                }
             })
         let after = await plugin.details()
         #expect(after["worker.oneshot.state"] == "failed")
@@ -54,7 +56,11 @@ struct SupervisorFaultTests {
         #expect(
             await eventually {
                 events.all.contains {
-                    if case .resumeFailed(let r) = $0 { r.contains("vital") && r.contains("failure_action") } else { false }
+                    if case .resumeFailed(let r) = $0 {
+                        r.contains("vital") && r.contains("failure_action")
+                    } else {
+                        false
+                    }
                 }
             })
         await plugin.stop()
@@ -179,18 +185,23 @@ struct RestartPolicyTests {
         var history = RestartPolicy.History()
         var delays: [Double] = []
         for _ in 0..<6 {
-            guard case .restart(let delay) = policy.afterExit(.exited(1), watchdogFired: false, ranFor: 0.5, history: &history)
+            guard
+                case .restart(let delay) = policy.afterExit(
+                    .exited(1), watchdogFired: false, ranFor: 0.5, history: &history)
             else { Issue.record("no restart"); return }
             delays.append(delay)
         }
         #expect(delays == [0.1, 0.2, 0.4, 0.8, 1, 1])
-        #expect(policy.afterExit(.exited(1), watchdogFired: false, ranFor: 11, history: &history) == .restart(after: 0.1))
+        #expect(
+            policy.afterExit(.exited(1), watchdogFired: false, ranFor: 11, history: &history) == .restart(after: 0.1))
         #expect(policy.backoff(afterFailures: 1000) == 1)
         // A start that cannot even exec never restarts faster than 100 ms.
         let eager = RestartPolicy(restart: .always, configuration: SupervisorConfiguration(backoffInitial: .zero))
         var fresh = RestartPolicy.History()
         #expect(eager.afterExit(.exited(1), watchdogFired: false, ranFor: 0, history: &fresh) == .restart(after: 0))
-        #expect(eager.afterExit(.spawnFailed("x"), watchdogFired: false, ranFor: 0, history: &fresh) == .restart(after: 0.1))
+        #expect(
+            eager.afterExit(.spawnFailed("x"), watchdogFired: false, ranFor: 0, history: &fresh) == .restart(after: 0.1)
+        )
     }
 
     @Test("restart = on-failure / never / always, as systemd defines a failure")
@@ -198,14 +209,19 @@ struct RestartPolicyTests {
         var h = RestartPolicy.History()
         let onFailure = RestartPolicy(restart: .onFailure, configuration: configuration)
         #expect(onFailure.afterExit(.exited(0), watchdogFired: false, ranFor: 1, history: &h) == .stop(failed: false))
-        #expect(onFailure.afterExit(.signaled(15, coreDumped: false), watchdogFired: false, ranFor: 1, history: &h) == .stop(failed: false))
+        #expect(
+            onFailure.afterExit(.signaled(15, coreDumped: false), watchdogFired: false, ranFor: 1, history: &h)
+                == .stop(failed: false))
         #expect(onFailure.afterExit(.exited(0), watchdogFired: true, ranFor: 1, history: &h) != .stop(failed: false))
-        #expect(onFailure.afterExit(.signaled(11, coreDumped: true), watchdogFired: false, ranFor: 1, history: &h) != .stop(failed: true))
+        #expect(
+            onFailure.afterExit(.signaled(11, coreDumped: true), watchdogFired: false, ranFor: 1, history: &h)
+                != .stop(failed: true))
         let never = RestartPolicy(restart: .never, configuration: configuration)
         #expect(never.afterExit(.exited(2), watchdogFired: false, ranFor: 1, history: &h) == .stop(failed: true))
         #expect(never.afterExit(.exited(0), watchdogFired: false, ranFor: 1, history: &h) == .stop(failed: false))
         let always = RestartPolicy(restart: .always, configuration: configuration)
-        if case .restart = always.afterExit(.exited(0), watchdogFired: false, ranFor: 1, history: &h) {} else {
+        if case .restart = always.afterExit(.exited(0), watchdogFired: false, ranFor: 1, history: &h) {
+        } else {
             Issue.record("always did not restart a clean exit")
         }
     }

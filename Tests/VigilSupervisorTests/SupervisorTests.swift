@@ -78,7 +78,9 @@ struct SupervisorTests {
         #expect(final["clean"]?.restarts == 0)
         #expect(final["fails"]?.state == .failed)
         #expect(final["fails"]?.lastExit?.shellStatus == 1)
-        #expect(final["killed"]?.lastExit == .signaled(SIGSEGV, coreDumped: false) || final["killed"]?.lastExit == .signaled(SIGSEGV, coreDumped: true))
+        #expect(
+            final["killed"]?.lastExit == .signaled(SIGSEGV, coreDumped: false)
+                || final["killed"]?.lastExit == .signaled(SIGSEGV, coreDumped: true))
         #expect(final["killed"]?.lastExit?.shellStatus == 128 + SIGSEGV)
         #expect(final["loops"]?.state == .failed)
         #expect(final["loops"]?.restarts == 2)
@@ -98,7 +100,9 @@ struct SupervisorTests {
     @Test("invalid specs are refused with the worker's name")
     func invalidSpecs() throws {
         #expect(throws: SupervisorError.self) {
-            try Supervisor(workers: [WorkerSpec(name: "a", command: "x"), WorkerSpec(name: "a", command: "y")], logger: testLogger())
+            try Supervisor(
+                workers: [WorkerSpec(name: "a", command: "x"), WorkerSpec(name: "a", command: "y")],
+                logger: testLogger())
         }
         let error = #expect(throws: SupervisorError.self) {
             try Supervisor(workers: [WorkerSpec(name: "w", command: "x", oomScoreAdjust: 2000)], logger: testLogger())
@@ -119,7 +123,10 @@ struct SupervisorTests {
         try await supervisor.start()
         #expect(await eventually { FileManager.default.fileExists(atPath: dir.file("child")) })
         try await Task.sleep(for: .milliseconds(50))
-        let child = try #require(Int32(String(contentsOfFile: dir.file("child"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let child = try #require(
+            Int32(
+                String(contentsOfFile: dir.file("child"), encoding: .utf8).trimmingCharacters(
+                    in: .whitespacesAndNewlines)))
         let worker = try #require(supervisor.workers.first?.pid)
         #expect(processIsLive(child) && processIsLive(worker))
         let began = monotonicNow()

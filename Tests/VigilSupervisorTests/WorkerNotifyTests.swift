@@ -50,7 +50,8 @@ struct WorkerNotifyTests {
         let dir = TestDirectory()
         defer { dir.remove() }
         let go = dir.file("go")
-        let script = "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --ready --status=genuine; exec sleep 300"
+        let script =
+            "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --ready --status=genuine; exec sleep 300"
         let supervisor = try Supervisor(
             workers: [WorkerSpec(name: "guarded", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
             environment: testEnvironment, runtimeDirectory: dir.path, logger: testLogger())
@@ -92,7 +93,10 @@ struct WorkerNotifyTests {
             configuration: SupervisorConfiguration(backoffInitial: .milliseconds(20)),
             environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
         try await supervisor.start()
-        #expect(await eventually(timeout: 10) { (supervisor.workers.first?.restarts ?? 0) >= 1 && supervisor.workers.first?.state == .ready })
+        #expect(
+            await eventually(timeout: 10) {
+                (supervisor.workers.first?.restarts ?? 0) >= 1 && supervisor.workers.first?.state == .ready
+            })
         await supervisor.stop()
 
         let timeouts = events.times(of: "pinger") { $0 == .watchdogTimeout }
@@ -114,12 +118,15 @@ struct WorkerNotifyTests {
 
     @Test("notify payloads: known keys parsed, unknown keys and junk ignored")
     func parsing() {
-        let m = NotifyMessage("READY=1\nSTATUS=a=b c\nX_CUSTOM=1\nnonsense\nWATCHDOG=1\nWATCHDOG_USEC=2000000\nSTOPPING=1")
+        let m = NotifyMessage(
+            "READY=1\nSTATUS=a=b c\nX_CUSTOM=1\nnonsense\nWATCHDOG=1\nWATCHDOG_USEC=2000000\nSTOPPING=1")
         #expect(m.ready && m.stopping && m.watchdogPing && !m.watchdogTrigger)
         #expect(m.status == "a=b c")
         #expect(m.watchdogUsec == 2_000_000)
         #expect(NotifyMessage("WATCHDOG=trigger").watchdogTrigger)
         #expect(NotifyMessage("READY=0").ready == false)
-        #expect(ProcessTree.parseStat("42 (a b) c) S 7 42 42 0") == ProcessTree.Stat(state: "S", parent: 7, processGroup: 42))
+        #expect(
+            ProcessTree.parseStat("42 (a b) c) S 7 42 42 0")
+                == ProcessTree.Stat(state: "S", parent: 7, processGroup: 42))
     }
 }

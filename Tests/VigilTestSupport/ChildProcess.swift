@@ -85,8 +85,11 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Runs a program to completion and returns its standard output; throws if it exits non-zero.
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-run-\(UUID().uuidString.prefix(8))")
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws
+        -> String
+    {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vigil-run-\(UUID().uuidString.prefix(8))")
         let out = base.path + ".out"
         let err = base.path + ".err"
         defer {
@@ -98,7 +101,8 @@ public final class ChildProcess: @unchecked Sendable {
         let output = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
         guard status == 0 else {
             let message = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
-            throw FixtureError("\(executable) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(message)")
+            throw FixtureError(
+                "\(executable) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(message)")
         }
         return output
     }

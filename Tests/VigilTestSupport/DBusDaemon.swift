@@ -23,7 +23,9 @@ public final class DBusDaemon: @unchecked Sendable {
         let socket = directory + "/bus"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:path=\(socket)"]
+        process.arguments = [
+            "--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:path=\(socket)",
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

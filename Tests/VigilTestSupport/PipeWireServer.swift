@@ -22,8 +22,10 @@ public final class PipeWireServer: SoundServerFixture, @unchecked Sendable {
     }
 
     private init() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-pw-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vigil-pw-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(
+            at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         directory = dir
         bus = try DBusDaemon()
     }

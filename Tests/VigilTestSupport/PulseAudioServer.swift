@@ -28,8 +28,10 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
 
     /// Creates a server description and its directory; ``start()`` launches it.
     public init(sink: String = "vigil_null", suspendTimeout: Int = 1, modules: [String] = []) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-pa-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "vigil-pa-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(
+            at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         self.directory = dir
         self.sinkName = sink
         self.suspendTimeout = suspendTimeout
@@ -65,7 +67,8 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
             if (try? pactl(["info"])) != nil { return }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
-        throw FixtureError("pulseaudio did not come up; its log:\n" + ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""))
+        throw FixtureError(
+            "pulseaudio did not come up; its log:\n" + ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""))
     }
 
     private var logPath: String { directory.appendingPathComponent("pulseaudio.log").path }

@@ -61,7 +61,10 @@ extension SoundServerFixture {
         if !FileManager.default.fileExists(atPath: file) {
             _ = try ChildProcess.run(
                 "/usr/bin/sox",
-                ["-n", "-r", "48000", "-c", "2", "-b", "16", file, "synth", "\(seconds)", "sine", "\(frequency)", "vol", "\(amplitude)"])
+                [
+                    "-n", "-r", "48000", "-c", "2", "-b", "16", file, "synth", "\(seconds)", "sine", "\(frequency)",
+                    "vol", "\(amplitude)",
+                ])
         }
         var arguments = ["--client-name=\(client)", "-d", sinkName]
         if let role { arguments.append("--property=media.role=\(role)") }

@@ -49,7 +49,12 @@ public enum VigilExecutable {
         executable: String, _ arguments: [String], in directory: String, environment: [String: String?] = [:],
         stdin: String? = nil
     ) async throws -> Output {
-        try await blockingCall { Result { try runBlocking(executable: executable, arguments, in: directory, environment: environment, stdin: stdin) } }.get()
+        try await blockingCall {
+            Result {
+                try runBlocking(
+                    executable: executable, arguments, in: directory, environment: environment, stdin: stdin)
+            }
+        }.get()
     }
 
     private static func runBlocking(

@@ -84,7 +84,8 @@ struct ConfigHostTests {
         #expect(ledger.snapshot.violations.isEmpty)
     }
 
-    @Test("untrusted key, unknown entry and a not-activated unsigned plugin: failed with the core's remedy, no instance")
+    @Test(
+        "untrusted key, unknown entry and a not-activated unsigned plugin: failed with the core's remedy, no instance")
     func refusedPlugins() async throws {
         let project = try HostProject()
         defer { project.remove() }
@@ -146,7 +147,8 @@ struct ConfigHostTests {
         let state = await host.keepAlive()[plugin: "svc"]?.state
         #expect(
             state?.description
-                == "blocked: requires services to include \"supervisor\" — add it under [host] in vigil.toml: services = [\"supervisor\"]")
+                == "blocked: requires services to include \"supervisor\" — add it under [host] in vigil.toml: services = [\"supervisor\"]"
+        )
         #expect(ledger.snapshot.made == 0)
     }
 
@@ -163,7 +165,8 @@ struct ConfigHostTests {
         }
         #expect {
             try VigilHost(
-                configPath: project.dir.path + "/missing.toml", options: options(project), logger: TestPlugins.quietLogger)
+                configPath: project.dir.path + "/missing.toml", options: options(project),
+                logger: TestPlugins.quietLogger)
         } throws: { error in
             (error as? VigilError)?.message.contains("does not exist") == true
         }
@@ -190,7 +193,9 @@ struct ConfigHostTests {
         await Vigil.stop()
         #expect(await first.status()[plugin: "shared"]?.state == .idle)
         #expect(ledger.snapshot.live == 0)
-        #expect(throws: VigilError.self) { try sharedHost(configPath: project.dir.path + "/other.toml", logger: TestPlugins.quietLogger) }
+        #expect(throws: VigilError.self) {
+            try sharedHost(configPath: project.dir.path + "/other.toml", logger: TestPlugins.quietLogger)
+        }
         // Concurrent callers through the convenience API settle consistently.
         await withTaskGroup(of: Void.self) { group in
             for i in 0..<200 {

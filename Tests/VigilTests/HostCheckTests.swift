@@ -24,7 +24,9 @@ struct HostCheckTests {
         defer { project.remove() }
         let fp = try project.signedPlugin(
             "engine",
-            requirements: #"[{"kind": "background-mode", "value": "audio", "why": "keeps the sink awake"}, {"kind": "executable", "value": "pactl"}]"#)
+            requirements:
+                #"[{"kind": "background-mode", "value": "audio", "why": "keeps the sink awake"}, {"kind": "executable", "value": "pactl"}]"#
+        )
         try project.config(
             """
             # host config
@@ -76,7 +78,8 @@ struct HostCheckTests {
         #expect(
             lines[2]
                 == "\(project.configPath):2:31: warning: [dev] loads UNSIGNED under acknowledge_unsafe_plugins — sign it "
-                + "(vigil plugin sign), trust it (vigil plugin trust dev) and remove it from acknowledge_unsafe_plugins before production")
+                + "(vigil plugin sign), trust it (vigil plugin trust dev) and remove it from acknowledge_unsafe_plugins before production"
+        )
         #expect(report.unsafePlugins == ["dev"])
         #expect(report.banner == CoreBanner.unsafePlugins(["dev"]))
     }

@@ -50,7 +50,8 @@ struct HostEnvironmentTests {
         // The configuration's first-party path and the check use it too.
         let configuration = try HostConfiguration.load(path: project.configPath, environment: environment)
         #expect(configuration.pluginPaths.last == project.dir.path + "/first-party")
-        let report = HostCheck(registry: PluginRegistry([probe]), environment: environment).run(configPath: project.configPath)
+        let report = HostCheck(registry: PluginRegistry([probe]), environment: environment).run(
+            configPath: project.configPath)
         #expect(report.plugins.map(\.directory) == [project.dir.path + "/manifests/alpha"])
         #expect(!report.hasErrors, "\(report.diagnostics)")
 
@@ -65,7 +66,9 @@ struct HostEnvironmentTests {
     }
 
     @Test func derivedDirectoriesAndPathLookup() throws {
-        let env = HostEnvironment(variables: ["HOME": "/home/a", "XDG_RUNTIME_DIR": "/run/user/1", "PATH": "/usr/bin:/bin"])
+        let env = HostEnvironment(variables: [
+            "HOME": "/home/a", "XDG_RUNTIME_DIR": "/run/user/1", "PATH": "/usr/bin:/bin",
+        ])
         #expect(env.stateHome == "/home/a/.local/state")
         #expect(env.configHome == "/home/a/.config")
         #expect(env.vigilStateDirectory == "/home/a/.local/state/vigil")

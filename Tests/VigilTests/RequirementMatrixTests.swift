@@ -103,7 +103,8 @@ struct RequirementMatrixTests {
                         "needs an audio output, but none is reachable: tried \(socket) (PULSE_SERVER), "
                         + "$XDG_RUNTIME_DIR/pulse/native (XDG_RUNTIME_DIR is not set), ALSA playback devices in \(dir.path) (none)",
                     remedy:
-                        "start the user's sound server (PulseAudio or PipeWire), point PULSE_SERVER at one, or attach a sound card")
+                        "start the user's sound server (PulseAudio or PipeWire), point PULSE_SERVER at one, or attach a sound card"
+                )
             }
         }
     }
@@ -118,7 +119,8 @@ struct RequirementMatrixTests {
                 HostRequirement(kind: .audioOutput), environment: [:], soundDirectory: dir.path)
             #expect(captureOnly.name == "blocked")
             try dir.write("pcmC0D0p", "")
-            let (playback, _) = try await run(HostRequirement(kind: .audioOutput), environment: [:], soundDirectory: dir.path)
+            let (playback, _) = try await run(
+                HostRequirement(kind: .audioOutput), environment: [:], soundDirectory: dir.path)
             #expect(playback == .running)
         }
     }
@@ -130,13 +132,15 @@ struct RequirementMatrixTests {
             let env = ["PATH": "/nonexistent:\(dir.path)/bin"]
             let (met, _) = try await run(HostRequirement(kind: .executable("vigil-probe-tool")), environment: env)
             #expect(met == .running)
-            let (plainFile, ledger1) = try await run(HostRequirement(kind: .executable("not-executable")), environment: env)
+            let (plainFile, ledger1) = try await run(
+                HostRequirement(kind: .executable("not-executable")), environment: env)
             expectBlocked(
                 plainFile, ledger1, problem: "needs the executable \"not-executable\" on PATH, but it is not there",
                 remedy: "install the package that provides not-executable, or add its directory to PATH")
             let (missing, ledger2) = try await run(HostRequirement(kind: .executable("pactl")), environment: [:])
             expectBlocked(
-                missing, ledger2, problem: "needs the executable \"pactl\" on PATH, but it is not there (PATH is empty)",
+                missing, ledger2,
+                problem: "needs the executable \"pactl\" on PATH, but it is not there (PATH is empty)",
                 remedy: "install the package that provides pactl, or add its directory to PATH")
         }
     }
@@ -160,7 +164,8 @@ struct RequirementMatrixTests {
             HostRequirement(kind: .dbusSession), environment: ["DBUS_SESSION_BUS_ADDRESS": address])
         expectBlocked(
             dead, ledger2,
-            problem: "needs a D-Bus session bus, but nothing accepts a connection at DBUS_SESSION_BUS_ADDRESS=\(address)",
+            problem:
+                "needs a D-Bus session bus, but nothing accepts a connection at DBUS_SESSION_BUS_ADDRESS=\(address)",
             remedy: "start the session bus (systemctl --user start dbus) or fix DBUS_SESSION_BUS_ADDRESS")
     }
 
@@ -174,7 +179,9 @@ struct RequirementMatrixTests {
             environment: RequirementChecker.Environment(variables: ["PATH": dir.path + "/bin"]),
             retryInterval: retryInterval)
         return try VigilHost(
-            plugins: [TestPlugins.prepared("late", ledger: ledger, requirements: [.init(kind: .executable("late-tool"))])],
+            plugins: [
+                TestPlugins.prepared("late", ledger: ledger, requirements: [.init(kind: .executable("late-tool"))])
+            ],
             options: options, logger: TestPlugins.quietLogger)
     }
 
@@ -190,7 +197,8 @@ struct RequirementMatrixTests {
         }
     }
 
-    @Test("as a Service: run() re-probes a plugin blocked by its environment and starts it once the environment appears")
+    @Test(
+        "as a Service: run() re-probes a plugin blocked by its environment and starts it once the environment appears")
     func serviceRetriesEnvironmentBlocked() async throws {
         try await RuntimeFixtures.withTempDirectory { dir in
             let ledger = InstanceLedger()
@@ -231,6 +239,9 @@ struct RequirementMatrixTests {
             .init(kind: .audioOutput), .init(kind: .backgroundMode("audio")), .init(kind: .dbusSession),
         ]
         #expect(checker.unmet(requirements, probeEnvironment: false).map(\.requirement.kindTag) == ["background-mode"])
-        #expect(checker.unmet(requirements).map(\.requirement.kindTag) == ["audio-output", "background-mode", "dbus-session"])
+        #expect(
+            checker.unmet(requirements).map(\.requirement.kindTag) == [
+                "audio-output", "background-mode", "dbus-session",
+            ])
     }
 }

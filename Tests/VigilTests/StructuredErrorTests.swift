@@ -15,7 +15,8 @@ import VigilTestSupport
         try project.config("plugins = []\n\nbogus = 1\n")
         do {
             _ = try VigilHost(
-                configPath: project.configPath, options: VigilHost.Options(
+                configPath: project.configPath,
+                options: VigilHost.Options(
                     publishStatus: false, environment: HostEnvironment(variables: project.environment)),
                 logger: TestPlugins.quietLogger)
             Issue.record("an invalid configuration was accepted")

@@ -70,7 +70,8 @@ final class LedgerPlugin: KeepAlivePlugin, @unchecked Sendable {
         if delay > .zero { try? await Task.sleep(for: delay) } else { await Task.yield() }
         lock.withLock { $0.busy = false }
         if failStart {
-            throw PluginError.startFailed(plugin: context.pluginName, reason: "the test told it to fail — nothing to fix")
+            throw PluginError.startFailed(
+                plugin: context.pluginName, reason: "the test told it to fail — nothing to fix")
         }
         lock.withLock { $0.started = true }
         ledger.update { $0.started += 1 }

@@ -263,7 +263,8 @@ struct VigilHostTests {
             #expect {
                 _ = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path], create: true)
             } throws: { error in
-                (error as? VigilError)?.message == "\(dir.path)/vigil is readable or writable by other users (mode 755) — run `chmod 700 \(dir.path)/vigil`"
+                (error as? VigilError)?.message
+                    == "\(dir.path)/vigil is readable or writable by other users (mode 755) — run `chmod 700 \(dir.path)/vigil`"
             }
         }
     }

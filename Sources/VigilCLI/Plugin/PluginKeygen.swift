@@ -43,7 +43,8 @@ struct PluginKeygen: ParsableCommand {
             if exists && !force {
                 throw CoreError(
                     code: .ioFailure, plugin: name,
-                    message: "a key already exists at \(keyPath) or \(pubPath); Vigil does not overwrite it. \(rotation). "
+                    message:
+                        "a key already exists at \(keyPath) or \(pubPath); Vigil does not overwrite it. \(rotation). "
                         + "If that is what you want, run again with --force")
             }
             let secret = MinisignSecretKey.generate()

@@ -36,7 +36,8 @@ struct PluginList: ParsableCommand {
         let store = Result { () throws(CoreError) in try RollbackStore.standard(environment: CLI.environment) }
         let reports = PluginInspection.inspectAll(configuration: configuration, store: store)
         if json {
-            CLI.printJSON(Self.document(config: loaded?.path, configuration: configuration, reports: reports, error: nil))
+            CLI.printJSON(
+                Self.document(config: loaded?.path, configuration: configuration, reports: reports, error: nil))
             return
         }
         let firstParty = HostConfiguration.firstPartyManifests(environment: CLI.environment)
@@ -94,7 +95,9 @@ struct PluginList: ParsableCommand {
         lines.append("    signature: \(r.signature.rawValue)   trust: \(r.trust.rawValue)")
         if let directory = r.directory { lines.append("    directory: \(directory)") }
         if let trusted = r.trustedFingerprint { lines.append("    trusted key: \(trusted)") }
-        if let offered = r.offeredFingerprint, offered != r.trustedFingerprint { lines.append("    offered key: \(offered)") }
+        if let offered = r.offeredFingerprint, offered != r.trustedFingerprint {
+            lines.append("    offered key: \(offered)")
+        }
         for q in r.requirements { lines.append("    requires \(q.kind)\(q.value.map { " \($0)" } ?? ""): \(q.state)") }
         if let error = r.error { lines.append("    error: [\(error.code)] \(error.message)") }
         for line in lines { CLI.say(line) }

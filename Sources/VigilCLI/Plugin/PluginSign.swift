@@ -58,7 +58,7 @@ struct PluginSign: ParsableCommand {
         }
         do {
             return try MinisignSecretKey(fileContents: text, password: nil)
-        } catch where error.code == .encryptedKeyNeedsPassword {
+        } catch  where error.code == .encryptedKeyNeedsPassword {
             let password: String
             if let env = getenv("VIGIL_KEY_PASSWORD") {
                 password = String(cString: env)
@@ -67,7 +67,8 @@ struct PluginSign: ParsableCommand {
             } else {
                 throw CoreError(
                     code: .keyInvalid,
-                    message: "\(path) is password-protected and there is no terminal to ask on — set VIGIL_KEY_PASSWORD")
+                    message: "\(path) is password-protected and there is no terminal to ask on — set VIGIL_KEY_PASSWORD"
+                )
             }
             do {
                 return try MinisignSecretKey(fileContents: text, password: password)

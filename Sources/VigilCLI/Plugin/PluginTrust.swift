@@ -32,7 +32,9 @@ struct PluginTrust: ParsableCommand {
         if let fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
     }
 
-    @Flag(name: .long, help: "Print the review and the outcome as one JSON document; nothing is asked, so add --yes to trust.")
+    @Flag(
+        name: .long,
+        help: "Print the review and the outcome as one JSON document; nothing is asked, so add --yes to trust.")
     var json = false
 
     func run() throws {
@@ -118,8 +120,9 @@ struct PluginTrust: ParsableCommand {
         var lines = ["Review \(m.name):"]
         lines.append("  version:       \(m.version)")
         if let d = r.downgrade {
-            lines.append("  DOWNGRADE from \(d.from) to \(d.to) — this host already accepted \(d.from); trusting "
-                + "accepts the older release")
+            lines.append(
+                "  DOWNGRADE from \(d.from) to \(d.to) — this host already accepted \(d.from); trusting "
+                    + "accepts the older release")
         }
         if r.changedAtSameVersion {
             lines.append("  CHANGED at version \(m.version) — this host accepted other contents under the same version")
@@ -128,8 +131,9 @@ struct PluginTrust: ParsableCommand {
         lines.append("  directory:     \(r.plugin.directory)")
         lines.append("  fingerprint:   \(r.fingerprint)")
         if let expected = r.expectedFirstPartyKey {
-            lines.append("  this is not the first-party key for \(m.name) (expected \(expected)) — it is named like "
-                + "Vigil's own plugin but signed by someone else")
+            lines.append(
+                "  this is not the first-party key for \(m.name) (expected \(expected)) — it is named like "
+                    + "Vigil's own plugin but signed by someone else")
         }
         lines.append("  minisign key:  \(r.keyID)")
         if let library = m.sharedLibrary {
@@ -144,7 +148,8 @@ struct PluginTrust: ParsableCommand {
         } else {
             lines.append("  requirements:")
             for req in m.hostRequirements {
-                lines.append("    - \(req.kindTag)\(req.value.map { " \($0)" } ?? "")\(req.why.map { " — \($0)" } ?? "")")
+                lines.append(
+                    "    - \(req.kindTag)\(req.value.map { " \($0)" } ?? "")\(req.why.map { " — \($0)" } ?? "")")
             }
         }
         if m.resources.isEmpty {

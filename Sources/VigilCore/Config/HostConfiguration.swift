@@ -95,7 +95,8 @@ public struct HostConfiguration: Sendable {
             return FirstPartyManifests(path: Path.absolute(override), origin: .environment)
         }
         let installed = FirstPartyManifests(
-            path: Path.absolute("../share/vigil/manifests", relativeTo: Path.directory(of: SystemCall.executablePath())),
+            path: Path.absolute(
+                "../share/vigil/manifests", relativeTo: Path.directory(of: SystemCall.executablePath())),
             origin: .installed)
         if SystemCall.isDirectory(installed.path) { return installed }
         // …/Sources/VigilCore/…/HostConfiguration.swift: the package root is what precedes the
@@ -128,7 +129,8 @@ public struct HostConfiguration: Sendable {
                 if resolved, (target.st_mode & S_IFMT) == S_IFREG { return candidate }
                 let kind =
                     !resolved
-                    ? "symbolic link to nothing" : isLink
+                    ? "symbolic link to nothing"
+                    : isLink
                         ? "symbolic link to a \(SafeFile.fileKind(target.st_mode))" : SafeFile.fileKind(st.st_mode)
                 throw CoreError(
                     code: .notRegularFile,
@@ -147,7 +149,9 @@ public struct HostConfiguration: Sendable {
     ///   unknown key, a value of the wrong type, an invalid plugin name or fingerprint;
     ///   `.configNotFound` when the file does not exist.
     /// - Parameter environment: the host's environment, for the first-party manifests directory.
-    public static func load(path: String, environment: HostEnvironment = .current) throws(CoreError) -> HostConfiguration {
+    public static func load(path: String, environment: HostEnvironment = .current) throws(CoreError)
+        -> HostConfiguration
+    {
         let absolute = Path.absolute(path)
         let bytes = try readConfig(absolute)
         return try HostConfiguration(
@@ -305,7 +309,8 @@ public struct HostConfiguration: Sendable {
         self.plugins = plugins
         self.trustedPlugins = trusted
         self.acknowledgedUnsafePlugins = acknowledged
-        self.pluginPaths = Self.resolvePluginPaths(paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
+        self.pluginPaths = Self.resolvePluginPaths(
+            paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
         self.host = host
         self.pluginSettings = settings
     }
@@ -344,10 +349,13 @@ private struct ConfigReader {
             let (line, column) = locator.lineColumn(of: offset)
             return SourceLocation(path: path, line: line, column: column)
         }
-        let key = keyPath.map { PluginName.isValid($0) || $0.allSatisfy { $0.isLetter || $0 == "_" } ? $0 : JSONValue.quote($0) }
-            .joined(separator: ".")
+        let key = keyPath.map {
+            PluginName.isValid($0) || $0.allSatisfy { $0.isLetter || $0 == "_" } ? $0 : JSONValue.quote($0)
+        }
+        .joined(separator: ".")
         return CoreError(
-            code: .configInvalid, location: location, message: (location == nil ? "\(path): " : "") + "\(key): \(problem)")
+            code: .configInvalid, location: location,
+            message: (location == nil ? "\(path): " : "") + "\(key): \(problem)")
     }
 
     func strings(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> [String] {
@@ -381,7 +389,9 @@ private struct ConfigReader {
             guard let v = table[key] else { continue }
             switch key {
             case "name":
-                guard let s = v.string, !s.isEmpty else { throw fail(at: ["host", key], "expected a non-empty string") }
+                guard let s = v.string, !s.isEmpty else {
+                    throw fail(at: ["host", key], "expected a non-empty string")
+                }
                 host.name = s
             case "background_modes": host.backgroundModes = try strings(v, at: ["host", key])
             case "services": host.services = try strings(v, at: ["host", key])

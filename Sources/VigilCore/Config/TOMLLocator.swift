@@ -273,7 +273,8 @@ struct TOMLLocator: Sendable {
                     let s = value(path: path + ["[\(index)]"], depth: depth + 1)
                     if pos == start { return nil }
                     let isString = c == UInt8(ascii: "\"") || c == UInt8(ascii: "'")
-                    elements.append(Element(arrayPath: path, index: index, stringValue: isString ? s : nil, start: start))
+                    elements.append(
+                        Element(arrayPath: path, index: index, stringValue: isString ? s : nil, start: start))
                     index += 1
                     skipBlank()
                     if peek() == UInt8(ascii: ",") { pos += 1 }

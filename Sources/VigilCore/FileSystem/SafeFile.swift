@@ -39,7 +39,8 @@ public enum SafeFile {
 
     /// Reads the regular file at `path` like ``readIfPresent(_:cap:what:plugin:)``, but a missing
     /// file is an error (`.fileNotFound`).
-    public static func read(_ path: String, cap: Int, what: String, plugin: String? = nil) throws(CoreError) -> [UInt8] {
+    public static func read(_ path: String, cap: Int, what: String, plugin: String? = nil) throws(CoreError) -> [UInt8]
+    {
         guard let bytes = try readIfPresent(path, cap: cap, what: what, plugin: plugin) else {
             throw CoreError(code: .fileNotFound, plugin: plugin, message: "the \(what) \(path) does not exist")
         }
@@ -67,7 +68,9 @@ public enum SafeFile {
         defer { close(dirfd) }
         for (index, component) in components.enumerated() {
             let last = index == components.count - 1
-            let flags = last ? (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let flags =
+                last
+                ? (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             let fd = openat(dirfd, component, flags)
             if fd < 0 {
                 let e = errno

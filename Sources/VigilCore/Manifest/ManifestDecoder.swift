@@ -75,13 +75,16 @@ public enum ManifestDecoder {
             ManifestDecoder.malformed(plugin, path: StrictJSON.format(path: path + [component]), reason)
         }
 
-        mutating func at<T>(_ component: StrictJSON.PathComponent, _ body: (inout Reader) throws(CoreError) -> T) throws(CoreError) -> T {
+        mutating func at<T>(_ component: StrictJSON.PathComponent, _ body: (inout Reader) throws(CoreError) -> T)
+            throws(CoreError) -> T
+        {
             path.append(component)
             defer { path.removeLast() }
             return try body(&self)
         }
 
-        func members(_ value: JSONValue, allowed: [String], required: [String]) throws(CoreError) -> [String: JSONValue] {
+        func members(_ value: JSONValue, allowed: [String], required: [String]) throws(CoreError) -> [String: JSONValue]
+        {
             guard case .object(let list) = value else { throw fail("expected an object, found \(value.kindName)") }
             var out: [String: JSONValue] = [:]
             for member in list {
@@ -118,14 +121,16 @@ public enum ManifestDecoder {
         mutating func manifest(_ value: JSONValue) throws(CoreError) -> PluginManifest {
             let fields = try members(
                 value,
-                allowed: ["schema", "name", "version", "description", "entry", "host_requirements", "resources", "settings"],
+                allowed: [
+                    "schema", "name", "version", "description", "entry", "host_requirements", "resources", "settings",
+                ],
                 required: ["schema", "name", "version", "entry"])
             let schema = try at(.key("schema")) { r throws(CoreError) in try r.string(fields["schema"]!) }
             guard schema == PluginManifest.schema else {
                 throw fail(
                     at: .key("schema"),
-                        "unknown schema \(JSONValue.quote(Sanitizer.display(schema))); this version of Vigil reads "
-                            + "\"\(PluginManifest.schema)\" — update Vigil or ask for a manifest in that schema")
+                    "unknown schema \(JSONValue.quote(Sanitizer.display(schema))); this version of Vigil reads "
+                        + "\"\(PluginManifest.schema)\" — update Vigil or ask for a manifest in that schema")
             }
             let name = try at(.key("name")) { r throws(CoreError) in
                 let n = try r.string(fields["name"]!)
@@ -142,7 +147,8 @@ public enum ManifestDecoder {
                 return v
             }
             let description = try at(.key("description")) { r throws(CoreError) in
-                try fields["description"].map { v throws(CoreError) in try r.plainText(v, max: 1024, allowEmpty: true) } ?? ""
+                try fields["description"].map { v throws(CoreError) in try r.plainText(v, max: 1024, allowEmpty: true) }
+                    ?? ""
             }
             let (entry, sharedLibrary) = try at(.key("entry")) { r throws(CoreError) in try r.entry(fields["entry"]!) }
             let requirements = try at(.key("host_requirements")) { r throws(CoreError) in
@@ -173,8 +179,9 @@ public enum ManifestDecoder {
         mutating func entry(_ value: JSONValue) throws(CoreError) -> (String, PluginManifest.SharedLibraryEntry?) {
             if case .string = value { return (try plainText(value, max: 256), nil) }
             guard case .object = value else {
-                throw fail("expected a built-in implementation's name or a {\"kind\": \"shared-library\", …} object, "
-                    + "found \(value.kindName)")
+                throw fail(
+                    "expected a built-in implementation's name or a {\"kind\": \"shared-library\", …} object, "
+                        + "found \(value.kindName)")
             }
             let fields = try members(value, allowed: ["kind", "path", "abi"], required: ["kind", "path", "abi"])
             let kind = try at(.key("kind")) { r throws(CoreError) in try r.string(fields["kind"]!) }
@@ -217,8 +224,8 @@ public enum ManifestDecoder {
             guard knownKinds.contains(kind) else {
                 throw fail(
                     at: .key("kind"),
-                        "unknown requirement kind \(JSONValue.quote(Sanitizer.display(kind))) "
-                            + "(known: \(knownKinds.joined(separator: ", ")))")
+                    "unknown requirement kind \(JSONValue.quote(Sanitizer.display(kind))) "
+                        + "(known: \(knownKinds.joined(separator: ", ")))")
             }
             var text: String?
             if takesValue {
@@ -261,7 +268,8 @@ public enum ManifestDecoder {
             }
             let sha = try at(.key("sha256")) { r throws(CoreError) in
                 let s = try r.string(fields["sha256"]!)
-                guard s.utf8.count == 64, s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+                guard s.utf8.count == 64,
+                    s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
                 else { throw r.fail("expected 64 lower-case hexadecimal digits") }
                 return s
             }

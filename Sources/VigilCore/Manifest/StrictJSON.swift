@@ -56,7 +56,9 @@ public enum StrictJSON {
             case .key(let k):
                 if let first = k.unicodeScalars.first,
                     first == "_" || (first.properties.isAlphabetic && first.isASCII),
-                    k.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") })
+                    k.unicodeScalars.allSatisfy({
+                        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-")
+                    })
                 {
                     out += "." + k
                 } else {

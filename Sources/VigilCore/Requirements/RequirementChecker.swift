@@ -1,9 +1,10 @@
+public import VigilPlugin
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-public import VigilPlugin
 
 /// The one host-requirement checker shared by `keepAlive()`, `vigil check`, the build plugin and
 /// `vigil plugin list`.
@@ -45,13 +46,16 @@ public struct RequirementChecker: Sendable {
             return UnmetRequirement(
                 requirement: requirement,
                 problem: "requires background_modes to include \"\(mode)\"",
-                remedy: "add it under [host] in vigil.toml: background_modes = [\(quotedList(declarations.backgroundModes + [mode]))]")
+                remedy:
+                    "add it under [host] in vigil.toml: background_modes = [\(quotedList(declarations.backgroundModes + [mode]))]"
+            )
         case .service(let service):
             if declarations.services.contains(service) { return nil }
             return UnmetRequirement(
                 requirement: requirement,
                 problem: "requires services to include \"\(service)\"",
-                remedy: "add it under [host] in vigil.toml: services = [\(quotedList(declarations.services + [service]))]")
+                remedy:
+                    "add it under [host] in vigil.toml: services = [\(quotedList(declarations.services + [service]))]")
         case .audioOutput:
             return probeAudioOutput(requirement)
         case .executable(let name):
@@ -114,9 +118,13 @@ public struct RequirementChecker: Sendable {
 
     static func tcpTarget(ofPulseAddress address: String) -> (String, UInt16)? {
         var rest = Substring(address)
-        if rest.hasPrefix("tcp4:") { rest = rest.dropFirst(5) }
-        else if rest.hasPrefix("tcp:") { rest = rest.dropFirst(4) }
-        else { return nil }
+        if rest.hasPrefix("tcp4:") {
+            rest = rest.dropFirst(5)
+        } else if rest.hasPrefix("tcp:") {
+            rest = rest.dropFirst(4)
+        } else {
+            return nil
+        }
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
         guard let host = parts.first, !host.isEmpty else { return nil }
         if parts.count == 2, let port = UInt16(parts[1]) { return (String(host), port) }
@@ -162,7 +170,8 @@ public struct RequirementChecker: Sendable {
             return UnmetRequirement(
                 requirement: requirement,
                 problem: "needs a D-Bus session bus, but DBUS_SESSION_BUS_ADDRESS is not set",
-                remedy: "run inside a user session (systemd --user starts one), or wrap the host in `dbus-run-session --`")
+                remedy:
+                    "run inside a user session (systemd --user starts one), or wrap the host in `dbus-run-session --`")
         }
         // A list of `transport:key=value,…` separated by `;`; the first that connects wins.
         for entry in address.split(separator: ";") {
@@ -178,7 +187,8 @@ public struct RequirementChecker: Sendable {
         }
         return UnmetRequirement(
             requirement: requirement,
-            problem: "needs a D-Bus session bus, but nothing accepts a connection at DBUS_SESSION_BUS_ADDRESS=\(address)",
+            problem:
+                "needs a D-Bus session bus, but nothing accepts a connection at DBUS_SESSION_BUS_ADDRESS=\(address)",
             remedy: "start the session bus (systemctl --user start dbus) or fix DBUS_SESSION_BUS_ADDRESS")
     }
 

@@ -62,7 +62,9 @@ public struct PluginInspection: Sendable {
     public static func inspectAll(
         configuration: HostConfiguration, store: Result<RollbackStore, CoreError>
     ) -> [PluginInspection] {
-        var rows = PluginLoader.discover(in: configuration.pluginPaths).map { (name: $0.name, directory: Optional($0.directory)) }
+        var rows = PluginLoader.discover(in: configuration.pluginPaths).map {
+            (name: $0.name, directory: Optional($0.directory))
+        }
         for name in configuration.plugins where !rows.contains(where: { $0.name == name }) {
             rows.append((name, nil))
         }

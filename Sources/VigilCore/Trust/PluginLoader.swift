@@ -76,7 +76,9 @@ public struct PluginLoader: Sendable {
 
     /// Loads like ``load(_:)``; with `record: false` the rollback store is only checked.
     public func loadOrThrow(_ name: String, record: Bool = true) throws(CoreError) -> LoadedPlugin {
-        if let problem = PluginName.problem(name) { throw CoreError(code: .pluginNotFound, plugin: name, message: problem) }
+        if let problem = PluginName.problem(name) {
+            throw CoreError(code: .pluginNotFound, plugin: name, message: problem)
+        }
         let directory = try locate(name)
         let trusted = configuration.trustedPlugins[name]
         let acknowledged = configuration.acknowledgedUnsafePlugins.contains(name)
@@ -179,10 +181,12 @@ public struct PluginLoader: Sendable {
                 what: "manifest", plugin: name)
         else {
             throw CoreError(
-                code: .pluginNotFound, plugin: name, message: "\(directory) has no plugin.json — is this a plugin directory?")
+                code: .pluginNotFound, plugin: name,
+                message: "\(directory) has no plugin.json — is this a plugin directory?")
         }
         let signature = try SafeFile.readIfPresent(
-            relativePath: "plugin.json.minisig", inside: directory, cap: maxSignatureSize, what: "signature", plugin: name)
+            relativePath: "plugin.json.minisig", inside: directory, cap: maxSignatureSize, what: "signature",
+            plugin: name)
         let publicKey = try SafeFile.readIfPresent(
             relativePath: "plugin.pub", inside: directory, cap: maxPublicKeySize, what: "public key", plugin: name)
         return Files(manifest: manifest, signature: signature, publicKey: publicKey)
@@ -201,9 +205,12 @@ public struct PluginLoader: Sendable {
         let key: Fingerprint?
         switch policy {
         case .configured(let trusted, let acknowledged):
-            key = try trustDecision(files: files, name: name, directory: directory, trusted: trusted, acknowledged: acknowledged)
+            key = try trustDecision(
+                files: files, name: name, directory: directory, trusted: trusted, acknowledged: acknowledged)
         case .pinned(let pinned):
-            guard files.signature != nil else { throw notSigned(name: name, directory: directory, acknowledgeable: false) }
+            guard files.signature != nil else {
+                throw notSigned(name: name, directory: directory, acknowledgeable: false)
+            }
             if let offered = try offeredKey(files, name: name), offered.fingerprint != pinned {
                 throw CoreError(
                     code: .fingerprintMismatch, plugin: name,
@@ -212,7 +219,9 @@ public struct PluginLoader: Sendable {
             }
             key = pinned
         case .offered:
-            guard files.signature != nil else { throw notSigned(name: name, directory: directory, acknowledgeable: false) }
+            guard files.signature != nil else {
+                throw notSigned(name: name, directory: directory, acknowledgeable: false)
+            }
             guard let offered = try offeredKey(files, name: name) else {
                 throw CoreError(
                     code: .noPublicKey, plugin: name,
@@ -239,7 +248,8 @@ public struct PluginLoader: Sendable {
         guard manifest.name == name, directoryName == name else {
             throw CoreError(
                 code: .nameMismatch, plugin: name,
-                message: "its manifest is for \"\(Sanitizer.display(manifest.name))\" but it was found as \"\(name)\" in "
+                message:
+                    "its manifest is for \"\(Sanitizer.display(manifest.name))\" but it was found as \"\(name)\" in "
                     + "\(directory) — a manifest copied into another plugin's directory is refused; install each "
                     + "plugin in a directory named after it")
         }
@@ -342,7 +352,8 @@ public struct PluginLoader: Sendable {
         _ signatureBytes: [UInt8], over message: [UInt8], with fingerprint: Fingerprint, name: String,
         keyID: [UInt8]? = nil
     ) throws(CoreError) {
-        let tamper = " — the manifest or its signature was changed after signing, or it was signed with another "
+        let tamper =
+            " — the manifest or its signature was changed after signing, or it was signed with another "
             + "key; reinstall the plugin from its publisher"
         let signature: MinisignSignature
         do {
@@ -390,10 +401,11 @@ public struct PluginLoader: Sendable {
         do {
             bytes = try SafeFile.readIfPresent(
                 relativePath: resource.path, inside: directory, cap: resource.size, what: "resource", plugin: name)
-        } catch where error.code == .fileTooLarge {
+        } catch  where error.code == .fileTooLarge {
             throw CoreError(
                 code: .resourceMismatch, plugin: name,
-                message: "the resource \(resource.path) is larger than the signed size of \(resource.size) bytes" + remedy)
+                message: "the resource \(resource.path) is larger than the signed size of \(resource.size) bytes"
+                    + remedy)
         }
         guard let bytes else {
             throw CoreError(
@@ -402,7 +414,8 @@ public struct PluginLoader: Sendable {
         guard bytes.count == resource.size else {
             throw CoreError(
                 code: .resourceMismatch, plugin: name,
-                message: "the resource \(resource.path) is \(bytes.count) bytes, not the signed \(resource.size)" + remedy)
+                message: "the resource \(resource.path) is \(bytes.count) bytes, not the signed \(resource.size)"
+                    + remedy)
         }
         let sha = Digest.hex(Digest.sha256(bytes))
         guard sha == resource.sha256 else {

@@ -29,7 +29,8 @@ public enum PluginSigner {
         do {
             tree = try StrictJSON.parse(files.manifest, maxSize: ManifestDecoder.maxManifestSize)
         } catch {
-            throw ManifestDecoder.malformed(dirName, path: error.path, "\(error.reason) (line \(error.line), column \(error.column))")
+            throw ManifestDecoder.malformed(
+                dirName, path: error.path, "\(error.reason) (line \(error.line), column \(error.column))")
         }
         // Refresh resources: only each entry's "path" is needed; size and SHA-256 are computed.
         if case .object(var members) = tree, let index = members.firstIndex(where: { $0.key == "resources" }),
@@ -78,7 +79,8 @@ public enum PluginSigner {
 
         // Key consistency: plugin.pub must hold the signing key (or be absent).
         if let pub = files.publicKey {
-            guard let text = String(validating: pub, as: UTF8.self), let offered = try? MinisignPublicKey(fileContents: text)
+            guard let text = String(validating: pub, as: UTF8.self),
+                let offered = try? MinisignPublicKey(fileContents: text)
             else {
                 throw CoreError(
                     code: .keyInvalid, plugin: dirName,
@@ -108,10 +110,12 @@ public enum PluginSigner {
         if manifestBytes != files.manifest {
             try AtomicFile.write(manifestBytes, to: Path.join(directory, "plugin.json"))
         }
-        try AtomicFile.write(Array(signature.fileContents().utf8), to: Path.join(directory, "plugin.json.minisig"), mode: 0o644)
+        try AtomicFile.write(
+            Array(signature.fileContents().utf8), to: Path.join(directory, "plugin.json.minisig"), mode: 0o644)
         var wrotePublicKey = false
         if files.publicKey == nil {
-            try AtomicFile.write(Array(key.publicKey.fileContents().utf8), to: Path.join(directory, "plugin.pub"), mode: 0o644)
+            try AtomicFile.write(
+                Array(key.publicKey.fileContents().utf8), to: Path.join(directory, "plugin.pub"), mode: 0o644)
             wrotePublicKey = true
         }
         return Result(manifest: manifest, directory: directory, wrotePublicKey: wrotePublicKey)

@@ -101,7 +101,8 @@ public struct RollbackStore: Sendable {
                 try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
                 if entry.version == version { return }
             }
-            state[plugin, default: [:]][fingerprint.description] = Entry(version: version, manifestSHA256: manifestSHA256)
+            state[plugin, default: [:]][fingerprint.description] = Entry(
+                version: version, manifestSHA256: manifestSHA256)
             try write(state)
         }
     }
@@ -157,7 +158,9 @@ public struct RollbackStore: Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno) }
         if st.st_uid != geteuid() { throw corrupt("it is owned by another user (uid \(st.st_uid))") }
-        if st.st_mode & 0o022 != 0 { throw corrupt("it is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))") }
+        if st.st_mode & 0o022 != 0 {
+            throw corrupt("it is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))")
+        }
         let bytes: [UInt8]
         do {
             bytes = try SafeFile.read(fd: fd, path: statePath, cap: 4 << 20, what: "rollback state", plugin: nil)
@@ -191,7 +194,12 @@ public struct RollbackStore: Sendable {
         let plugins: [(key: String, value: JSONValue)] = state.keys.sorted().map { name in
             let keys: [(key: String, value: JSONValue)] = state[name]!.keys.sorted().map { fp in
                 let e = state[name]![fp]!
-                return (fp, .object([("version", .string(e.version.description)), ("manifest_sha256", .string(e.manifestSHA256))]))
+                return (
+                    fp,
+                    .object([
+                        ("version", .string(e.version.description)), ("manifest_sha256", .string(e.manifestSHA256)),
+                    ])
+                )
             }
             return (name, .object(keys))
         }
@@ -203,7 +211,8 @@ public struct RollbackStore: Sendable {
     private func withLock<T>(_ body: () throws(CoreError) -> T) throws(CoreError) -> T {
         try ensureDirectory()
         return try SystemCall.withExclusiveLock(
-            on: Path.join(directory, "rollback.lock"), flags: O_RDWR | O_CREAT | O_NOFOLLOW, what: "the lock file", body)
+            on: Path.join(directory, "rollback.lock"), flags: O_RDWR | O_CREAT | O_NOFOLLOW, what: "the lock file", body
+        )
     }
 
     private func ensureDirectory() throws(CoreError) {

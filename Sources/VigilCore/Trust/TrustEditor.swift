@@ -26,7 +26,8 @@ public enum TrustEditor {
     }
 
     /// Records `fingerprint` as the trusted key of `plugin` in the file at `configPath`.
-    public static func trust(plugin: String, fingerprint: Fingerprint, configPath: String) throws(CoreError) -> Outcome {
+    public static func trust(plugin: String, fingerprint: Fingerprint, configPath: String) throws(CoreError) -> Outcome
+    {
         try edit(plugin: plugin, value: fingerprint.description, configPath: configPath, then: {})
     }
 
@@ -94,7 +95,8 @@ public enum TrustEditor {
     /// each see the other's result instead of the last one silently winning. The file itself
     /// cannot carry the lock, since the atomic rename replaces it; the directory stays put and
     /// needs no extra file.
-    private static func withDirectoryLock<T>(of path: String, _ body: () throws(CoreError) -> T) throws(CoreError) -> T {
+    private static func withDirectoryLock<T>(of path: String, _ body: () throws(CoreError) -> T) throws(CoreError) -> T
+    {
         try SystemCall.withExclusiveLock(
             on: Path.directory(of: path), flags: O_RDONLY | O_DIRECTORY, what: "the directory", body)
     }
@@ -114,7 +116,8 @@ public enum TrustEditor {
             CoreError(
                 code: .configInvalid,
                 message: "\(path): \(why); Vigil edits [trusted_plugins] only when it is a plain table — "
-                    + "edit the entry by hand or rewrite the table as [trusted_plugins] with one `name = \"…\"` per line")
+                    + "edit the entry by hand or rewrite the table as [trusted_plugins] with one `name = \"…\"` per line"
+            )
         }
 
         if case .table(let root) = before, let existing = root["trusted_plugins"] {
@@ -154,9 +157,10 @@ public enum TrustEditor {
                 var insertion = line
                 if at > 0 && out[at - 1] != 0x0A { insertion.insert(0x0A, at: 0) }
                 out.insert(contentsOf: insertion, at: at)
-            } else if let lastDotted = locator.entries.filter({ !$0.isNested && $0.relativeKey.first == "trusted_plugins" })
-                .map(\.lineRange.upperBound).max()
-            {
+            } else if let lastDotted = locator.entries.filter({
+                !$0.isNested && $0.relativeKey.first == "trusted_plugins"
+            })
+            .map(\.lineRange.upperBound).max() {
                 var insertion = Array("trusted_plugins.".utf8) + line
                 if lastDotted > 0 && out[lastDotted - 1] != 0x0A { insertion.insert(0x0A, at: 0) }
                 out.insert(contentsOf: insertion, at: lastDotted)

@@ -74,7 +74,9 @@ public enum TrustTransaction {
     /// second write fails, `vigil.toml` is put back as it was.
     public static func commit(_ review: TrustReview, store: RollbackStore) throws(CoreError) -> TrustEditor.Outcome {
         try store.checkWritable()
-        return try TrustEditor.trust(plugin: review.name, fingerprint: review.fingerprint, configPath: review.configPath) {
+        return try TrustEditor.trust(
+            plugin: review.name, fingerprint: review.fingerprint, configPath: review.configPath
+        ) {
             () throws(CoreError) in
             try store.replace(
                 plugin: review.name, fingerprint: review.fingerprint, version: review.plugin.manifest.version,

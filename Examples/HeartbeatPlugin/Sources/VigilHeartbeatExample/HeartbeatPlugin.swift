@@ -25,7 +25,8 @@ final class HeartbeatPlugin: NativeKeepAlive {
         file = context.settings["file"] ?? context.stateDirectory + "/heartbeat"
         defaultDirectory = context.settings["file"] == nil ? context.stateDirectory : nil
         guard file.hasPrefix("/") else {
-            throw HeartbeatError("the \"file\" setting must be an absolute path, not \"\(file)\" — fix it in vigil.toml")
+            throw HeartbeatError(
+                "the \"file\" setting must be an absolute path, not \"\(file)\" — fix it in vigil.toml")
         }
         let text = context.settings["interval_ms"] ?? "1000"
         guard let interval = Int(text), (100...3_600_000).contains(interval) else {
@@ -49,16 +50,19 @@ final class HeartbeatPlugin: NativeKeepAlive {
             }
         }
         guard beat() else {
-            throw HeartbeatError("cannot write \(file): \(String(cString: strerror(errno))) — check the path and its permissions")
+            throw HeartbeatError(
+                "cannot write \(file): \(String(cString: strerror(errno))) — check the path and its permissions")
         }
         shared.withLock { $0.stopping = false }
         let box = Unmanaged.passRetained(self)
         var handle = pthread_t()
-        let result = pthread_create(&handle, nil, { raw in
-            let plugin = Unmanaged<HeartbeatPlugin>.fromOpaque(raw!).takeRetainedValue()
-            plugin.run()
-            return nil
-        }, box.toOpaque())
+        let result = pthread_create(
+            &handle, nil,
+            { raw in
+                let plugin = Unmanaged<HeartbeatPlugin>.fromOpaque(raw!).takeRetainedValue()
+                plugin.run()
+                return nil
+            }, box.toOpaque())
         guard result == 0 else {
             box.release()
             throw HeartbeatError("cannot start the heartbeat thread: \(String(cString: strerror(result)))")
@@ -91,7 +95,9 @@ final class HeartbeatPlugin: NativeKeepAlive {
                 return s.failing == ok ? ok : nil
             }
             if change == true { events.resumed() }
-            if change == false { events.interrupted(reason: "cannot write \(file): \(String(cString: strerror(errno)))") }
+            if change == false {
+                events.interrupted(reason: "cannot write \(file): \(String(cString: strerror(errno)))")
+            }
         }
     }
 
