@@ -27,8 +27,10 @@ final class StatusPublisher: Sendable {
         self.file = directory.statusFile(pid: pid)
         self.writer = Writer(file: file, logger: logger)
         let writer = self.writer
-        let thread = Thread { writer.run() }
-        thread.name = "vigil-status"
+        let thread = Thread {
+            nameCurrentThread("vigil-status")
+            writer.run()
+        }
         thread.start()
     }
 
@@ -254,4 +256,15 @@ public enum PublishedHosts {
         }
         return .success(Data(bytes[0..<total]))
     }
+}
+
+/// Names the calling thread as the kernel sees it (`/proc/thread-self/comm`, at most 15 bytes):
+/// Foundation's `Thread.name` does not reach the kernel on Linux, and a thread started from
+/// another one would otherwise show that thread's name.
+private func nameCurrentThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
 }

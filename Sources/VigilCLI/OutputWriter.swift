@@ -24,8 +24,10 @@ final class OutputWriter: @unchecked Sendable {
 
     init(fd: Int32 = 1) {
         self.fd = fd
-        let thread = Thread { [self] in run() }
-        thread.name = "vigil-output"
+        let thread = Thread { [self] in
+            nameCurrentThread("vigil-output")
+            run()
+        }
         thread.start()
     }
 
@@ -109,4 +111,15 @@ final class OutputWriter: @unchecked Sendable {
         }
         return true
     }
+}
+
+/// Names the calling thread as the kernel sees it (`/proc/thread-self/comm`, at most 15 bytes):
+/// Foundation's `Thread.name` does not reach the kernel on Linux, and a thread started from
+/// another one would otherwise show that thread's name.
+private func nameCurrentThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
 }
