@@ -95,7 +95,7 @@ let package = Package(
             name: "Vigil",
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce",
-                "VigilSharedLibrary", log, lifecycle,
+                "VigilSharedLibrary", "VigilDBus", log, lifecycle,
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -164,7 +164,9 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                "VigilDBus",
             ],
+            exclude: ["Fixtures"],  // the logind stand-in script, run through #filePath
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
