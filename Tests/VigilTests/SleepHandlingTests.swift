@@ -61,8 +61,14 @@ struct SleepHandlingTests {
                     bus: bus, directory: directory.path, pulseServer: pulse.address)
                 defer { logind.stop() }
                 let ledger = InstanceLedger()
+                // An audio plugin whose stop() takes 1 s, stopped before silent-engine: had the host
+                // released the lock before its plugins were stopped, the stand-in would count the
+                // silent-engine stream still there.
+                let slow = TestPlugins.prepared(
+                    "slow-audio", ledger: InstanceLedger(), requirements: [HostRequirement(kind: .audioOutput)],
+                    delay: .seconds(1))
                 let host = try VigilHost(
-                    plugins: [try Self.silentEngine(pulse), TestPlugins.prepared("other", ledger: ledger)],
+                    plugins: [slow, try Self.silentEngine(pulse), TestPlugins.prepared("other", ledger: ledger)],
                     hostName: "sleep-test",
                     options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address]),
                     logger: Self.logger)
@@ -88,6 +94,10 @@ struct SleepHandlingTests {
                 let asleep = await host.status()
                 guard case .interrupted = asleep[plugin: "silent-engine"]?.state else {
                     Issue.record("silent-engine is \(String(describing: asleep[plugin: "silent-engine"]?.state))")
+                    return
+                }
+                guard case .interrupted = asleep[plugin: "slow-audio"]?.state else {
+                    Issue.record("slow-audio is \(String(describing: asleep[plugin: "slow-audio"]?.state))")
                     return
                 }
                 #expect(asleep[plugin: "other"]?.state == .running)  // not an audio plugin: untouched
