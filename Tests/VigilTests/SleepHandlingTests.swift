@@ -172,6 +172,25 @@ struct SleepHandlingTests {
         }
     }
 
+    @Test("[host] inhibit_sleep is a boolean, off by default")
+    func inhibitSleepSetting() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let base = "plugins = []\n[host]\nname = \"h\"\n"
+        #expect(try HostConfiguration.load(path: dir.write("a.toml", base)).host.inhibitSleep == false)
+        #expect(
+            try HostConfiguration.load(path: dir.write("b.toml", base + "inhibit_sleep = true\n")).host.inhibitSleep)
+        let bad = try dir.write("c.toml", base + "inhibit_sleep = \"yes\"\n")
+        do {
+            _ = try HostConfiguration.load(path: bad)
+            Issue.record("inhibit_sleep = \"yes\" was accepted")
+        } catch {
+            #expect(error.code == .configInvalid)
+            #expect(error.description.hasPrefix(bad + ":4:"))
+            #expect(error.description.contains("expected true or false"))
+        }
+    }
+
     @Test("status documents carry the sleep locks, and read back")
     func statusDocument() throws {
         let status = HostStatus(
