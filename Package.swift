@@ -144,6 +144,7 @@ let package = Package(
         // Tests.
         .target(
             name: "VigilTestSupport", dependencies: ["VigilPlugin", log], path: "Tests/VigilTestSupport",
+            exclude: ["Fixtures"],  // the logind stand-in script, run through #filePath
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
@@ -166,7 +167,6 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 "VigilDBus",
             ],
-            exclude: ["Fixtures"],  // the logind stand-in script, run through #filePath
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],

@@ -1,21 +1,21 @@
 import Foundation
-import VigilTestSupport
 
 /// A STAND-IN for systemd-logind (logind cannot run in the test machine): `Fixtures/logind_standin.py`
 /// on a private "system" bus. It implements `Inhibit` (a real file descriptor: a pipe end it watches
 /// for close), `ListInhibitors` and `PrepareForSleep`, and records every step as a JSON line.
-final class LogindStandIn: @unchecked Sendable {
-    let log: String
+public final class LogindStandIn: @unchecked Sendable {
+    /// The JSON-lines file the stand-in records its steps in.
+    public let log: String
     private let process: ChildProcess
 
-    static var script: String {
+    public static var script: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/logind_standin.py").path
     }
 
     /// Starts the stand-in on `bus`; `pulseServer` is where it counts sink inputs when a lock is
     /// released. Returns once it owns org.freedesktop.login1.
-    static func start(bus: DBusDaemon, directory: String, pulseServer: String?) async throws -> LogindStandIn {
+    public static func start(bus: DBusDaemon, directory: String, pulseServer: String?) async throws -> LogindStandIn {
         let log = directory + "/logind-standin.jsonl"
         let ready = directory + "/logind-standin.out"
         var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": "/usr/bin:/bin"]
@@ -40,7 +40,7 @@ final class LogindStandIn: @unchecked Sendable {
     }
 
     /// The steps recorded so far (`inhibit`, `released`, `prepare-for-sleep`), in order.
-    var steps: [[String: Any]] {
+    public var steps: [[String: Any]] {
         guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -48,11 +48,12 @@ final class LogindStandIn: @unchecked Sendable {
     }
 
     /// The steps of `event` with lock `mode` (any mode when `nil`).
-    func steps(_ event: String, mode: String? = nil) -> [[String: Any]] {
+    public func steps(_ event: String, mode: String? = nil) -> [[String: Any]] {
         steps.filter { $0["event"] as? String == event && (mode == nil || $0["mode"] as? String == mode) }
     }
 
-    func stop() {
+    /// Stops the stand-in (its locks' pipes close with it).
+    public func stop() {
         process.signal(SIGKILL)
         process.wait()
     }
