@@ -165,7 +165,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-                "VigilDBus",
+                "VigilDBus", "VigilSoundscape",
             ],
             swiftSettings: strictSettings),
         .testTarget(

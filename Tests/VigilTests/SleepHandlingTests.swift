@@ -3,6 +3,7 @@ import Testing
 import VigilCore
 import VigilDBus
 import VigilPlugin
+import VigilSoundscape
 import VigilTestSupport
 
 @testable import Vigil
@@ -122,6 +123,62 @@ struct SleepHandlingTests {
 
                 await host.stop()
                 #expect(try await Self.listInhibitors(bus).isEmpty)
+            }
+        }
+    }
+
+    @Test("soundscape: stopped before the lock is released, its preferences saved, back after the wake-up with them")
+    func soundscapeKeepsPreferences() async throws {
+        try await RuntimeFixtures.withTempDirectory { directory in
+            try await PulseAudioServer.with { pulse in
+                let bus = try DBusDaemon()
+                defer { bus.stop() }
+                let logind = try await LogindStandIn.start(
+                    bus: bus, directory: directory.path, pulseServer: pulse.address)
+                defer { logind.stop() }
+                let implementation = try #require(PluginRegistry.builtin.implementation(for: "soundscape"))
+                let soundscape = VigilHost.PreparedPlugin(
+                    name: "soundscape", version: "1.0.0", requirements: [HostRequirement(kind: .audioOutput)],
+                    settings: PluginSettings(
+                        pluginName: "soundscape",
+                        values: [
+                            "pulse_server": .string(pulse.address), "mpris": .bool(false),
+                            "control_socket": .bool(false),
+                        ]),
+                    implementation: implementation)
+                let host = try VigilHost(
+                    plugins: [soundscape], hostName: "sleep-soundscape",
+                    options: Self.options([
+                        "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address,
+                        "XDG_STATE_HOME": directory.path + "/state",
+                    ]),
+                    logger: Self.logger)
+                let events = host.events
+                #expect(await host.keepAlive()[plugin: "soundscape"]?.state == .running)
+                let controller = try #require(SoundscapeController.running)
+                try controller.select("rain")
+                try controller.setVolume(0.2)
+
+                try await Self.emitPrepareForSleep(bus, true)
+                #expect(
+                    await RuntimeFixtures.waitUntil(timeout: 20) { !logind.steps("released", mode: "delay").isEmpty })
+                #expect(logind.steps("prepare-for-sleep").first?["sink_inputs"] as? Int == 1)
+                #expect(logind.steps("released", mode: "delay").first?["sink_inputs"] as? Int == 0)
+                #expect(await pulse.waitForSink(state: "SUSPENDED", timeout: 20))
+
+                try await Self.emitPrepareForSleep(bus, false)
+                var sawResumed = false
+                for await event in events where event.plugin == "soundscape" && event.kind == .resumed {
+                    sawResumed = true
+                    break
+                }
+                #expect(sawResumed)
+                // A fresh instance, started from the preferences the stopped one saved.
+                let details = await host.status()[plugin: "soundscape"]?.details ?? [:]
+                #expect(details["soundscape"] == "rain", "\(details)")
+                #expect(details["volume"] == "0.20", "\(details)")
+                #expect(await pulse.waitForSink(state: "RUNNING", timeout: 20))
+                await host.stop()
             }
         }
     }
