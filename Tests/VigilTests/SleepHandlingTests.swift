@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import VigilCore
 import VigilDBus
@@ -216,16 +217,24 @@ struct SleepHandlingTests {
         ]
         for (address, reason) in cases {
             let ledger = InstanceLedger()
+            let handler = RecordingLogHandler(minimumLevel: .notice)
             let host = try VigilHost(
                 plugins: [TestPlugins.prepared("other", ledger: ledger)],
                 declarations: HostDeclarations(inhibitSleep: true),
-                options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": address]), logger: Self.logger)
+                options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": address]),
+                logger: Logger(label: "sleep-test") { _ in handler })
             let status = await host.keepAlive()
             #expect(status[plugin: "other"]?.state == .running)
             #expect(status.sleep?.locks == [])
             #expect(status.sleep?.off?.contains(reason) == true, "\(String(describing: status.sleep))")
             await host.stop()
             #expect(await host.status().sleep == nil)
+            // A second bring-up tries again but does not say it again.
+            #expect(await host.keepAlive().sleep?.off?.contains(reason) == true)
+            await host.stop()
+            let said = handler.warnings.filter { $0.hasPrefix("sleep handling is off: ") }
+            #expect(said.count == 1, "\(handler.warnings)")
+            #expect(said.first?.contains(reason) == true && said.first?.contains("inhibit_sleep has no effect") == true)
         }
     }
 
