@@ -95,7 +95,7 @@ let package = Package(
             name: "Vigil",
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce",
-                "VigilSharedLibrary", log, lifecycle,
+                "VigilSharedLibrary", "VigilDBus", log, lifecycle,
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -144,6 +144,7 @@ let package = Package(
         // Tests.
         .target(
             name: "VigilTestSupport", dependencies: ["VigilPlugin", log], path: "Tests/VigilTestSupport",
+            exclude: ["Fixtures"],  // the logind stand-in script, run through #filePath
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
@@ -164,6 +165,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                "VigilDBus", "VigilSoundscape",
             ],
             swiftSettings: strictSettings),
         .testTarget(

@@ -67,3 +67,14 @@ final class EventInbox: Sendable {
         }
     }
 }
+
+/// `PrepareForSleep` signals from the bus thread, queued in order until the host actor handles them.
+final class SleepSignalInbox: Sendable {
+    private let queue = Mutex<[Bool]>([])
+
+    func append(_ start: Bool) { queue.withLock { $0.append(start) } }
+
+    func next() -> Bool? {
+        queue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+    }
+}

@@ -98,17 +98,37 @@ public struct HostStatus: Sendable, Hashable {
     public let configPath: String?
     /// Each plugin's status.
     public let plugins: [PluginStatus]
+    /// The host's system sleep handling (`nil` while the host is not up, or from an older host).
+    public let sleep: SleepStatus?
 
     /// Creates a status value.
-    public init(pid: Int32, hostName: String, configPath: String?, plugins: [PluginStatus]) {
+    public init(
+        pid: Int32, hostName: String, configPath: String?, plugins: [PluginStatus], sleep: SleepStatus? = nil
+    ) {
         self.pid = pid
         self.hostName = hostName
         self.configPath = configPath
         self.plugins = plugins
+        self.sleep = sleep
     }
 
     /// The status of the plugin called `name`.
     public subscript(plugin name: String) -> PluginStatus? {
         plugins.first { $0.name == name }
+    }
+}
+
+/// The host's system sleep handling: the systemd-logind sleep locks it holds, or why it has none.
+public struct SleepStatus: Sendable, Hashable {
+    /// The modes of the sleep locks held now: `delay` (audio plugins stop before sleep) and, with
+    /// `[host] inhibit_sleep = true`, `block`.
+    public let locks: [String]
+    /// Why sleep handling is off (no system bus, no logind), or `nil` when it is on.
+    public let off: String?
+
+    /// Creates a sleep status.
+    public init(locks: [String], off: String? = nil) {
+        self.locks = locks
+        self.off = off
     }
 }

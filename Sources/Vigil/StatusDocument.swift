@@ -115,11 +115,18 @@ struct StatusDocument: Codable {
         }
     }
 
+    /// The host's sleep handling: the logind sleep locks held, or why there are none.
+    struct Sleep: Codable {
+        var locks: [String]
+        var off: String?
+    }
+
     var schema: String
     var pid: Int32
     var host: String
     var config: String?
     var plugins: [Plugin]
+    var sleep: Sleep?
 }
 
 extension HostStatus {
@@ -146,7 +153,8 @@ extension HostStatus {
                 default: break
                 }
                 return entry
-            })
+            },
+            sleep: sleep.map { .init(locks: $0.locks, off: $0.off) })
         let encoder = JSONEncoder()
         encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys]
         // Encoding plain strings and numbers cannot fail.
@@ -188,7 +196,8 @@ extension HostStatus {
                 return PluginStatus(
                     name: plugin.name, version: plugin.version, state: state, since: plugin.since.secondsSince1970,
                     details: plugin.details.mapValues(\.text))
-            })
+            },
+            sleep: document.sleep.map { SleepStatus(locks: $0.locks, off: $0.off) })
     }
 
     private static func unmet(from entry: StatusDocument.Unmet) -> UnmetRequirement {

@@ -3,6 +3,7 @@ public import Logging
 public import ServiceLifecycle
 public import VigilAnnounce
 public import VigilCore
+import VigilDBus
 public import VigilPlugin
 import VigilSharedLibrary
 
@@ -109,6 +110,8 @@ public actor VigilHost: Service {
         var details: [String: String] = [:]
         var eventDuringStart: PluginEvent?
         var needsRelease = false
+        /// Stopped by the host for system sleep; started again (reporting `resumed`) after it.
+        var stoppedForSleep = false
     }
 
     /// The host application's name given to plugins.
@@ -143,6 +146,17 @@ public actor VigilHost: Service {
     /// Told (by ``transition(_:to:event:)``) when a plugin starts waiting for its environment,
     /// so `run()` re-probes only while one does, and sleeps without a timer otherwise.
     private var environmentBlockedSignal: AsyncStream<Void>.Continuation?
+    /// logind's sleep locks and `PrepareForSleep` while the host is up (`nil` when sleep handling is off).
+    private var sleepInhibitor: SleepInhibitor?
+    /// True once bring-up has tried to open sleep handling; false again when the host is down.
+    private var sleepHandlingOpened = false
+    /// Why sleep handling is off (logged once per host), `nil` while it is on.
+    private var sleepOff: String?
+    private var sleepOffLogged = false
+    /// True between `PrepareForSleep(true)` and `PrepareForSleep(false)`: audio plugins stay stopped.
+    private var systemAsleep = false
+    private let sleepSignals = SleepSignalInbox()
+    private var sleepDraining = false
 
     /// Creates a host for plugins that are already prepared: no manifests, no verification.
     ///
@@ -290,9 +304,11 @@ public actor VigilHost: Service {
     /// True when the latest request was `keepAlive()` (for tests).
     var wantsUp: Bool { desiredUp }
 
-    private func request(up: Bool) async {
+    /// Records a request (`up`, or `nil` to keep the desired state and only reconcile again) and
+    /// returns once the host has settled on it or a later one.
+    private func request(up: Bool?) async {
         generation &+= 1
-        desiredUp = up
+        if let up { desiredUp = up }
         let mine = generation
         if driving {
             await withCheckedContinuation { continuation in
@@ -334,6 +350,7 @@ public actor VigilHost: Service {
                     publishing = false
                     bannerLogged = false
                     publisher?.remove()
+                    await closeSleepHandling()
                 }
             }
             resumeSettledWaiters()
@@ -359,9 +376,17 @@ public actor VigilHost: Service {
                     "\(banner)", metadata: ["vigil.unsafe_plugins": "\(unsafePlugins.joined(separator: ","))"])
             }
         }
+        if !sleepHandlingOpened {
+            sleepHandlingOpened = true
+            await openSleepHandling()
+        }
         for index in slots.indices {
             guard generation == target, desiredUp else { return }
-            await startIfNeeded(index)
+            if systemAsleep && Self.usesAudio(slots[index]) {
+                await stopForSleep(index)
+            } else {
+                await startIfNeeded(index)
+            }
         }
         publish()
     }
@@ -378,10 +403,15 @@ public actor VigilHost: Service {
             await release(index)
             return
         }
-        switch slots[index].state {
-        case .running, .interrupted, .starting, .stopping: return
-        case .idle, .failed, .blocked: break
+        // A plugin stopped for system sleep is `interrupted` without an instance: it starts again.
+        let resuming = slots[index].stoppedForSleep
+        if !resuming {
+            switch slots[index].state {
+            case .running, .interrupted, .starting, .stopping: return
+            case .idle, .failed, .blocked: break
+            }
         }
+        slots[index].stoppedForSleep = false
         if let failure = slots[index].unavailable {
             if slots[index].state != .failed(failure) {
                 transition(index, to: .failed(failure), event: .failed(failure))
@@ -423,7 +453,9 @@ public actor VigilHost: Service {
         } catch {
             let failure = Self.failure(from: error, plugin: name)
             logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
-            transition(index, to: .failed(failure), event: .failed(failure))
+            transition(
+                index, to: .failed(failure),
+                event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
             return
         }
         slots[index].instance = instance
@@ -438,12 +470,16 @@ public actor VigilHost: Service {
             slots[index].details = [:]
             let failure = Self.failure(from: error, plugin: name)
             logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
-            transition(index, to: .failed(failure), event: .failed(failure))
+            transition(
+                index, to: .failed(failure),
+                event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
             return
         }
         slots[index].details = await instance.details()
-        transition(index, to: .running, event: .started)
-        logger.info("[\(name)] running", metadata: ["plugin.name": "\(name)"])
+        transition(index, to: .running, event: resuming ? .resumed : .started)
+        logger.info(
+            resuming ? "[\(name)] resumed after system sleep" : "[\(name)] running",
+            metadata: ["plugin.name": "\(name)"])
         if let pending = slots[index].eventDuringStart {
             slots[index].eventDuringStart = nil
             await apply(pending, to: index)
@@ -452,6 +488,7 @@ public actor VigilHost: Service {
 
     private func stopIfNeeded(_ index: Int) async {
         if slots[index].unavailable != nil { return }
+        slots[index].stoppedForSleep = false
         if let instance = slots[index].instance {
             transition(index, to: .stopping, event: nil)
             await instance.stop()
@@ -535,6 +572,111 @@ public actor VigilHost: Service {
         }
     }
 
+    // MARK: - System sleep
+
+    static let sleepReason = "stopped for system sleep; it starts again when the system wakes up"
+    static let delayLockWhy = "stops the keep-alive audio streams cleanly before sleep"
+    static let blockLockWhy = "[host] inhibit_sleep = true in vigil.toml"
+
+    /// Plugins that hold an audio stream (they need an audio output): stopped for system sleep.
+    private static func usesAudio(_ slot: Slot) -> Bool {
+        slot.requirements.contains { $0.kind == .audioOutput }
+    }
+
+    /// Connects to logind on the system bus, takes the sleep delay lock (and the block lock when
+    /// `[host] inhibit_sleep = true`) and follows `PrepareForSleep`; says once why not when it cannot.
+    private func openSleepHandling() async {
+        let signals = sleepSignals
+        let inhibitor: SleepInhibitor
+        do throws(DBusError) {
+            inhibitor = try await SleepInhibitor.open(
+                environment: options.environment.variables, who: hostName, logger: logger
+            ) { [weak self] start in
+                signals.append(start)
+                guard let self else { return }
+                Task { await self.drainSleepSignals() }
+            }
+        } catch {
+            sleepHandlingOff(error)
+            return
+        }
+        do throws(DBusError) {
+            try await inhibitor.take(.delay, why: Self.delayLockWhy)
+            if declarations.inhibitSleep { try await inhibitor.take(.block, why: Self.blockLockWhy) }
+        } catch {
+            await inhibitor.close()
+            sleepHandlingOff(error)
+            return
+        }
+        sleepInhibitor = inhibitor
+        sleepOff = nil
+        logger.info(
+            "sleep handling on: holding logind sleep lock(s) \(inhibitor.held.map(\.rawValue).joined(separator: ", "))",
+            metadata: ["vigil.sleep_locks": "\(inhibitor.held.map(\.rawValue).joined(separator: ","))"])
+    }
+
+    private func sleepHandlingOff(_ error: DBusError) {
+        let reason = "\(error.message) [\(error.code.rawValue)]"
+        sleepOff = reason
+        guard !sleepOffLogged else { return }
+        sleepOffLogged = true
+        let effect =
+            "the audio plugins are not stopped before system sleep"
+            + (declarations.inhibitSleep ? " and inhibit_sleep has no effect" : "")
+        logger.notice("sleep handling is off: \(reason) — \(effect)", metadata: ["vigil.sleep": "off"])
+    }
+
+    private func closeSleepHandling() async {
+        sleepHandlingOpened = false
+        systemAsleep = false
+        guard let inhibitor = sleepInhibitor else { return }
+        sleepInhibitor = nil
+        await inhibitor.close()
+    }
+
+    /// Handles `PrepareForSleep` signals on the actor, one at a time and in order.
+    private func drainSleepSignals() async {
+        guard !sleepDraining else { return }
+        sleepDraining = true
+        while let start = sleepSignals.next() { await prepareForSleep(start) }
+        sleepDraining = false
+    }
+
+    /// `PrepareForSleep(true)`: stop the audio plugins, then release the delay lock so the system
+    /// may sleep. `PrepareForSleep(false)`: take the delay lock again and start them again.
+    private func prepareForSleep(_ start: Bool) async {
+        guard let inhibitor = sleepInhibitor, desiredUp, start != systemAsleep else { return }
+        systemAsleep = start
+        if start {
+            logger.notice("the system is going to sleep: stopping the audio plugins", metadata: ["vigil.sleep": "true"])
+            await request(up: nil)
+            inhibitor.release(.delay)
+        } else {
+            logger.notice("the system woke up: starting the audio plugins again", metadata: ["vigil.sleep": "false"])
+            do {
+                try await inhibitor.take(.delay, why: Self.delayLockWhy)
+            } catch {
+                logger.warning("cannot take the sleep delay lock again: \(error)", metadata: ["vigil.sleep": "false"])
+            }
+            await request(up: nil)
+        }
+        publish()
+    }
+
+    /// Stops a running audio plugin for system sleep: it shows `interrupted` until the wake-up.
+    private func stopForSleep(_ index: Int) async {
+        guard let instance = slots[index].instance else { return }
+        let name = slots[index].name
+        transition(index, to: .stopping, event: nil)
+        await instance.stop()
+        slots[index].instance = nil
+        slots[index].details = [:]
+        slots[index].needsRelease = false
+        slots[index].stoppedForSleep = true
+        transition(index, to: .interrupted(reason: Self.sleepReason), event: .interrupted(reason: Self.sleepReason))
+        logger.info("[\(name)] stopped for system sleep", metadata: ["plugin.name": "\(name)"])
+    }
+
     // MARK: - Helpers
 
     private func transition(_ index: Int, to state: PluginState, event: HostEvent.Kind?) {
@@ -555,7 +697,9 @@ public actor VigilHost: Service {
             pid: getpid(), hostName: hostName, configPath: configPath,
             plugins: slots.map {
                 PluginStatus(name: $0.name, version: $0.version, state: $0.state, since: $0.since, details: $0.details)
-            })
+            },
+            sleep: sleepHandlingOpened
+                ? SleepStatus(locks: sleepInhibitor?.held.map(\.rawValue) ?? [], off: sleepOff) : nil)
     }
 
     /// The plugin's state directory from the host's one environment (the account's home

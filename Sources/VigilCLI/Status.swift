@@ -72,6 +72,14 @@ struct Status: AsyncParsableCommand {
             lines.append(line)
         }
         if host.plugins.isEmpty { lines.append("  no plugins activated") }
+        if let sleep = host.sleep {
+            if let off = sleep.off {
+                lines.append("  sleep handling off: \(off)")
+            } else {
+                let locks = sleep.locks.isEmpty ? "none" : sleep.locks.joined(separator: ", ")
+                lines.append("  sleep locks held: \(locks)")
+            }
+        }
         return lines.joined(separator: "\n")
     }
 

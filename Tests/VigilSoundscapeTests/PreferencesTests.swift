@@ -6,21 +6,6 @@ import VigilTestSupport
 
 @testable import VigilSoundscape
 
-/// A log handler that keeps warning messages, to check what is reported (and how often).
-final class RecordingLogHandler: LogHandler, @unchecked Sendable {
-    let messages = Mutex<[String]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .debug
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) {
-        if event.level >= .warning { messages.withLock { $0.append("\(event.message) \(event.metadata ?? [:])") } }
-    }
-    var warnings: [String] { messages.withLock { $0 } }
-}
-
 @Suite("soundscape preferences: atomic, corrupt → defaults, read-only reported once")
 struct PreferencesTests {
     let defaults = SoundscapePreferences(soundscape: "ocean-waves", volume: 0.3, paused: false)

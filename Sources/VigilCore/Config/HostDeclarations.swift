@@ -6,11 +6,16 @@ public struct HostDeclarations: Sendable, Hashable {
     public var backgroundModes: [String]
     /// Declared services (`services`, for example `["supervisor"]`).
     public var services: [String]
+    /// Hold a logind sleep *block* lock while the host runs (`inhibit_sleep`, default false).
+    public var inhibitSleep: Bool
 
     /// Creates declarations.
-    public init(name: String? = nil, backgroundModes: [String] = [], services: [String] = []) {
+    public init(
+        name: String? = nil, backgroundModes: [String] = [], services: [String] = [], inhibitSleep: Bool = false
+    ) {
         self.name = name
         self.backgroundModes = backgroundModes
         self.services = services
+        self.inhibitSleep = inhibitSleep
     }
 }
