@@ -115,7 +115,7 @@ measure() { # NAME COMMAND...
   UNDER[$name]=-
   if [[ "$name" == vigil* ]]; then
     UNDER[$name]=$(XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-} "$vigil" status --json 2>/dev/null |
-      sed -n 's/.*"underruns" *: *"\([0-9]*\)".*/\1/p' | head -1)
+      sed -n 's/.*"underruns" *: *"\{0,1\}\([0-9][0-9]*\).*/\1/p' | head -1)
     UNDER[$name]=${UNDER[$name]:-?}
   fi
   read -r "CPU[$name]" "WAKE[$name]" "GONE[$name]" < <(delta "$work/before" "$work/after")
@@ -127,6 +127,8 @@ measure() { # NAME COMMAND...
 echo "soundscape benchmark: $duration s per client, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m), load $(cut -d' ' -f1-3 /proc/loadavg)"
 config ocean-waves
 config brown-noise
+# The same `vigil up` with no plugin: what the soundscape plugin adds to the process.
+printf 'plugins = []\n' >"$work/vigil-none.toml"
 
 # A 20 s recording of vigil's ocean waves, for the paplay loop.
 start_server
@@ -141,13 +143,14 @@ stop_server
 
 measure vigil-ocean "$vigil" up --config "$work/vigil-ocean-waves.toml"
 measure vigil-brown "$vigil" up --config "$work/vigil-brown-noise.toml"
+measure up-none "$vigil" up --config "$work/vigil-none.toml"
 measure host-idle "$idle" --idle
 AUDIODRIVER=alsa AUDIODEV=pulse measure sox-brown play -q -n synth brownnoise vol 0.1
 measure gst-pink gst-launch-1.0 -q audiotestsrc wave=pink-noise ! volume volume=0.3 ! pulsesink
 measure paplay-loop sh -c "while :; do paplay '$work/ocean.wav'; done"
 
 printf '\n%-12s %14s %9s %10s %14s %9s %9s %5s %9s\n' client "client CPU ns" "CPU %" wakeups/s "server CPU ns" "server %" "RSS kB" gone underruns
-for n in vigil-ocean vigil-brown host-idle sox-brown gst-pink paplay-loop; do
+for n in vigil-ocean vigil-brown up-none host-idle sox-brown gst-pink paplay-loop; do
   awk -v n="$n" -v c="${CPU[$n]}" -v w="${WAKE[$n]}" -v s="${SCPU[$n]}" -v r="${RSS[$n]}" -v g="${GONE[$n]}" -v u="${UNDER[$n]}" -v d="$duration" \
     'BEGIN { printf "%-12s %14d %8.4f%% %10.2f %14d %8.4f%% %9d %5d %9s\n", n, c, c / (d * 1e7), w / d, s, s / (d * 1e7), r, g, u }'
 done
@@ -159,9 +162,12 @@ best_server=${SCPU[sox-brown]}; (( SCPU[gst-pink] < best_server )) && best_serve
 echo
 awk -v w="$added_wake" -v c="$added_cpu" -v r="$added_rss" -v d="$duration" \
   'BEGIN { printf "Added by the soundscape (vigil-ocean - host-idle): %.2f wakeups/s, %.4f%% CPU, %d kB RSS (vigil up vs the minimal host)\n", w / d, c / (d * 1e7), r }'
+plugin_rss=$((RSS[vigil-ocean] - RSS[up-none]))
+echo "RSS added by the soundscape plugin to vigil up (vigil-ocean - up-none): $plugin_rss kB"
 check() { if eval "$2"; then echo "PASS  $1"; else echo "MISS  $1"; fi; }
 check "ocean-waves client CPU <= half the best generating peer (sox, gst)" "(( CPU[vigil-ocean] * 2 <= best_cpu ))"
 check "ocean-waves client CPU <= 0.15 %" "(( CPU[vigil-ocean] <= duration * 1500000 ))"
 check "<= 2 wakeups/s added by the plugin" "(( added_wake <= 2 * duration ))"
 check "server CPU <= the best generating peer's" "(( SCPU[vigil-ocean] <= best_server ))"
+check "RSS added by the plugin <= 4 MB" "(( plugin_rss <= 4096 ))"
 check "zero underruns (vigil rows)" "[[ '${UNDER[vigil-ocean]}' == 0 && '${UNDER[vigil-brown]}' == 0 ]]"

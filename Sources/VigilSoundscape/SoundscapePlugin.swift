@@ -33,10 +33,11 @@ final class SoundscapeKeeper: KeepAlivePlugin {
     private let running = Mutex<Running?>(nil)
     private let store: PreferenceStore
 
-    init(context: PluginContext, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    init(context: PluginContext) throws {
         self.context = context
         self.settings = try SoundscapeSettings(context.settings)
-        self.environment = environment
+        // The host's injected environment, never the process's (the control socket's location).
+        self.environment = context.environment.variables
         self.store = PreferenceStore(directory: context.stateDirectory, logger: context.logger)
     }
 
