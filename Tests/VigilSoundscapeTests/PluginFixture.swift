@@ -39,8 +39,9 @@ func makePlugin(
         pluginName: "soundscape", hostName: "plugin-tests",
         settings: PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: values),
         logger: logger,
-        reporter: PluginReporter(events.record), stateDirectory: stateDirectory)
-    return try SoundscapeKeeper(context: context, environment: environment)
+        reporter: PluginReporter(events.record), stateDirectory: stateDirectory,
+        environment: HostEnvironment(variables: environment))
+    return try SoundscapeKeeper(context: context)
 }
 
 /// Waits up to `timeout` seconds for `condition`.
