@@ -105,7 +105,7 @@ measure() { # NAME COMMAND...
   client_pid=$!
   sleep 3
   local state; state=$(pactl list short sinks | awk -F'\t' '$2 == "bench" {print $5}')
-  [[ "$state" == RUNNING || "$name" == host-idle ]] || { echo "$name: sink is $state, not RUNNING" >&2; cat "$work/$name.out" >&2; exit 1; }
+  [[ "$state" == RUNNING || "$name" == host-idle || "$name" == up-none ]] || { echo "$name: sink is $state, not RUNNING" >&2; cat "$work/$name.out" >&2; exit 1; }
   sleep 5
   local s0 s1
   snapshot "$client_pid" >"$work/before"; s0=$(cpu_ns "$server_pid")
