@@ -159,6 +159,14 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         await r.writer.close()
     }
 
+    /// `0.30` for 0.3: the volume with two decimals. (Foundation's `String(format:)` would load
+    /// ICU's data into the host, several MB of RSS, for one number.)
+    static func twoDecimals(_ value: Double) -> String {
+        let hundredths = Int((max(0, value) * 100).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+
     func details() async -> [String: String] {
         guard let r = running.withLock({ $0 }) else {
             return ["state": "stopped", "soundscape": settings.soundscape, "device": settings.device ?? "auto"]
@@ -168,7 +176,7 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         var details: [String: String] = [
             "state": status.state.rawValue,
             "soundscape": state.soundscape,
-            "volume": String(format: "%.2f", state.volume),
+            "volume": Self.twoDecimals(state.volume),
             "playback": state.playback.rawValue.lowercased(),
             "device": status.device ?? settings.device ?? "auto",
             "buffer_ms": "\(status.bufferMilliseconds)",

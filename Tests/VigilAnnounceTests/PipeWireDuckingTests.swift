@@ -14,7 +14,9 @@ struct PipeWireDuckingTests {
             defer { state.remove() }
             let player = try server.playTone(role: "music")
             defer { player.signal(SIGKILL); player.wait() }
-            let music = try await server.waitForSinkInput { $0.role == "music" }
+            // pipewire-pulse lists a new stream before its volume is applied (all channels 0 for
+            // a moment): wait for the volume the ducking must put back.
+            let music = try await server.waitForSinkInput { $0.role == "music" && $0.volume.contains { $0 > 0 } }
             let before = try await level(server)
             #expect(before > 0.2, "the tone should be loud before the prompt: \(before)")
             let announcer = makeAnnouncer(
