@@ -159,8 +159,7 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         await r.writer.close()
     }
 
-    /// `0.30` for 0.3: the volume with two decimals. (Foundation's `String(format:)` would load
-    /// ICU's data into the host, several MB of RSS, for one number.)
+    /// `0.30` for 0.3: the volume with two decimals, in the standard library alone.
     static func twoDecimals(_ value: Double) -> String {
         let hundredths = Int((max(0, value) * 100).rounded())
         let fraction = hundredths % 100
