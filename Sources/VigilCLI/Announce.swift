@@ -115,7 +115,7 @@ struct Announce: AsyncParsableCommand {
         }
         if recover {
             if json {
-                print(String(decoding: Self.document(recovery: recovery).serialized(), as: UTF8.self))
+                CLI.printJSON(Self.document(recovery: recovery))
             } else if let recovery {
                 print(
                     "restored \(recovery.restored.count) stream(s) left lowered by process \(recovery.pid)"
@@ -144,7 +144,7 @@ struct Announce: AsyncParsableCommand {
             return .failure(error)
         }
         if json {
-            print(String(decoding: Self.document(report: report).serialized(), as: UTF8.self))
+            CLI.printJSON(Self.document(report: report))
         } else {
             print(Self.describe(report))
         }
@@ -181,7 +181,7 @@ struct Announce: AsyncParsableCommand {
                 ("schema", .string("vigil.announce/v1")), ("ok", .bool(false)),
                 ("error", .object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])),
             ])
-            print(String(decoding: document.serialized(), as: UTF8.self))
+            CLI.printJSON(document)
         } else {
             CLI.printError("error: \(Sanitizer.display(error.message))")
         }
