@@ -87,6 +87,9 @@ public final class PlaybackStream: Sendable {
         public var lastError: AudioError?
         /// The Linux thread id of the writer thread while it runs (for `/proc/self/task/TID`).
         public var writerThreadID: Int32?
+        /// Health checks that asked the sound server for the stream's timing since `start()`
+        /// (native backend): none while the server keeps requesting audio.
+        var healthCheckRoundTrips = 0
 
         /// The buffer length in milliseconds.
         public var bufferMilliseconds: Int { bufferFrames * 1000 / PlaybackConfiguration.sampleRate }

@@ -40,7 +40,10 @@ final class PulseDriver: PlaybackDriver {
     private var wakeEvent: OpaquePointer?
     private var context: OpaquePointer?
     private var paStream: OpaquePointer?
-    /// The connect timeout while opening, then the health-check timer.
+    /// The connect timeout while opening, then the health-check timer. Every request from the
+    /// server pushes the check back by a whole interval: the server asks only for what its sink
+    /// consumed, so a request proves the stream plays, and a stream that keeps asking never
+    /// wakes for a check (a timer wake-up and a reply every interval saved).
     private var timer: OpaquePointer?
 
     private var opening = false
@@ -384,6 +387,15 @@ final class PulseDriver: PlaybackDriver {
         }
         stream.update { $0.framesWritten += UInt64(frames) }
         primed = true
+        postponeHealthCheck()
+    }
+
+    /// A request proves the stream advanced: the next check is a whole interval away, and it
+    /// starts from a fresh baseline.
+    private func postponeHealthCheck() {
+        guard !opening, let timer, let context else { return }
+        pa_context_rttime_restart(context, timer, pa_rtclock_now() + healthCheckMicroseconds)
+        lastReadIndex = nil
     }
 
     /// A stream event: `request-cork` / `request-uncork` (PulseAudio's role-cork during a phone call).
@@ -482,8 +494,9 @@ final class PulseDriver: PlaybackDriver {
                     + "again when the sink resumes (`pactl suspend-sink \(sinkName) 0`)"))
     }
 
-    /// While opening: the connect timeout. While playing: the health check, which asks the
-    /// server whether the stream is playing and re-arms itself.
+    /// While opening: the connect timeout. While playing: the health check, due only when the
+    /// server sent no request for a whole interval, which asks the server whether the stream is
+    /// playing and re-arms itself.
     private func timerFired() {
         guard let context else { return }
         if opening {
@@ -492,6 +505,7 @@ final class PulseDriver: PlaybackDriver {
         }
         if let timer { pa_context_rttime_restart(context, timer, pa_rtclock_now() + healthCheckMicroseconds) }
         guard let paStream else { return }
+        stream.update { $0.healthCheckRoundTrips += 1 }
         if let operation = pa_stream_update_timing_info(
             paStream, { _, success, userdata in PulseDriver.from(userdata).checkHealth(success: success != 0) },
             userdata)

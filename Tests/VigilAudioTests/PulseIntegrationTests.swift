@@ -234,6 +234,28 @@ struct PulseIntegrationTests {
             await stream.stop()
         }
     }
+
+    @Test("a stream the server keeps asking for audio gets no health-check round trip; a suspended one does")
+    func healthCheckOnlyWhenRequestsStop() async throws {
+        try await PulseAudioServer.with { server in
+            var configuration = Self.configuration(server)
+            // A 1 s buffer brings a request about every 0.9 s, well inside the 3 s interval.
+            configuration.healthCheckSeconds = 3
+            let (stream, events) = try await Self.startRecording(configuration, on: server)
+            let written = stream.status.framesWritten
+            // Two whole intervals: checking on a plain timer would have asked twice by now.
+            try await Task.sleep(nanoseconds: 7_000_000_000)
+            #expect(stream.status.framesWritten > written, "the server stopped asking for audio")
+            #expect(stream.status.healthCheckRoundTrips == 0)
+            #expect(events.all.isEmpty, "\(events.all)")
+            // A suspended sink asks for nothing: the checks are due again and keep it in recovery.
+            try server.pactl(["suspend-sink", "vigil_null", "1"])
+            #expect(await events.wait(timeout: 2) { !$0.isEmpty })
+            #expect(await RuntimeFixtures.waitUntil(timeout: 8) { stream.status.healthCheckRoundTrips >= 1 })
+            #expect(stream.status.state == .recovering)
+            await stream.stop()
+        }
+    }
 }
 
 @Suite("PulseAudio request sizes")
