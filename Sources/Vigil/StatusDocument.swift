@@ -42,23 +42,16 @@ struct StatusDocument: Codable {
                 return
             }
             let text = try container.decode(String.self)
-            guard let date = Self.formatter().date(from: text) else {
+            guard let seconds = RFC3339.secondsSince1970(from: text) else {
                 throw DecodingError.dataCorruptedError(
                     in: container, debugDescription: "\"\(text)\" is not an RFC 3339 time")
             }
-            secondsSince1970 = date.timeIntervalSince1970
+            secondsSince1970 = seconds
         }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
-            try container.encode(Self.formatter().string(from: Date(timeIntervalSince1970: secondsSince1970)))
-        }
-
-        private static func formatter() -> ISO8601DateFormatter {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            formatter.timeZone = TimeZone(identifier: "UTC")
-            return formatter
+            try container.encode(RFC3339.string(fromSecondsSince1970: secondsSince1970))
         }
     }
 

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+@testable import Vigil
+
+@Suite("RFC 3339 times in status documents")
+struct RFC3339Tests {
+    @Test("known instants are written in UTC with milliseconds")
+    func knownInstants() {
+        // Epoch seconds from an independent calendar (Python's calendar.timegm).
+        #expect(RFC3339.string(fromSecondsSince1970: 0) == "1970-01-01T00:00:00.000Z")
+        #expect(RFC3339.string(fromSecondsSince1970: 1_795_406_706.789) == "2026-11-23T04:05:06.789Z")
+        #expect(RFC3339.string(fromSecondsSince1970: 1_709_251_199.9996) == "2024-03-01T00:00:00.000Z")
+        #expect(RFC3339.string(fromSecondsSince1970: 1_709_251_199.25) == "2024-02-29T23:59:59.250Z")
+    }
+
+    @Test("what it writes, Foundation's ISO 8601 formatter reads as the same instant, and back")
+    func agreesWithFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let millis = Double(Int.random(in: 0...4_102_444_800_000, using: &generator))
+            let seconds = millis / 1000
+            let text = RFC3339.string(fromSecondsSince1970: seconds)
+            #expect(text == formatter.string(from: Date(timeIntervalSince1970: seconds)))
+            let read = formatter.date(from: text)?.timeIntervalSince1970
+            #expect(read.map { abs($0 - seconds) < 0.0005 } == true, "\(text)")
+            let back = RFC3339.secondsSince1970(from: text)
+            #expect(back.map { abs($0 - seconds) < 0.0005 } == true, "\(text)")
+        }
+    }
+
+    @Test("offsets, missing fractions and the RFC's lower-case and space forms are read")
+    func readsVariants() {
+        #expect(RFC3339.secondsSince1970(from: "2026-11-23T04:05:06Z") == 1_795_406_706)
+        #expect(RFC3339.secondsSince1970(from: "2026-11-23t04:05:06z") == 1_795_406_706)
+        #expect(RFC3339.secondsSince1970(from: "2026-11-23 04:05:06.5Z") == 1_795_406_706.5)
+        #expect(RFC3339.secondsSince1970(from: "2026-11-23T05:35:06+01:30") == 1_795_406_706)
+        #expect(RFC3339.secondsSince1970(from: "2026-11-22T23:05:06-05:00") == 1_795_406_706)
+    }
+
+    @Test(
+        "text that is not an RFC 3339 time is refused",
+        arguments: [
+            "", "2026-11-23", "2026-11-23T04:05:06", "2026-11-23T04:05:06.Z", "2026-02-30T00:00:00Z",
+            "2026-13-01T00:00:00Z", "2026-11-23T24:00:00Z", "2026-11-23T04:05:06+0100", "26-11-23T04:05:06Z",
+            "2026-11-23T04:05:06Z ", "2026-11-23T04:05:06.789Zjunk",
+        ])
+    func refusesOtherText(_ text: String) {
+        #expect(RFC3339.secondsSince1970(from: text) == nil)
+    }
+}
