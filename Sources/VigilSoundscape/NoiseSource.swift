@@ -36,6 +36,13 @@ struct NoiseSource {
         )
     }
 
+    /// ``whitePair()`` as a vector: left in `x`, right in `y`.
+    @inline(__always)
+    mutating func whiteVector() -> SIMD2<Float> {
+        let (left, right) = whitePair()
+        return SIMD2(left, right)
+    }
+
     /// Uniform in 0…1.
     @inline(__always)
     mutating func unit() -> Double {

@@ -8,11 +8,7 @@ import Glibc
 /// in length (6–13 s: an envelope of 0.08–0.17 Hz), height, pan and foam, so nothing repeats.
 final class OceanWavesVoice: Voice {
     private var random: NoiseSource
-    private var brown = (BrownNoise(), BrownNoise())
-    private var pink = (EconomyPinkNoise(), EconomyPinkNoise())
-    private var body = (OnePole(), OnePole(), OnePole(), OnePole())
-    private var foamLow = (OnePole(), OnePole())
-    private var foamHigh = (OnePole(), OnePole())
+    private var filters = Filters()
 
     // The current wave.
     private var frame = 0
@@ -79,43 +75,90 @@ final class OceanWavesVoice: Voice {
         )
     }
 
+    /// The per-sample state, left and right in the two lanes of each vector: both channels are
+    /// computed by one vector instruction, the same arithmetic, in the same order, as per channel.
+    private struct Filters {
+        /// Brown noise (a leaky integrator, −6 dB per octave).
+        var brown = SIMD2<Float>()
+        /// Paul Kellet's economy pink filter (see ``EconomyPinkNoise``).
+        var pink0 = SIMD2<Float>(), pink1 = SIMD2<Float>(), pink2 = SIMD2<Float>()
+        /// The swept two-pole low-pass over the pink layer.
+        var body0 = SIMD2<Float>(), body1 = SIMD2<Float>()
+        /// The foam band: white noise less its low-passed part, then low-passed again.
+        var foamLow = SIMD2<Float>(), foamHigh = SIMD2<Float>()
+
+        /// The brown and filtered pink layers for white noise `w`, swept by `c`.
+        @inline(__always)
+        mutating func surf(_ w: SIMD2<Float>, _ c: Float, brownGain: SIMD2<Float>, bodyGain: SIMD2<Float>)
+            -> SIMD2<Float>
+        {
+            pink0 = 0.99765 * pink0 + w * 0.0990460
+            pink1 = 0.96300 * pink1 + w * 0.2965164
+            pink2 = 0.57000 * pink2 + w * 1.0526913
+            let pink = (pink0 + pink1 + pink2 + w * 0.1848) * 0.11
+            body0 += c * (pink - body0)
+            body1 += c * (body0 - body1)
+            brown = 0.999 * brown + 0.05 * w
+            return brown * brownGain + body1 * 3 * bodyGain
+        }
+
+        /// The foam band for white noise `w` (`low`, `high`: the two filters' coefficients).
+        @inline(__always)
+        mutating func foam(_ w: SIMD2<Float>, low: Float, high: Float) -> SIMD2<Float> {
+            foamLow += low * (w - foamLow)
+            foamHigh += high * ((w - foamLow) - foamHigh)
+            return foamHigh
+        }
+    }
+
+    /// Stores frame `i` of `out`, soft-limited (``softLimit(_:)``) only when a sample needs it.
+    @inline(__always)
+    private static func store(_ v: SIMD2<Float>, _ out: UnsafeMutablePointer<Float>, _ i: Int) {
+        let limit: Float = 0.3
+        if abs(v.x) <= limit && abs(v.y) <= limit {
+            out[2 * i] = v.x
+            out[2 * i + 1] = v.y
+        } else {
+            out[2 * i] = softLimit(v.x)
+            out[2 * i + 1] = softLimit(v.y)
+        }
+    }
+
     func render(into buffer: UnsafeMutableBufferPointer<Float>) {
+        guard let out = buffer.baseAddress else { return }
         let frames = buffer.count / 2
+        // The state lives in locals while a block renders, so it stays in registers rather than
+        // being reloaded after every store to `buffer`.
+        var state = filters
+        let foamLow = Self.foamLowCoefficient, foamHigh = Self.foamHighCoefficient
         var f = 0
         while f < frames {
             let block = min(32, frames - f)
             let c = bodyCoefficient
             let g = gains
+            let brownGain = SIMD2(g.brownL, g.brownR), bodyGain = SIMD2(g.bodyL, g.bodyR)
+            var rng = random
             if g.foamL > 0 || g.foamR > 0 {
+                let foamGain = SIMD2(g.foamL, g.foamR)
                 for i in f..<(f + block) {
-                    let (wl, wr) = random.whitePair()
-                    let (fl, fr) = random.whitePair()
-                    let bl = body.1.lowPass(body.0.lowPass(pink.0.next(wl), c), c)
-                    let br = body.3.lowPass(body.2.lowPass(pink.1.next(wr), c), c)
-                    let foamL = foamHigh.0.lowPass(
-                        fl - foamLow.0.lowPass(fl, Self.foamLowCoefficient), Self.foamHighCoefficient)
-                    let foamR = foamHigh.1.lowPass(
-                        fr - foamLow.1.lowPass(fr, Self.foamLowCoefficient), Self.foamHighCoefficient)
-                    let left = brown.0.next(wl) * g.brownL + bl * 3 * g.bodyL + foamL * 0.25 * g.foamL
-                    let right = brown.1.next(wr) * g.brownR + br * 3 * g.bodyR + foamR * 0.25 * g.foamR
-                    buffer[2 * i] = softLimit(left * Self.level)
-                    buffer[2 * i + 1] = softLimit(right * Self.level)
+                    let w = rng.whiteVector()
+                    let fw = rng.whiteVector()
+                    let surf = state.surf(w, c, brownGain: brownGain, bodyGain: bodyGain)
+                    Self.store(
+                        (surf + state.foam(fw, low: foamLow, high: foamHigh) * 0.25 * foamGain) * Self.level, out, i)
                 }
             } else {
                 // Between crests there is no foam: skip its noise and filters.
                 for i in f..<(f + block) {
-                    let (wl, wr) = random.whitePair()
-                    let bl = body.1.lowPass(body.0.lowPass(pink.0.next(wl), c), c)
-                    let br = body.3.lowPass(body.2.lowPass(pink.1.next(wr), c), c)
-                    let left = brown.0.next(wl) * g.brownL + bl * 3 * g.bodyL
-                    let right = brown.1.next(wr) * g.brownR + br * 3 * g.bodyR
-                    buffer[2 * i] = softLimit(left * Self.level)
-                    buffer[2 * i + 1] = softLimit(right * Self.level)
+                    let w = rng.whiteVector()
+                    Self.store(state.surf(w, c, brownGain: brownGain, bodyGain: bodyGain) * Self.level, out, i)
                 }
             }
+            random = rng
             f += block
             frame += block
             updateBlock()
         }
+        filters = state
     }
 }

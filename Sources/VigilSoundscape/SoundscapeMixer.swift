@@ -105,6 +105,10 @@ final class SoundscapeMixer: @unchecked Sendable {
         shared.withLock { $0.framesRendered = rendered }
     }
 
+    /// `x` clamped to ±32767 and truncated to a sample.
+    @inline(__always)
+    private static func sample(_ x: Float) -> Int16 { Int16(max(-32767, min(32767, x))) }
+
     private func sleepFactor(at frame: UInt64, end: UInt64?) -> Float {
         guard let end else { return 1 }
         if frame >= end { return 0 }
@@ -141,14 +145,22 @@ final class SoundscapeMixer: @unchecked Sendable {
                 crossfadeFrame += n
                 if crossfadeFrame >= Self.crossfadeFrames { self.outgoing = nil }
             }
+            guard let source = out.baseAddress, let destination = buffer.baseAddress?.advanced(by: 2 * offset)
+            else { return }
             var g = gain
             let factorStep = (endFactor - startFactor) / Float(n)
+            if g == target && factorStep == 0 {
+                // Steady (no ramp, no fade): one factor for the whole chunk.
+                let k = g * startFactor * 32767
+                for i in 0..<(2 * n) { destination[i] = Self.sample(source[i] * k) }
+                return
+            }
             for f in 0..<n {
                 let delta = target - g
                 g += max(-Self.rampStep, min(Self.rampStep, delta))
                 let k = g * (startFactor + factorStep * Float(f)) * 32767
-                buffer[2 * (offset + f)] = Int16(max(-32767, min(32767, out[2 * f] * k)))
-                buffer[2 * (offset + f) + 1] = Int16(max(-32767, min(32767, out[2 * f + 1] * k)))
+                destination[2 * f] = Self.sample(source[2 * f] * k)
+                destination[2 * f + 1] = Self.sample(source[2 * f + 1] * k)
             }
             gain = g
         }
