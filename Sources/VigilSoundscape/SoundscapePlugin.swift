@@ -38,7 +38,11 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         self.settings = try SoundscapeSettings(context.settings)
         // The host's injected environment, never the process's (the control socket's location).
         self.environment = context.environment.variables
-        self.store = PreferenceStore(directory: context.stateDirectory, logger: context.logger)
+        // A save that starts failing (a full disk) or works again shows in `vigil status` at once.
+        let reporter = context.reporter
+        self.store = PreferenceStore(directory: context.stateDirectory, logger: context.logger) {
+            reporter.report(.detailsChanged)
+        }
     }
 
     func start() async throws {

@@ -18,9 +18,11 @@ public struct SoundscapePreferences: Sendable, Hashable, Codable {
 
 /// Reads and writes `preferences.json` in the plugin's state directory.
 ///
-/// Writes are atomic (temporary file, fsync, rename). A file that cannot be understood is
-/// reported and replaced by the defaults, never a crash; a directory that cannot be written is
-/// reported once, and playing goes on with the preferences kept in memory.
+/// Writes are atomic (temporary file, fsync, rename): a write that fails (a full disk, a
+/// directory that cannot be written) leaves the old file as it was. A file that cannot be
+/// understood is reported and replaced by the defaults, never a crash; a write failure is
+/// reported once per episode (a warning, and ``writeError`` until a write succeeds again), the
+/// recovery too, and playing goes on with the preferences kept in memory.
 final class PreferenceStore: Sendable {
     let path: String
     private let directory: String
@@ -37,10 +39,15 @@ final class PreferenceStore: Sendable {
 
     static let schema = "vigil.soundscape-preferences/v1"
 
-    init(directory: String, logger: Logger) {
+    private let onWriteErrorChange: @Sendable () -> Void
+
+    /// - Parameter onWriteErrorChange: called when ``writeError`` appears or clears (from the
+    ///   saving thread), so the host can publish the fault and its recovery.
+    init(directory: String, logger: Logger, onWriteErrorChange: @escaping @Sendable () -> Void = {}) {
         self.directory = directory
         self.path = directory + "/preferences.json"
         self.logger = logger
+        self.onWriteErrorChange = onWriteErrorChange
     }
 
     /// What went wrong with the last write, if it failed.
@@ -81,6 +88,13 @@ final class PreferenceStore: Sendable {
         return (result, nil)
     }
 
+    /// Says that the newest preferences were never saved (the host is stopping while writes fail).
+    func reportLost() {
+        logger.warning(
+            "The newest soundscape preferences could not be saved before stopping; the next start uses the last saved ones",
+            metadata: ["soundscape.error": "\(writeError ?? "unknown")"])
+    }
+
     private static func reason(_ error: any Error) -> String {
         switch error {
         case DecodingError.dataCorrupted: "not JSON"
@@ -91,9 +105,11 @@ final class PreferenceStore: Sendable {
         }
     }
 
-    /// Saves `preferences`; failures are logged (the first as a warning) and kept for ``writeError``.
-    /// Blocking (fsync): call it off the cooperative pool.
-    func save(_ preferences: SoundscapePreferences) {
+    /// Saves `preferences`; returns whether they reached the disk. The first failure after a
+    /// success is logged as a warning and kept for ``writeError``; the next success clears it and
+    /// is logged. Blocking (fsync): call it off the cooperative pool.
+    @discardableResult
+    func save(_ preferences: SoundscapePreferences) -> Bool {
         let file = File(
             schema: Self.schema, soundscape: preferences.soundscape, volume: preferences.volume,
             paused: preferences.paused)
@@ -105,6 +121,15 @@ final class PreferenceStore: Sendable {
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try AtomicFile.write(bytes, to: path, mode: 0o600)
             lastWriteError.withLock { $0 = nil }
+            let recovered = writeFailureReported.withLock { reported -> Bool in
+                defer { reported = false }
+                return reported
+            }
+            if recovered {
+                logger.notice("Soundscape preferences are saved again", metadata: ["soundscape.file": "\(path)"])
+                onWriteErrorChange()
+            }
+            return true
         } catch {
             let message = "cannot save the soundscape preferences to \(path): \(error)"
             lastWriteError.withLock { $0 = message }
@@ -116,9 +141,11 @@ final class PreferenceStore: Sendable {
                 logger.warning(
                     "Soundscape preferences are not saved; playing goes on and they last until the host stops",
                     metadata: ["soundscape.error": "\(message)"])
+                onWriteErrorChange()
             } else {
                 logger.debug("Soundscape preferences still not saved", metadata: ["soundscape.error": "\(message)"])
             }
+            return false
         }
     }
 }

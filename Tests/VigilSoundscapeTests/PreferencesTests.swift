@@ -85,3 +85,51 @@ struct PreferencesTests {
         #expect(store.load(defaults: defaults, known: known).0 == defaults)
     }
 }
+
+@Suite("soundscape preferences on a full disk: the old file stays, the fault is reported, the choice is saved later")
+struct PreferencesFullDiskTests {
+    let chosenBefore = SoundscapePreferences(soundscape: "rain", volume: 0.4, paused: false)
+    let chosenWhileFull = SoundscapePreferences(soundscape: "pink-noise", volume: 0.55, paused: true)
+
+    @Test(
+        "a write on a full tmpfs keeps the old file and reports; once freed the choice reaches the disk unasked",
+        .enabled(if: FullDisk.isAvailable, "needs root to mount a tmpfs"))
+    func fullTmpfs() async throws {
+        let disk = try FullDisk()
+        defer { disk.unmount() }
+        let handler = RecordingLogHandler(minimumLevel: .notice)
+        // Each change of the write error is announced (the plugin then republishes its status).
+        let changes = Mutex(0)
+        let store = PreferenceStore(
+            directory: disk.path + "/soundscape", logger: Logger(label: "test") { _ in handler }
+        ) { changes.withLock { $0 += 1 } }
+        let writer = PreferenceWriter(store: store, retryInterval: .milliseconds(100))
+        #expect(store.save(chosenBefore))
+        let saved = try Array(Data(contentsOf: URL(fileURLWithPath: store.path)))
+
+        try disk.fill()
+        writer.save(chosenWhileFull)
+        // The announcement comes last, after the error is kept and logged.
+        #expect(await RuntimeFixtures.waitUntil(timeout: 10) { changes.withLock { $0 } == 1 })
+        #expect(store.writeError?.contains("No space left on device") == true, "\(store.writeError ?? "")")
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: store.path))) == saved)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk.path + "/soundscape") == ["preferences.json"])
+        #expect(handler.warnings.filter { $0.contains("not saved") }.count == 1, "\(handler.warnings)")
+
+        disk.free()
+        let loaded = { store.load(defaults: chosenBefore, known: ["rain", "pink-noise"]).0 }
+        #expect(await RuntimeFixtures.waitUntil(timeout: 10) { changes.withLock { $0 } == 2 })
+        #expect(loaded() == chosenWhileFull)
+        #expect(store.writeError == nil)
+        #expect(handler.warnings.contains { $0.contains("saved again") }, "\(handler.warnings)")
+
+        // A second episode is reported again.
+        try disk.fill()
+        writer.save(chosenBefore)
+        #expect(await RuntimeFixtures.waitUntil(timeout: 10) { changes.withLock { $0 } == 3 })
+        #expect(handler.warnings.filter { $0.contains("not saved") }.count == 2, "\(handler.warnings)")
+        disk.free()
+        await writer.close()
+        #expect(loaded() == chosenBefore)
+    }
+}
