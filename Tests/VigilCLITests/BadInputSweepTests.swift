@@ -40,39 +40,37 @@ import VigilTestSupport
 
     @Test(arguments: malformed("manifest"))
     func malformedManifestIsRefusedEvenWithAValidSignature(input: String) async throws {
-        let sweep = try Sweep()
-        defer { sweep.remove() }
-        try sweep.writePlugin(manifest: try sweep.bytes(input))
-        try sweep.writeConfig()
-        try await sweep.expectRefusal(["plugin", "verify", "manifests/fuzzseed"], input)
-        try await sweep.expectRefusal(["plugin", "trust", "fuzzseed", "--yes", "--json"], input)
-        try await sweep.expectRefusal(["check", "--json"], input)
-        try await sweep.expectListedAsError(input)
+        try await Self.sweepPlugin(replacing: "plugin.json", with: input)
     }
 
     @Test(arguments: malformed("minisign-key"))
     func malformedPublicKeyIsRefused(input: String) async throws {
-        let sweep = try Sweep()
-        defer { sweep.remove() }
-        try sweep.writePlugin(manifest: nil)
-        try sweep.give("work/manifests/fuzzseed/plugin.pub", input)
-        try sweep.writeConfig()
-        try await sweep.expectRefusal(["plugin", "verify", "manifests/fuzzseed"], input)
-        try await sweep.expectRefusal(["plugin", "trust", "fuzzseed", "--yes", "--json"], input)
-        try await sweep.expectRefusal(["check", "--json"], input)
-        try await sweep.expectListedAsError(input)
+        try await Self.sweepPlugin(replacing: "plugin.pub", with: input)
     }
 
     @Test(arguments: malformed("minisign-signature"))
     func malformedSignatureIsRefused(input: String) async throws {
+        try await Self.sweepPlugin(replacing: "plugin.json.minisig", with: input)
+    }
+
+    /// The plugin `fuzzseed` with `file` replaced by `input` (a manifest is signed validly over its
+    /// exact bytes, so the decoder is what refuses it), activated in `vigil.toml`.
+    static func sweepPlugin(replacing file: String, with input: String) async throws {
         let sweep = try Sweep()
         defer { sweep.remove() }
-        try sweep.writePlugin(manifest: nil)
-        try sweep.give("work/manifests/fuzzseed/plugin.json.minisig", input)
+        if file == "plugin.json" {
+            try sweep.writePlugin(manifest: try sweep.bytes(input))
+        } else {
+            try sweep.writePlugin(manifest: nil)
+            try sweep.give("work/manifests/fuzzseed/\(file)", input)
+        }
         try sweep.writeConfig()
-        try await sweep.expectRefusal(["plugin", "verify", "manifests/fuzzseed"], input)
-        try await sweep.expectRefusal(["plugin", "trust", "fuzzseed", "--yes", "--json"], input)
-        try await sweep.expectRefusal(["check", "--json"], input)
+        for arguments in [
+            ["plugin", "verify", "manifests/fuzzseed"], ["plugin", "trust", "fuzzseed", "--yes", "--json"],
+            ["check", "--json"],
+        ] {
+            try await sweep.expectRefusal(arguments, input)
+        }
         try await sweep.expectListedAsError(input)
     }
 }
