@@ -4,7 +4,7 @@ import VigilCrypto
 import VigilTestSupport
 
 /// Every malformed `vigil.toml`, manifest, public key and signature in the fuzz corpora
-/// (`Fuzz/Corpus/*/bad-*`) and every input a fuzz run found (`Fuzz/Regressions`) goes through the
+/// (`Fuzz/Corpus/*/bad-*`) and every input that once crashed a target (`Fuzz/Regressions`) goes through the
 /// real `vigil`: each command refuses it with an error on stderr (or, with `--json`, exactly one
 /// JSON document carrying the error) and a non-zero exit, and no file it was given — nor anything
 /// else in the sandbox — changes.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import VigilFuzzTargets
 
-/// Every seed input and every input a fuzz run once crashed on (Fuzz/Regressions) goes through
+/// Every seed input and every input that once crashed a target (Fuzz/Regressions) goes through
 /// its target again: a regression crashes this test.
 @Suite struct FuzzCorpusTests {
     static let fuzzDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
