@@ -152,6 +152,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCoreTests", dependencies: ["VigilCore", "VigilCrypto", "VigilTestSupport"],
+            exclude: ["Fixtures"],  // JSONTestSuite's cases, read through #filePath
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
@@ -232,6 +233,24 @@ let package = Package(
                 "VigilTestSupport", log,
             ],
             exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
+            swiftSettings: strictSettings),
+        // Fuzzing (docs/fuzzing.md): a harness for every parser that sees untrusted bytes, and the
+        // `vigil-fuzz` driver — libFuzzer when scripts/fuzz.sh builds it with `-sanitize=fuzzer`,
+        // a replayer of input files otherwise (not a product).
+        .target(
+            name: "VigilFuzzTargets",
+            dependencies: [
+                "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisorEngine", "VigilSoundscape", "VigilAnnounce",
+                "VigilSoundFile", log,
+            ],
+            path: "Fuzz/Sources/VigilFuzzTargets", swiftSettings: strictSettings),
+        // libFuzzer's driver, reached through a weak symbol: absent from an ordinary build.
+        .target(name: "CVigilFuzz", path: "Fuzz/Sources/CVigilFuzz"),
+        .executableTarget(
+            name: "vigil-fuzz", dependencies: ["VigilFuzzTargets", "CVigilFuzz"], path: "Fuzz/Sources/vigil-fuzz",
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilFuzzTests", dependencies: ["VigilFuzzTargets", "VigilCore", "VigilTestSupport"],
             swiftSettings: strictSettings),
     ]
 )

@@ -36,7 +36,7 @@ final class ClientDucker {
         self.mixer = mixer
         self.directory = directory
         self.logger = logger
-        let steps = rampMilliseconds <= 0 ? 1 : max(2, min(10, rampMilliseconds / 5))
+        let steps = rampMilliseconds <= 0 ? 1 : max(2, min(DuckJournal.maxRampSteps, rampMilliseconds / 5))
         self.rampMicroseconds = UInt64(max(0, rampMilliseconds)) * 1000 / UInt64(steps)
         self.journal = DuckJournal(
             server: server, serverCookie: cookie, pid: getpid(), level: level, rampSteps: steps, streams: [],

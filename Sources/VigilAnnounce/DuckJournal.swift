@@ -5,9 +5,9 @@ import VigilCore
 /// What Vigil lowered, written (atomically, fsynced) to the state directory before it lowers
 /// anything and removed once everything is back: a process killed mid-prompt leaves it behind,
 /// and the next start or announcement restores from it.
-struct DuckJournal: Codable, Sendable, Hashable {
+package struct DuckJournal: Codable, Sendable, Hashable {
     /// One stream Vigil lowered.
-    struct Stream: Codable, Sendable, Hashable {
+    package struct Stream: Codable, Sendable, Hashable {
         var index: UInt32
         var restoreID: String?
         var application: String?
@@ -27,7 +27,7 @@ struct DuckJournal: Codable, Sendable, Hashable {
     var pid: Int32
     var level: Double
     var rampSteps: Int
-    var streams: [Stream]
+    package var streams: [Stream]
     /// module-stream-restore's entries for the streams' keys as they were before (`nil`: the
     /// module is not loaded).
     var restoreEntries: [PulseMixer.RestoreEntry]?
@@ -35,12 +35,17 @@ struct DuckJournal: Codable, Sendable, Hashable {
     var absentRestoreIDs: [String]
 
     /// Every volume Vigil may have set on `stream`: each ramp step down to the ducked value.
-    func volumesSet(for stream: Stream) -> [[UInt32]] {
+    package func volumesSet(for stream: Stream) -> [[UInt32]] {
         let steps = max(1, rampSteps)
         return (1...steps).map { k in
             PulseMixer.scaled(stream.original, by: 1 + (level - 1) * Double(k) / Double(steps))
         } + [stream.ducked]
     }
+
+    /// The most ramp steps Vigil writes (``ClientDucker``).
+    static let maxRampSteps = 10
+    /// PulseAudio's channel limit (`PA_CHANNELS_MAX`): no volume has more entries.
+    static let maxChannels = 32
 
     static let fileName = "duck-journal.json"
     static let maxSize = 1 << 20
@@ -85,14 +90,37 @@ struct DuckJournal: Codable, Sendable, Hashable {
                     "\(error.description) — restore the volumes by hand (`pactl list sink-inputs`) and delete \(path)")
         }
         guard let bytes else { return nil }
-        do {
-            return try JSONDecoder().decode(DuckJournal.self, from: Data(bytes))
-        } catch {
-            throw AnnounceError(
+        return try decode(bytes, path: path)
+    }
+
+    /// The journal in `bytes`, read from `path`.
+    package static func decode(_ bytes: [UInt8], path: String) throws(AnnounceError) -> DuckJournal {
+        func damaged(_ why: String) -> AnnounceError {
+            AnnounceError(
                 code: .journal,
-                message: "the duck journal \(path) is damaged (\(error)) — restore the volumes by hand "
+                message: "the duck journal \(path) is damaged (\(why)) — restore the volumes by hand "
                     + "(`pactl set-sink-input-volume`) and delete the file")
         }
+        let journal: DuckJournal
+        do {
+            journal = try JSONDecoder().decode(DuckJournal.self, from: Data(bytes))
+        } catch {
+            throw damaged("\(error)")
+        }
+        // Values Vigil never writes: recovery would loop over them (ramp steps) or send them to
+        // the sound server (levels, volumes), so they are refused here.
+        guard (1...maxRampSteps).contains(journal.rampSteps) else {
+            throw damaged("\(journal.rampSteps) ramp steps, not 1–\(maxRampSteps)")
+        }
+        guard journal.level.isFinite, (0...1).contains(journal.level) else {
+            throw damaged("duck level \(journal.level), not 0–1")
+        }
+        for stream in journal.streams {
+            for volume in [stream.original, stream.ducked] where volume.isEmpty || volume.count > maxChannels {
+                throw damaged("stream \(stream.index) has a volume of \(volume.count) channels, not 1–\(maxChannels)")
+            }
+        }
+        return journal
     }
 
     static func remove(from directory: String) {

@@ -109,6 +109,12 @@ public final class SoundFile {
             throw SoundFileError(
                 code: .decodeFailed, path: path, message: "decoding failed: \(String(cString: sf_strerror(handle)))")
         }
+        // libsndfile hands a float or double file's samples through as stored: NaN, infinities and
+        // values past full scale would reach the mixer and the sound server. Keep the promise of −1…1.
+        let samples = UnsafeMutableBufferPointer(start: base, count: Int(got) * info.channels)
+        for i in samples.indices where !(abs(samples[i]) <= 1) {
+            samples[i] = samples[i].isNaN ? 0 : samples[i] > 0 ? 1 : -1
+        }
         return Int(got)
     }
 

@@ -9,7 +9,7 @@ import Glibc
 /// The soundscape's local control channel: a Unix socket in the plugin's state directory
 /// (directory 0700, socket 0600), and a peer-credential check on every connection, so only the
 /// host's user can reach it. One JSON ``ControlRequest`` line in, one ``ControlResponse`` line out.
-final class ControlChannel: Sendable {
+package final class ControlChannel: Sendable {
     let path: String
     private let listenFD: Int32
     private let wakeWrite: Int32
@@ -132,7 +132,17 @@ final class ControlChannel: Sendable {
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let line = SocketIO.readLine(client, limit: 4096) else { return }
+        guard let line = SocketIO.readLine(client, limit: Self.maxRequestSize) else { return }
+        guard let answer = Self.answer(line, controller: controller) else { return }
+        SocketIO.writeAll(client, answer)
+    }
+
+    /// The longest request line read, in bytes.
+    package static let maxRequestSize = 4096
+
+    /// The answer line (newline included) to one request line from a client: what the controller
+    /// says, or a refusal when the line is not a control request; `nil` when it cannot be encoded.
+    package static func answer(_ line: [UInt8], controller: SoundscapeController) -> [UInt8]? {
         let response: ControlResponse
         if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) {
             response = controller.handle(request)
@@ -141,8 +151,8 @@ final class ControlChannel: Sendable {
                 ok: false, state: controller.current,
                 error: .init(code: .controlChannel, message: "the request is not a JSON control request"))
         }
-        guard let data = try? JSONEncoder().encode(response) else { return }
-        SocketIO.writeAll(client, Array(data) + [UInt8(ascii: "\n")])
+        guard let data = try? JSONEncoder().encode(response) else { return nil }
+        return Array(data) + [UInt8(ascii: "\n")]
     }
 }
 

@@ -58,6 +58,14 @@ public final class SoundscapeController: Sendable {
         }
     }
 
+    /// A controller of `soundscapes` (generated ones only) with no stream and nothing saved: what
+    /// the control channel's requests are checked against outside a running host.
+    package convenience init(soundscapes: [Soundscape], preferences: SoundscapePreferences, logger: Logger) {
+        self.init(
+            soundscapes: soundscapes, analyses: [:], preferences: preferences, mixer: SoundscapeMixer(), logger: logger,
+            onPreferences: { _ in })
+    }
+
     /// The current state.
     public var current: SoundscapeState { state.withLock { snapshot($0) } }
 

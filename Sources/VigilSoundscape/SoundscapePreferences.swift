@@ -23,7 +23,7 @@ public struct SoundscapePreferences: Sendable, Hashable, Codable {
 /// understood is reported and replaced by the defaults, never a crash; a write failure is
 /// reported once per episode (a warning, and ``writeError`` until a write succeeds again), the
 /// recovery too, and playing goes on with the preferences kept in memory.
-final class PreferenceStore: Sendable {
+package final class PreferenceStore: Sendable {
     let path: String
     private let directory: String
     private let logger: Logger
@@ -62,6 +62,13 @@ final class PreferenceStore: Sendable {
             }
             return (defaults, nil)
         }
+        return Self.interpret(data, path: path, defaults: defaults, known: known)
+    }
+
+    /// What the bytes of a preference file at `path` say, as ``load(defaults:known:)`` returns it.
+    package static func interpret(
+        _ data: Data, path: String, defaults: SoundscapePreferences, known: Set<String>
+    ) -> (SoundscapePreferences, warning: String?) {
         let file: File
         do {
             file = try JSONDecoder().decode(File.self, from: data)

@@ -1,5 +1,5 @@
 /// One sd_notify datagram: newline-separated `KEY=VALUE` assignments (sd_notify(3)).
-struct NotifyMessage: Equatable {
+package struct NotifyMessage: Equatable {
     var ready = false
     var stopping = false
     var reloading = false
@@ -12,7 +12,7 @@ struct NotifyMessage: Equatable {
     var errnoValue: Int32?
 
     /// Parses `payload`; unknown keys and malformed lines are ignored, as systemd does.
-    init(_ payload: String) {
+    package init(_ payload: String) {
         for line in payload.split(separator: "\n", omittingEmptySubsequences: true) {
             guard let eq = line.firstIndex(of: "=") else { continue }
             let key = line[..<eq]

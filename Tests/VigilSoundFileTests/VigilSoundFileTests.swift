@@ -149,3 +149,14 @@ struct VigilSoundFileTests {
         #expect(peak - before < 8 << 20, "resident grew by \(peak - before) bytes")
     }
 }
+
+/// A float WAV holding 2, −3, NaN, ±infinity and 1e30 (Fuzz/Regressions/sound-file/float-out-of-range.wav,
+/// written through libsndfile): what the decoder hands on stays finite and within −1…1.
+@Test func floatSamplesPastFullScaleAreClampedAndNaNSilenced() throws {
+    let path = VigilExecutable.packageRoot + "/Fuzz/Regressions/sound-file/float-out-of-range.wav"
+    let file = try SoundFile(path: path)
+    var buffer = [Float](repeating: 0, count: 64)
+    let frames = try buffer.withUnsafeMutableBufferPointer { try file.read(into: $0) }
+    #expect(frames == 64)
+    #expect(Array(buffer[0..<8]) == [0.5, 1, -1, 0, 1, -1, 1, -0.25])
+}

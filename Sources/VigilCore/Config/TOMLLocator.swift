@@ -24,7 +24,7 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
 /// headers, dotted keys) and records byte ranges. It must only see text that already parsed with
 /// TOMLKit (see ``HostConfiguration/parseTOML(_:path:)``); on anything unexpected, and past
 /// ``maxDepth`` nested arrays and inline tables, it stops recording rather than failing.
-struct TOMLLocator: Sendable {
+package struct TOMLLocator: Sendable {
     /// The deepest nesting of arrays and inline tables the scanner follows (TOMLKit refuses more
     /// than 256 before the scanner ever runs; this bound keeps the scanner safe on its own).
     static let maxDepth = 256
@@ -67,7 +67,7 @@ struct TOMLLocator: Sendable {
     private(set) var elements: [Element] = []
     private var lineStarts: [Int] = [0]
 
-    init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.bytes = bytes
         lineStarts = Self.lineStarts(bytes)
         var scanner = Scanner(bytes: bytes)
@@ -89,7 +89,7 @@ struct TOMLLocator: Sendable {
     }
 
     /// Line and column (1-based; column in Unicode scalars) of a byte offset.
-    func lineColumn(of offset: Int) -> (line: Int, column: Int) {
+    package func lineColumn(of offset: Int) -> (line: Int, column: Int) {
         Self.lineColumn(of: offset, in: bytes, lineStarts: lineStarts)
     }
 
@@ -109,7 +109,7 @@ struct TOMLLocator: Sendable {
     /// The byte offset where `keyPath` is defined: a key, a table header, or a string element of
     /// an array (the last component being the element's value). Falls back to the first key or
     /// header under `keyPath`.
-    func offset(of keyPath: [String]) -> Int? {
+    package func offset(of keyPath: [String]) -> Int? {
         if let e = entries.first(where: { $0.path == keyPath }) { return e.keyStart }
         if let h = headers.first(where: { $0.path == keyPath }) { return h.start }
         if keyPath.count >= 2 {

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+import VigilAnnounce
+import VigilTestSupport
+
+/// The duck journal is read back after a crash: values Vigil never writes are refused as damage,
+/// not handed to recovery (found while writing its fuzz target: `rampSteps` drove an allocation of
+/// that many volumes).
+@Suite struct DuckJournalTests {
+    static let regressions = VigilExecutable.packageRoot + "/Fuzz/Regressions/duck-journal"
+
+    func journal(rampSteps: String = "8", level: String = "0.3", original: String = "[65536,65536]") -> [UInt8] {
+        Array(
+            """
+            {"absentRestoreIDs":[],"level":\(level),"pid":1,"rampSteps":\(rampSteps),"server":null,"serverCookie":1,
+             "streams":[{"ducked":[19661,19661],"index":12,"original":\(original)}],"version":1}
+            """.utf8)
+    }
+
+    @Test func aJournalAsVigilWritesItIsRead() throws {
+        let journal = try DuckJournal.decode(journal(), path: "j.json")
+        #expect(journal.streams.count == 1)
+        #expect(journal.volumesSet(for: journal.streams[0]).count == 9)
+    }
+
+    @Test(arguments: [
+        ("1000000000000000", "0.3", "[65536,65536]", "ramp steps"),
+        ("0", "0.3", "[65536,65536]", "ramp steps"),
+        ("8", "1.5", "[65536,65536]", "duck level"),
+        ("8", "-0.1", "[65536,65536]", "duck level"),
+        ("8", "0.3", "[]", "channels"),
+        ("8", "0.3", "[" + Array(repeating: "1", count: 33).joined(separator: ",") + "]", "channels"),
+    ])
+    func valuesVigilNeverWritesAreRefusedAsDamage(steps: String, level: String, original: String, what: String) {
+        do {
+            _ = try DuckJournal.decode(journal(rampSteps: steps, level: level, original: original), path: "j.json")
+            Issue.record("accepted \(steps) \(level) \(original)")
+        } catch {
+            #expect(error.code == .journal)
+            #expect(error.message.contains(what) && error.message.contains("delete the file"), "\(error.message)")
+        }
+    }
+
+    @Test func theFuzzRegressionsAreRefused() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.regressions)
+        #expect(!files.isEmpty)
+        for file in files {
+            let bytes = try #require(FileManager.default.contents(atPath: Self.regressions + "/" + file))
+            #expect(throws: AnnounceError.self, "\(file)") { try DuckJournal.decode(Array(bytes), path: file) }
+        }
+    }
+}
