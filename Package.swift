@@ -24,6 +24,9 @@ let package = Package(
         // The example third-party plugin, as the shared library its signed manifest names.
         .library(name: "VigilHeartbeatExample", type: .dynamic, targets: ["VigilHeartbeatExample"]),
         .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
+        // The tool Vigil's SwiftPM plugins run (`vigil check`, `vigil plugin trust`), built as a product
+        // of the host's build by the command plugins: see VigilPluginSupport.builtTool.
+        .executable(name: "vigil-plugin-tool", targets: ["vigil-plugin-tool"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -95,7 +98,7 @@ let package = Package(
             name: "Vigil",
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce",
-                "VigilSharedLibrary", "VigilDBus", log, lifecycle,
+                "VigilSharedLibrary", "VigilDBus", log, lifecycle, "VigilHostCheck", "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -111,7 +114,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilSoundscape",
                 "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine",
-                "CVigilStartup", log, lifecycle,
+                "CVigilStartup", log, lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -126,7 +129,7 @@ let package = Package(
 
         // SwiftPM plugins for host packages.
         .plugin(
-            name: "VigilBuildCheck", capability: .buildTool(), dependencies: ["vigil"]),
+            name: "VigilBuildCheck", capability: .buildTool(), dependencies: ["vigil-plugin-tool"]),
         .plugin(
             name: "VigilTrustCommand",
             capability: .command(
@@ -166,7 +169,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-                "VigilDBus", "VigilSoundscape",
+                "VigilDBus", "VigilSoundscape", "VigilHostCheck",
             ],
             swiftSettings: strictSettings),
         .testTarget(
@@ -192,7 +195,10 @@ let package = Package(
         // anything, maps them from sealed memfds, drives the C ABI. The one module with C-ABI code.
         .target(
             name: "VigilSharedLibrary",
-            dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilSupervisor", log],
+            dependencies: [
+                "CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilSupervisor", log,
+                "VigilLibraryCheck",
+            ],
             swiftSettings: strictSettings),
         // Plugin authors' side: the descriptor and keep-alive table in C (Swift cannot define a C data
         // symbol), implemented in Swift by VigilPluginSDK; the author writes a class and one @_cdecl.
@@ -208,6 +214,7 @@ let package = Package(
             name: "VigilSharedLibraryTests",
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSharedLibrary", "VigilTestSupport", log,
+                "VigilHostCheck", "VigilLibraryCheck",
             ],
             exclude: ["Fixtures"],  // C sources the tests compile with cc
             swiftSettings: strictSettings),
@@ -252,5 +259,29 @@ let package = Package(
         .testTarget(
             name: "VigilFuzzTests", dependencies: ["VigilFuzzTargets", "VigilCore", "VigilTestSupport"],
             swiftSettings: strictSettings),
+
+        // The checks behind `vigil check`, the build check and `vigil up`, apart from everything that
+        // runs plugins, so that the SwiftPM plugins' tool links only them (issue 13, point 4).
+        // A shared-library plugin's checks on its verified bytes (ELF, SONAME, dependencies, ABI);
+        // VigilSharedLibrary maps and runs what they accepted.
+        .target(
+            name: "VigilLibraryCheck", dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto"],
+            swiftSettings: strictSettings),
+        // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
+        .target(
+            name: "VigilHostCheck", dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck"],
+            swiftSettings: strictSettings),
+        // `vigil check` and `vigil plugin trust` with the CLI's output helpers: the `vigil` CLI's and the tool's.
+        .target(
+            name: "VigilCheckCommands",
+            dependencies: [
+                "VigilHostCheck", "VigilCore", "VigilCrypto", "VigilPlugin",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
+        // The tool the SwiftPM plugins run (`vigil check`, `vigil plugin trust`), without the runtime.
+        .executableTarget(
+            name: "vigil-plugin-tool", dependencies: ["VigilCheckCommands", "CVigilStartup"],
+            path: "Sources/VigilPluginTool", swiftSettings: strictSettings),
     ]
 )

@@ -107,28 +107,32 @@ enum VigilPluginSupport {
         }
     }
 
-    /// The `vigil` executable for a command plugin, built like the host's own code.
+    /// The name of the tool the plugins run: `vigil check` and `vigil plugin trust` without the
+    /// runtime (Sources/VigilPluginTool).
+    static let toolName = "vigil-plugin-tool"
+
+    /// The plugins' tool for a command plugin, built like the host's own code.
     ///
-    /// A command plugin could name `vigil` as its tool, but SwiftPM then builds it (and Vigil's
-    /// modules under it, C and C++ included) as a *host tool* in the main build database, while
+    /// A command plugin could name the tool as a dependency, but SwiftPM then builds it (and
+    /// Vigil's modules under it, C++ included) as a *host tool* in the main build database, while
     /// `swift build` builds the same host-tool files for the build-tool plugin in a second
-    /// database: each sees the other's outputs as changed and compiles everything again, on every
-    /// switch between `swift build` and `swift package`. Built as a product of the host's build
-    /// instead, `vigil` shares the modules the host app already compiled, so with nothing changed
-    /// there is nothing to build.
+    /// database: each sees the other's outputs as changed and compiles them again, on every switch
+    /// between `swift build` and `swift package`. Built as a product of the host's build instead,
+    /// the tool shares the modules the host app already compiled, so with nothing changed there is
+    /// nothing to build.
     static func builtTool(_ packageManager: PackageManager) throws -> URL {
         let result = try packageManager.build(
-            .product("vigil"), parameters: .init(configuration: .debug, logging: .concise))
+            .product(toolName), parameters: .init(configuration: .debug, logging: .concise))
         guard result.succeeded, let tool = result.builtArtifacts.first(where: { $0.kind == .executable })?.url else {
             throw ToolBuildFailed(log: result.logText)
         }
         return tool
     }
 
-    /// Building `vigil` failed; the build log says why.
+    /// Building the tool failed; the build log says why.
     struct ToolBuildFailed: Error, CustomStringConvertible {
         let log: String
-        var description: String { "building Vigil's `vigil` tool failed:\n\(log)" }
+        var description: String { "building Vigil's \(toolName) failed:\n\(log)" }
     }
 
     /// The command a package user runs to trust a plugin (what `vigil` shows in remedies instead of

@@ -31,7 +31,7 @@ struct VigilBuildCheck: BuildToolPlugin {
                     + "of Vigil's docs/host-guide.md), or remove the plugin from target '\(target.name)'")
             return []
         }
-        let tool = try context.tool(named: "vigil")
+        let tool = try context.tool(named: VigilPluginSupport.toolName)
         let command = Self.command(
             tool: tool.url, config: config, package: context.package.directoryURL,
             firstParty: VigilPluginSupport.vigilPackageDirectory(in: context.package, product: "Vigil")?

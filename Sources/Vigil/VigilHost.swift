@@ -4,6 +4,7 @@ public import ServiceLifecycle
 public import VigilAnnounce
 public import VigilCore
 import VigilDBus
+import VigilLibraryCheck
 public import VigilPlugin
 import VigilSharedLibrary
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import VigilAnnounce
+import VigilCheckCommands
 import VigilCore
 import VigilPlugin
 

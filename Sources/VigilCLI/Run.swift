@@ -5,6 +5,7 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import Vigil
+import VigilCheckCommands
 import VigilCore
 import VigilSupervisorEngine
 

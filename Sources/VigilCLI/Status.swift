@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Vigil
+import VigilCheckCommands
 import VigilCore
 
 /// `vigil status`: the status the running host(s) of this user publish under `$XDG_RUNTIME_DIR/vigil/`.

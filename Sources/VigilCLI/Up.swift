@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 import Vigil
+import VigilCheckCommands
 import VigilCore
 
 /// `vigil up`: runs the host's plugins in the foreground until SIGINT or SIGTERM.

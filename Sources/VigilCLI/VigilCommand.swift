@@ -1,4 +1,5 @@
 import ArgumentParser
+import VigilCheckCommands
 import VigilExecutor
 
 /// `vigil`: keeps a host application alive and its audio output awake, through signed plugins.

@@ -2,6 +2,7 @@ internal import CVigilPluginABI
 import Glibc
 import Logging
 import VigilCore
+import VigilLibraryCheck
 import VigilPlugin
 
 /// One run of a shared-library plugin: its libraries mapped, the descriptor checked again in

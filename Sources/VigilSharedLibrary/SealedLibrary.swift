@@ -1,5 +1,6 @@
 internal import CVigilLoader
 import Glibc
+import VigilLibraryCheck
 
 /// One library mapped from a sealed memfd holding its verified bytes.
 ///

@@ -1,4 +1,5 @@
 import Synchronization
+import VigilLibraryCheck
 import VigilPlugin
 import VigilSupervisor
 

@@ -1,4 +1,5 @@
 public import VigilCore
+public import VigilLibraryCheck
 public import VigilPlugin
 
 /// Third-party keep-alive plugins shipped as shared libraries.

@@ -5,10 +5,10 @@ import VigilTestSupport
 /// Vigil's SwiftPM plugins as a host developer uses them: a real host package that depends on this
 /// package by path, built with the real `swift build` and driven with the real `swift package`.
 ///
-/// One temporary host package serves every step. Vigil and its dependencies are compiled twice:
-/// once as the build-tool plugin's host tool, once as the product the command plugins run (in a
-/// real host, which links Vigil, the second is the app's own build); each later step is
-/// incremental. On a 2-core VM shared with five other builds it took 28 minutes.
+/// One temporary host package serves every step. The plugins' tool (`vigil-plugin-tool`: the
+/// checks, without the runtime) is compiled twice: once as the build-tool plugin's host tool, once
+/// as the product the command plugins run (in a real host, which links Vigil, the second shares the
+/// app's own build); each later step is incremental. On a 2-core VM shared with five other builds it took 28 minutes.
 /// 1. no `vigil.toml`: the build fails instead of planning no check;
 /// 2. `vigil.toml` created afterwards with a wrong trusted key: the build runs the check and fails,
 ///    at the `[trusted_plugins]` line, with a message for a typed key and the `swift package` remedy;

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VigilLibraryCheck
 import VigilTestSupport
-
-@testable import VigilSharedLibrary
 
 /// The ELF reader sees only verified but untrusted bytes: every prefix and every single-byte
 /// corruption of a real library is either parsed or refused with a reason, never a crash.

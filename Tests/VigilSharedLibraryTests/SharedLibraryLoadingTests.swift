@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Vigil
 import VigilCore
+import VigilHostCheck
 import VigilPlugin
 import VigilTestSupport
 

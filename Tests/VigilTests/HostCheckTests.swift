@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilCore
+import VigilHostCheck
 import VigilPlugin
 import VigilTestSupport
 
@@ -16,6 +17,11 @@ struct HostCheckTests {
                 variables: project.environment.merging(["PATH": "/nonexistent"]) { $1 },
                 soundDeviceDirectory: "/nonexistent-vigil-snd"),
             probeEnvironment: probe)
+    }
+
+    @Test("the checker's built-in entries (what the plugins' tool knows) are the registry's built-in implementations")
+    func builtinEntriesAreTheRegistrys() {
+        #expect(PluginRegistry.builtin.entries == BuiltinEntries.all.sorted())
     }
 
     @Test("warnings for unmet declarations and probes, located at the plugin's entry in plugins = [...]")

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VigilCore
+import VigilHostCheck
 import VigilPlugin
 import VigilTestSupport
 

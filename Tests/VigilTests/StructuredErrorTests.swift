@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilCore
+import VigilHostCheck
 import VigilPlugin
 import VigilTestSupport
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import VigilCheckCommands
 
 /// `vigil plugin …`: keys, signing, verification and trust of plugin manifests.
 struct PluginCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import VigilCheckCommands
 import VigilCore
 import VigilCrypto
 

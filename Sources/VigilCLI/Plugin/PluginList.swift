@@ -1,4 +1,5 @@
 import ArgumentParser
+import VigilCheckCommands
 import VigilCore
 import VigilCrypto
 

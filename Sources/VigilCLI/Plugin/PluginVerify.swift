@@ -1,6 +1,8 @@
 import ArgumentParser
+import VigilCheckCommands
 import VigilCore
 import VigilCrypto
+import VigilLibraryCheck
 import VigilSharedLibrary
 
 /// `vigil plugin verify PLUGIN_DIR [--fingerprint FP]`.

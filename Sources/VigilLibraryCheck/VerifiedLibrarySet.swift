@@ -5,43 +5,43 @@ import VigilCrypto
 /// A shared-library plugin's libraries as checked from their verified bytes, before anything is
 /// mapped: the plugin's library with its descriptor header, and its listed dependencies in the
 /// order they must be loaded.
-struct VerifiedLibrarySet: Sendable {
+package struct VerifiedLibrarySet: Sendable {
     /// One verified library.
-    struct Library: Sendable {
+    package struct Library: Sendable {
         /// Its path in the plugin directory (a manifest resource).
-        let path: String
+        package let path: String
         /// The verified bytes (read once, hashed and compared by the core loader).
-        let bytes: [UInt8]
+        package let bytes: [UInt8]
         /// Lower-case hex SHA-256 of `bytes`.
-        let sha256: String
+        package let sha256: String
         /// Its `DT_SONAME`.
-        let soname: String
+        package let soname: String
         /// Its `DT_NEEDED` entries.
-        let needed: [String]
+        package let needed: [String]
         /// Its `DT_RUNPATH`/`DT_RPATH` directories.
-        var searchPath: [String] = []
+        package var searchPath: [String] = []
     }
 
     /// The plugin's name.
-    let plugin: String
+    package let plugin: String
     /// The library that exports `vigil_plugin_entry`.
-    let main: Library
+    package let main: Library
     /// The descriptor header read from `main`'s bytes.
-    let descriptor: ELFImage.DescriptorHeader
+    package let descriptor: ELFImage.DescriptorHeader
     /// Listed dependencies, each after the ones it needs.
-    let dependencies: [Library]
+    package let dependencies: [Library]
 
     /// The ABI this host implements.
-    static let abiMajor = UInt16(VIGIL_PLUGIN_ABI_MAJOR)
-    static let abiMinor = UInt16(VIGIL_PLUGIN_ABI_MINOR)
+    package static let abiMajor = UInt16(VIGIL_PLUGIN_ABI_MAJOR)
+    package static let abiMinor = UInt16(VIGIL_PLUGIN_ABI_MINOR)
     /// The size of the 1.0 descriptor: the smallest accepted.
-    static let minimumDescriptorSize: UInt32 = 48
+    package static let minimumDescriptorSize: UInt32 = 48
     /// The largest descriptor size accepted (a sanity cap; structs only grow slowly).
-    static let maximumDescriptorSize: UInt32 = 4096
+    package static let maximumDescriptorSize: UInt32 = 4096
 
     /// Checks `plugin`'s shared library and its dependencies from the verified bytes the core
     /// loader read. Maps nothing and runs nothing.
-    init(_ plugin: LoadedPlugin) throws(SharedLibraryError) {
+    package init(_ plugin: LoadedPlugin) throws(SharedLibraryError) {
         let name = plugin.manifest.name
         guard let entry = plugin.manifest.sharedLibrary else {
             throw SharedLibraryError(
@@ -198,7 +198,7 @@ struct VerifiedLibrarySet: Sendable {
 
     /// True for a search-path entry that can only lead to the system's libraries: `$ORIGIN` alone
     /// (a memfd's origin is /proc/self/fd), or one of the system directories.
-    static func isSafeSearchDirectory(_ entry: String) -> Bool {
+    package static func isSafeSearchDirectory(_ entry: String) -> Bool {
         if entry == "$ORIGIN" || entry == "${ORIGIN}" || entry == "$ORIGIN/" || entry == "${ORIGIN}/" { return true }
         var trimmed = entry
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
@@ -206,7 +206,8 @@ struct VerifiedLibrarySet: Sendable {
     }
 
     /// The ABI rules on the descriptor header, from the bytes or from memory.
-    static func checkDescriptor(_ d: ELFImage.DescriptorHeader, path: String, plugin: String) throws(SharedLibraryError)
+    package static func checkDescriptor(_ d: ELFImage.DescriptorHeader, path: String, plugin: String)
+        throws(SharedLibraryError)
     {
         guard d.magic == VIGIL_PLUGIN_MAGIC else {
             throw SharedLibraryError(

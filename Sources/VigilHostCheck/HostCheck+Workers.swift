@@ -1,7 +1,6 @@
 import Foundation
 import VigilCore
 import VigilPlugin
-import VigilSupervisor
 
 extension HostCheck {
     /// The location of a plugin's failure: the `[trusted_plugins]` line when the trusted key is
@@ -20,12 +19,12 @@ extension HostCheck {
     func workerCommandDiagnostics(
         _ item: HostPlan.Item, configuration: HostConfiguration, located: ([String]) -> SourceLocation?
     ) -> [Diagnostic] {
-        guard case .ready(let prepared) = item.entry,
-            prepared.implementation.entry == SupervisorPlugin.implementation.entry
+        guard case .ready(let ready) = item.outcome, ready.loaded.manifest.sharedLibrary == nil,
+            ready.loaded.manifest.entry == BuiltinEntries.supervisor
         else { return [] }
         let configDirectory = (configuration.path as NSString).deletingLastPathComponent
         let problems = WorkerCommandCheck.problems(
-            in: prepared.settings, hostEnvironment: environment.variables,
+            in: ready.settings, hostEnvironment: environment.variables,
             configDirectory: configDirectory.isEmpty ? "." : configDirectory)
         return problems.map { problem in
             Diagnostic(

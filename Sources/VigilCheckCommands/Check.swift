@@ -1,10 +1,13 @@
 import ArgumentParser
-import Vigil
 import VigilCore
+import VigilHostCheck
 
 /// `vigil check`: every problem with vigil.toml and its plugins, as compiler-style diagnostics.
-struct Check: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Check: AsyncParsableCommand {
+    /// Creates the command with its defaults (the parser fills in the arguments).
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check vigil.toml and its plugins; print each problem as a compiler-style diagnostic.",
         discussion: """
@@ -32,7 +35,7 @@ struct Check: AsyncParsableCommand {
             valueName: "FILE", visibility: .hidden))
     var buildInputs: String?
 
-    func run() async throws {
+    package func run() async throws {
         var report = HostCheck(probeEnvironment: !declarationsOnly).run(configPath: options.config)
         if let buildInputs { report = report.checkingBuildInputs(listPath: buildInputs) }
         if let banner = report.banner { CLI.printError(banner) }

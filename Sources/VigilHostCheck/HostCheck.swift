@@ -1,6 +1,6 @@
 import Foundation
 public import VigilCore
-import VigilPlugin
+public import VigilPlugin
 
 /// One problem found by ``HostCheck``, printed like a compiler diagnostic:
 /// `vigil.toml:7:13: warning: [silent-engine] requires background_modes to include "audio" — add it under [host] …`.
@@ -38,7 +38,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The one checker behind `vigil check`, the build-tool plugin and `vigil up`: loads `vigil.toml`,
-/// verifies every activated plugin exactly as ``VigilHost`` does (without recording rollback
+/// verifies every activated plugin exactly as `VigilHost` does (without recording rollback
 /// state), and reports
 /// - errors: a missing or invalid configuration, a plugin that does not verify or is not trusted,
 ///   a manifest `entry` this Vigil does not provide;
@@ -68,19 +68,19 @@ public struct HostCheck: Sendable {
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
 
-    /// The plugin implementations the host provides (for `entry` lookup).
-    public var registry: PluginRegistry
+    /// The manifest `entry` names the host provides implementations for.
+    public var entries: Set<String>
     /// The environment probed for environment requirements and used for the state directory.
     public var environment: RequirementChecker.Environment
     /// False checks declarations only (what a build can know), skipping environment probes.
     public var probeEnvironment: Bool
 
-    /// Creates a checker.
+    /// Creates a checker for a host that provides `entries` (default: Vigil's built-in plugins).
     public init(
-        registry: PluginRegistry = .builtin, environment: RequirementChecker.Environment = .current,
+        entries: Set<String> = Set(BuiltinEntries.all), environment: RequirementChecker.Environment = .current,
         probeEnvironment: Bool = true
     ) {
-        self.registry = registry
+        self.entries = entries
         self.environment = environment
         self.probeEnvironment = probeEnvironment
     }
@@ -94,7 +94,7 @@ public struct HostCheck: Sendable {
         } catch {
             return Report(
                 configPath: nil,
-                diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
+                diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.description)],
                 unsafePlugins: [], plugins: [])
         }
         let display = configPath ?? Self.displayPath(found: path)
@@ -120,7 +120,7 @@ public struct HostCheck: Sendable {
         let plan: HostPlan
         do throws(CoreError) {
             plan = try HostPlan.make(
-                configuration: configuration, registry: registry, environment: environment, record: false)
+                configuration: configuration, entries: entries, environment: environment, record: false)
         } catch {
             // The same refusal `vigil up` reports: no plugin is ready without rollback protection.
             return Report(
@@ -134,15 +134,14 @@ public struct HostCheck: Sendable {
         var blocked: Set<String> = []
         for item in plan.items {
             let location = located(["plugins", item.name])
-            if case .unavailable(let plugin) = item.entry {
+            if case .unavailable(_, let code, let message) = item.outcome {
                 diagnostics.append(
                     .init(
                         severity: .error,
                         location: located(
-                            Self.failureKeyPath(
-                                plugin: item.name, code: plugin.failure.code, configuration: configuration)),
+                            Self.failureKeyPath(plugin: item.name, code: code, configuration: configuration)),
                         plugin: item.name,
-                        message: Self.strip(plugin.failure.message, item.name)))
+                        message: Self.strip(message, item.name)))
             }
             // Requirements of every verified manifest, even one whose entry is unknown.
             for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
@@ -171,7 +170,7 @@ public struct HostCheck: Sendable {
         return Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
-                if case .ready = item.entry {
+                if case .ready = item.outcome {
                     (item.name, true, item.directory)
                 } else {
                     (item.name, false, item.directory)

@@ -8,36 +8,36 @@ import Glibc
 /// that name exists in the dynamic linker's default directories (`/lib`, `/usr/lib`, their
 /// multiarch and `64` variants) or in the directory the host's own Swift runtime was loaded from.
 /// Nothing is mapped to find out: `dlopen(RTLD_NOLOAD)` only looks at what is loaded.
-enum SystemLibraries {
+package enum SystemLibraries {
     #if arch(x86_64)
-    static let multiarch = "x86_64-linux-gnu"
+    package static let multiarch = "x86_64-linux-gnu"
     #elseif arch(arm64)
-    static let multiarch = "aarch64-linux-gnu"
+    package static let multiarch = "aarch64-linux-gnu"
     #else
-    static let multiarch = "unknown-linux-gnu"
+    package static let multiarch = "unknown-linux-gnu"
     #endif
 
     /// The directories searched for system libraries.
-    static let directories: [String] = {
+    package static let directories: [String] = {
         var dirs = ["/lib/\(multiarch)", "/usr/lib/\(multiarch)", "/lib", "/usr/lib", "/lib64", "/usr/lib64"]
         if let runtime = swiftRuntimeDirectory() { dirs.append(runtime) }
         return dirs
     }()
 
     /// True when `name` (a `DT_NEEDED` entry or a SONAME) is a system library.
-    static func contains(_ name: String) -> Bool {
+    package static func contains(_ name: String) -> Bool {
         isLoaded(name) || installedPath(name) != nil
     }
 
     /// True when an object named or SONAMEd `name` is loaded in this process.
-    static func isLoaded(_ name: String) -> Bool {
+    package static func isLoaded(_ name: String) -> Bool {
         guard !name.contains("/"), let handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD) else { return false }
         dlclose(handle)
         return true
     }
 
     /// The system directory file called `name`, if any.
-    static func installedPath(_ name: String) -> String? {
+    package static func installedPath(_ name: String) -> String? {
         guard !name.isEmpty, !name.contains("/") else { return nil }
         for dir in directories {
             var st = stat()

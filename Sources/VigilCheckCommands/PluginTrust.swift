@@ -3,8 +3,11 @@ import VigilCore
 import VigilCrypto
 
 /// `vigil plugin trust NAME [--fingerprint FP] [--yes]`.
-struct PluginTrust: ParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct PluginTrust: ParsableCommand {
+    /// Creates the command with its defaults (the parser fills in the arguments).
+    package init() {}
+
+    package static let configuration = CommandConfiguration(
         commandName: "trust",
         abstract: "Review a plugin and record its signing key in vigil.toml.",
         discussion: """
@@ -27,7 +30,7 @@ struct PluginTrust: ParsableCommand {
     @Flag(name: .long, help: "Trust without asking (after reviewing the plugin some other way).")
     var yes = false
 
-    func validate() throws {
+    package func validate() throws {
         try CLI.validateName(name)
         if let fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
     }
@@ -37,7 +40,7 @@ struct PluginTrust: ParsableCommand {
         help: "Print the review and the outcome as one JSON document; nothing is asked, so add --yes to trust.")
     var json = false
 
-    func run() throws {
+    package func run() throws {
         let prepared: (review: TrustReview, store: RollbackStore)
         do {
             prepared = try prepare()

@@ -1,4 +1,4 @@
-import Vigil
+import VigilHostCheck
 
 /// The plugin counts of `vigil check`'s summary line: what each activated plugin will do at start.
 enum CheckSummary {

@@ -1,10 +1,13 @@
 import ArgumentParser
 
 /// The `--config PATH` option every command takes.
-struct ConfigOption: ParsableArguments {
+package struct ConfigOption: ParsableArguments {
+    /// Creates the option group (the parser fills it in).
+    package init() {}
+
     @Option(
         name: .long,
         help: "The host configuration to use. Default: the nearest vigil.toml from the working directory upward.",
         completion: .file(extensions: ["toml"]))
-    var config: String?
+    package var config: String?
 }

@@ -3,41 +3,53 @@
 ///
 /// Only 64-bit little-endian ELF shared objects for the host's machine are accepted. Every
 /// offset is bounds-checked; a malformed file is refused, never trusted.
-struct ELFImage: Sendable {
+package struct ELFImage: Sendable {
     /// `DT_SONAME`, if present.
-    let soname: String?
+    package let soname: String?
     /// `DT_NEEDED` entries (and filter libraries), in order.
-    let needed: [String]
+    package let needed: [String]
     /// The directories of `DT_RPATH` and `DT_RUNPATH`, in order.
-    let searchPath: [String]
+    package let searchPath: [String]
     /// The header of the exported `vigil_plugin_entry` descriptor, or `nil` when the library does
     /// not export the symbol (a dependency).
-    let descriptor: DescriptorHeader?
+    package let descriptor: DescriptorHeader?
 
     /// The first 16 bytes of `vigil_plugin_entry` (plain integers, present in the file bytes).
-    struct DescriptorHeader: Sendable, Hashable {
-        var magic: UInt32
-        var abiMajor: UInt16
-        var abiMinor: UInt16
-        var structSize: UInt32
-        var flags: UInt32
+    package struct DescriptorHeader: Sendable, Hashable {
+        package var magic: UInt32
+        package var abiMajor: UInt16
+        package var abiMinor: UInt16
+        package var structSize: UInt32
+        package var flags: UInt32
         /// The symbol's `st_size`.
-        var symbolSize: UInt64
+        package var symbolSize: UInt64
+
+        /// Creates a header from its fields.
+        package init(
+            magic: UInt32, abiMajor: UInt16, abiMinor: UInt16, structSize: UInt32, flags: UInt32, symbolSize: UInt64
+        ) {
+            self.magic = magic
+            self.abiMajor = abiMajor
+            self.abiMinor = abiMinor
+            self.structSize = structSize
+            self.flags = flags
+            self.symbolSize = symbolSize
+        }
     }
 
     /// Why the bytes are not an acceptable shared object.
-    struct Problem: Error, Sendable {
-        let reason: String
+    package struct Problem: Error, Sendable {
+        package let reason: String
     }
 
-    static let entrySymbol = "vigil_plugin_entry"
+    package static let entrySymbol = "vigil_plugin_entry"
 
     #if arch(x86_64)
-    static let hostMachine: UInt16 = 62  // EM_X86_64
+    package static let hostMachine: UInt16 = 62  // EM_X86_64
     #elseif arch(arm64)
-    static let hostMachine: UInt16 = 183  // EM_AARCH64
+    package static let hostMachine: UInt16 = 183  // EM_AARCH64
     #else
-    static let hostMachine: UInt16 = 0xFFFF
+    package static let hostMachine: UInt16 = 0xFFFF
     #endif
 
     private struct Segment {
@@ -47,7 +59,7 @@ struct ELFImage: Sendable {
     }
 
     /// Parses `bytes`.
-    init(_ bytes: [UInt8]) throws(Problem) {
+    package init(_ bytes: [UInt8]) throws(Problem) {
         let r = Reader(bytes: bytes)
         guard bytes.count >= 64, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
             throw Problem(reason: "it is not an ELF file")

@@ -6,26 +6,26 @@ import VigilCrypto
 import VigilPlugin
 
 /// Output and configuration helpers shared by the `vigil plugin` subcommands.
-enum CLI {
+package enum CLI {
     /// The process environment, read once here; the core and the host only get it injected.
-    static let environment = HostEnvironment.current
+    package static let environment = HostEnvironment.current
 
     /// Prints text for a terminal on standard output: every line goes through
     /// ``Sanitizer/display(_:)``, so text from manifests, status files or other programs cannot
     /// move the cursor, recolour the terminal or reorder what is shown. Every plain-text line a
     /// command prints goes through here or ``printError(_:)``; JSON is printed exactly instead.
-    static func say(_ text: String) {
+    package static func say(_ text: String) {
         print(Sanitizer.display(text, keepingNewlines: true))
     }
 
     /// Prints one JSON document on standard output (exact text; JSON escapes what it must).
-    static func printJSON(_ value: JSONValue) {
+    package static func printJSON(_ value: JSONValue) {
         print(String(decoding: value.serialized(), as: UTF8.self), terminator: "")
         fflush(nil)
     }
 
     /// A core error as JSON (`null` for none): code, plugin, location and message, from its fields.
-    static func json(_ error: CoreError?) -> JSONValue {
+    package static func json(_ error: CoreError?) -> JSONValue {
         guard let error else { return .null }
         return .object([
             ("code", .string(error.code.description)),
@@ -45,7 +45,7 @@ enum CLI {
 
     /// Writes `text` (sanitized like ``say(_:)``) and a newline to standard error, after flushing
     /// standard output so that piped output keeps the order in which it was produced.
-    static func printError(_ text: String) {
+    package static func printError(_ text: String) {
         fflush(nil)
         let bytes = Array((Sanitizer.display(text, keepingNewlines: true) + "\n").utf8)
         var offset = 0
@@ -57,13 +57,13 @@ enum CLI {
     }
 
     /// Prints a core error the way every command reports a refusal, and returns the exit code 1.
-    static func fail(_ error: CoreError) -> ExitCode {
+    package static func fail(_ error: CoreError) -> ExitCode {
         printError("error: \(error.description)")
         return ExitCode.failure
     }
 
     /// Runs `body`, turning a ``CoreError`` into its message on standard error and exit code 1.
-    static func run(_ body: () throws -> Void) throws {
+    package static func run(_ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as CoreError {
@@ -72,19 +72,19 @@ enum CLI {
     }
 
     /// The configuration file to use: `--config`, else the nearest vigil.toml upward.
-    static func configPath(_ option: ConfigOption) throws(CoreError) -> String? {
+    package static func configPath(_ option: ConfigOption) throws(CoreError) -> String? {
         if let path = option.config { return path }
         return try HostConfiguration.find(startingAt: ".")
     }
 
     /// Loads the configuration if there is one; an explicit `--config` must exist.
-    static func loadConfiguration(_ option: ConfigOption) throws(CoreError) -> HostConfiguration? {
+    package static func loadConfiguration(_ option: ConfigOption) throws(CoreError) -> HostConfiguration? {
         guard let path = try configPath(option) else { return nil }
         return try HostConfiguration.load(path: path, environment: environment)
     }
 
     /// Parses a `--fingerprint` value, or throws a usage error.
-    static func parseFingerprint(_ text: String) throws -> Fingerprint {
+    package static func parseFingerprint(_ text: String) throws -> Fingerprint {
         do {
             return try Fingerprint(parsing: text)
         } catch {
@@ -93,15 +93,15 @@ enum CLI {
     }
 
     /// Validates a plugin name argument, or throws a usage error.
-    static func validateName(_ name: String, what: String = "NAME") throws {
+    package static func validateName(_ name: String, what: String = "NAME") throws {
         if let problem = PluginName.problem(name) { throw ValidationError("\(what): \(problem)") }
     }
 
     /// True when standard input and output are terminals.
-    static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
+    package static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
 
     /// Asks a yes/no question on the terminal; only "y" or "yes" is a yes.
-    static func confirm(_ question: String) -> Bool {
+    package static func confirm(_ question: String) -> Bool {
         print(question + " [y/N] ", terminator: "")
         fflush(nil)
         guard let answer = readLine() else { return false }
@@ -111,7 +111,7 @@ enum CLI {
 }
 
 extension String {
-    func trimmingCharacters(in set: String) -> String {
+    package func trimmingCharacters(in set: String) -> String {
         var s = Substring(self)
         while let f = s.first, set.contains(f) { s = s.dropFirst() }
         while let l = s.last, set.contains(l) { s = s.dropLast() }

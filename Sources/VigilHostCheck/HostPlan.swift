@@ -1,0 +1,121 @@
+import Foundation
+package import VigilCore
+import VigilLibraryCheck
+package import VigilPlugin
+
+/// What a `vigil.toml` amounts to: each activated plugin verified, its `entry` known to this
+/// Vigil (or its shared library checked from the verified bytes), or unavailable with the reason.
+/// Shared by `VigilHost` and ``HostCheck``, so `keepAlive()`, `vigil check`, the build check and
+/// `vigil up` always agree.
+package struct HostPlan: Sendable {
+    /// A plugin that verified and that this Vigil can run.
+    package struct Ready: Sendable {
+        /// Its version, for status.
+        package var version: String
+        /// Its manifest's defaults merged with the host's `[name]` table.
+        package var settings: PluginSettings
+        /// The core loader's result: the verified manifest and resource bytes.
+        package var loaded: LoadedPlugin
+    }
+
+    /// What became of one activated plugin.
+    package enum Outcome: Sendable {
+        case ready(Ready)
+        /// It did not verify, its `entry` is unknown, or its shared library was refused: `code`
+        /// and `message` say why (the message with the cause and the remedy).
+        case unavailable(version: String?, code: String, message: String)
+    }
+
+    /// One activated plugin.
+    package struct Item: Sendable {
+        package var name: String
+        package var outcome: Outcome
+        package var trust: PluginTrust?
+        /// The verified manifest's requirements (empty when it did not verify).
+        package var requirements: [HostRequirement] = []
+        /// The directory the plugin was loaded from (`nil` when it was not found or did not verify).
+        package var directory: String?
+    }
+
+    package var configuration: HostConfiguration
+    package var items: [Item]
+
+    /// Plugins admitted unsigned under `acknowledge_unsafe_plugins`.
+    package var unsafePlugins: [String] { items.filter { $0.trust == .acknowledgedUnsigned }.map(\.name) }
+
+    /// The banner to show while unsigned plugins are admitted, or `nil`.
+    package var unsafeBanner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
+
+    /// Verifies every activated plugin through the core loader (fail closed), checks a shared
+    /// library's verified bytes (nothing is mapped), and looks every other manifest's `entry` up
+    /// in `entries`, the implementations the host provides.
+    ///
+    /// - Parameter record: record accepted versions in the rollback store (a running host does;
+    ///   `vigil check` only checks).
+    /// - Throws: ``CoreError`` `.stateInvalid` when plugins are activated but `environment` gives
+    ///   no state directory for rollback protection (a host refuses to start then, and `vigil
+    ///   check` reports it as an error; neither calls a plugin ready without the rollback check).
+    package static func make(
+        configuration: HostConfiguration, entries: Set<String>, environment: HostEnvironment, record: Bool
+    ) throws(CoreError) -> HostPlan {
+        let store: RollbackStore?
+        do throws(CoreError) {
+            store = try RollbackStore.standard(environment: environment)
+        } catch {
+            if !configuration.plugins.isEmpty { throw error }
+            store = nil
+        }
+        let loader = PluginLoader(configuration: configuration, rollbackStore: store)
+        let items = configuration.plugins.map { name -> Item in
+            let loaded: LoadedPlugin
+            do throws(CoreError) {
+                loaded = try loader.loadOrThrow(name, record: record)
+            } catch {
+                // Never parsed further, never instantiated: it stays failed with the core's reason.
+                return Item(
+                    name: name,
+                    outcome: .unavailable(version: nil, code: error.code.description, message: error.description),
+                    trust: nil)
+            }
+            let manifest = loaded.manifest
+            func unavailable(code: String, message: String) -> Item {
+                Item(
+                    name: name, outcome: .unavailable(version: "\(manifest.version)", code: code, message: message),
+                    trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
+            }
+            if manifest.sharedLibrary != nil {
+                // A third-party library: every check that needs no mapping runs now (so `vigil check`
+                // reports it); the verified bytes are mapped only when the plugin starts.
+                do throws(SharedLibraryError) {
+                    _ = try VerifiedLibrarySet(loaded)
+                } catch {
+                    return unavailable(code: error.code.description, message: error.description)
+                }
+            } else if !entries.contains(manifest.entry) {
+                let error = PluginError.unknownEntry(plugin: name, entry: manifest.entry, known: entries.sorted())
+                return unavailable(code: error.code.description, message: error.message)
+            }
+            let settings = PluginSettings(
+                pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
+            return Item(
+                name: name, outcome: .ready(Ready(version: "\(manifest.version)", settings: settings, loaded: loaded)),
+                trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
+        }
+        return HostPlan(configuration: configuration, items: items)
+    }
+
+    /// The `vigil.toml` to use: `configPath`, else the nearest one from the working directory upward.
+    ///
+    /// - Throws: ``CoreError`` `.configNotFound` when there is none.
+    package static func resolveConfigPath(_ configPath: String?) throws(CoreError) -> String {
+        if let configPath { return configPath }
+        let cwd = FileManager.default.currentDirectoryPath
+        guard let found = try HostConfiguration.find(startingAt: cwd) else {
+            throw CoreError(
+                code: .configNotFound,
+                message: "no \(HostConfiguration.fileName) in \(cwd) or any parent directory — create one at your "
+                    + "project's root (see docs/host-runtime.md) or pass its path")
+        }
+        return found
+    }
+}

@@ -1,0 +1,20 @@
+import ArgumentParser
+import VigilCheckCommands
+
+/// The tool Vigil's SwiftPM plugins run: `vigil check` and `vigil plugin trust`, the same
+/// commands as the `vigil` CLI's (VigilCheckCommands), in a program that links only the checks —
+/// no audio, D-Bus, supervisor engine, speech or swift-nio — so that SwiftPM builds it quickly
+/// beside the host's own build.
+@main
+struct VigilPluginTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vigil",
+        abstract: "Check vigil.toml and trust plugins for Vigil's SwiftPM plugins.",
+        subcommands: [Check.self, PluginGroup.self])
+
+    /// `vigil plugin trust` (the only `plugin` subcommand the SwiftPM plugins need).
+    struct PluginGroup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "plugin", abstract: "Trust plugin manifests.", subcommands: [PluginTrust.self])
+    }
+}
