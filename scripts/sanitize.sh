@@ -38,7 +38,11 @@ while (($#)); do
   case "$1" in
   thread | address) kinds+=("$1") ;;
   all) kinds+=(thread address) ;;
-  --concurrency) test_args+=("${concurrency[@]}") ;;
+  --concurrency)
+    test_args+=("${concurrency[@]}")
+    # …and only their test targets are built (Package.swift reads this).
+    export VIGIL_TEST_TARGETS=VigilSupervisorTests,VigilTests,VigilAudioTests,VigilAnnounceTests
+    ;;
   --filter | --skip)
     (($# >= 2)) || { echo "vigil: $1 needs a regular expression" >&2; exit 64; }
     test_args+=("$1" "$2")
