@@ -37,3 +37,12 @@ grep -E 'warning:' "$log" >&2 || true
 parallel=(--no-parallel)
 [[ "${VIGIL_TEST_PARALLEL:-0}" == 1 ]] && parallel=()
 swift test --skip-build "${parallel[@]}" "$@"
+
+# In CI (CI=true), or with VIGIL_TSAN=1: the concurrency suites again under ThreadSanitizer, in
+# their own build directory (scripts/sanitize.sh --concurrency; the whole suite under both
+# sanitizers is scripts/sanitize.sh all). It prints how long its build and run took.
+if [[ "${CI:-}" == true || "${VIGIL_TSAN:-0}" == 1 ]]; then
+  start=$SECONDS
+  scripts/sanitize.sh thread --concurrency
+  echo "vigil: ThreadSanitizer step took $((SECONDS - start))s (build and run)"
+fi

@@ -254,13 +254,21 @@ public actor VigilHost: Service {
     }
 
     /// Each plugin's current status, with live details from running instances.
+    ///
+    /// The details are asked for only while no `keepAlive()`/`stop()` is reconciling (else the
+    /// status has those the driver last read): holding an instance across `details()` while a
+    /// driver stopped and replaced it would ask a stopping instance and keep it alive next to its
+    /// successor. Requests that arrive meanwhile wait and are driven afterwards.
     public func status() async -> HostStatus {
+        guard !driving else { return snapshot() }
+        driving = true
         for index in slots.indices {
             guard let instance = slots[index].instance, slots[index].state.isActive else { continue }
             let id = slots[index].instanceID
             let details = await instance.details()
             if slots[index].instanceID == id, slots[index].instance != nil { slots[index].details = details }
         }
+        await drive()
         return snapshot()
     }
 

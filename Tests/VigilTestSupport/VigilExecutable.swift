@@ -16,8 +16,15 @@ public enum VigilExecutable {
         return url.path
     }()
 
-    /// The path of the built binary: `.build/debug/vigil`, else `swift build --show-bin-path`.
+    /// The path of the built binary: the `vigil` next to the running test bundle (so a sanitized
+    /// build in its own scratch directory runs its own sanitized `vigil`), else `.build/debug/vigil`,
+    /// else `swift build --show-bin-path`.
     public static let path: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        if directory.lastPathComponent.hasSuffix(".xctest") { directory.deleteLastPathComponent() }
+        let sibling = directory.appendingPathComponent("vigil").path
+        if !exe.isEmpty, FileManager.default.isExecutableFile(atPath: sibling) { return sibling }
         let direct = packageRoot + "/.build/debug/vigil"
         if FileManager.default.isExecutableFile(atPath: direct) { return direct }
         let process = Process()
