@@ -51,7 +51,25 @@ struct StatusDocument: Codable {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
-            try container.encode(Self.formatter().string(from: Date(timeIntervalSince1970: secondsSince1970)))
+            try container.encode(Self.rfc3339(secondsSince1970))
+        }
+
+        /// `secondsSince1970` as RFC 3339 in UTC with milliseconds, formatted by hand: the first
+        /// use of Foundation's ISO 8601 formatter loads ICU's time-zone data, which cost every
+        /// host's start several milliseconds (its status is written before `keepAlive()` returns).
+        static func rfc3339(_ secondsSince1970: Double) -> String {
+            let whole = secondsSince1970.rounded(.down)
+            var time = time_t(whole)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let milliseconds = Int32(min(999, ((secondsSince1970 - whole) * 1000).rounded(.down)))
+            func digits(_ value: Int32, _ width: Int) -> String {
+                let text = String(value)
+                return String(repeating: "0", count: max(0, width - text.count)) + text
+            }
+            return digits(parts.tm_year + 1900, 4) + "-" + digits(parts.tm_mon + 1, 2) + "-"
+                + digits(parts.tm_mday, 2) + "T" + digits(parts.tm_hour, 2) + ":" + digits(parts.tm_min, 2) + ":"
+                + digits(parts.tm_sec, 2) + "." + digits(milliseconds, 3) + "Z"
         }
 
         private static func formatter() -> ISO8601DateFormatter {
