@@ -233,5 +233,11 @@ let package = Package(
             ],
             exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
             swiftSettings: strictSettings),
+        // A host timing one cold keepAlive(), for bench/cold-start.sh (an executable target, not a product).
+        .executableTarget(
+            name: "ColdStartBench", dependencies: ["Vigil", "VigilCore", "VigilPlugin", log], swiftSettings: strictSettings),
+        // Manifest verification throughput, for bench/verify.sh (an executable target, not a product).
+        .executableTarget(
+            name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
     ]
 )
