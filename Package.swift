@@ -283,6 +283,13 @@ let package = Package(
         .executableTarget(
             name: "vigil-plugin-tool", dependencies: ["VigilCheckCommands", "CVigilStartup"],
             path: "Sources/VigilPluginTool", swiftSettings: strictSettings),
+        // A host timing one cold keepAlive(), for bench/cold-start.sh (an executable target, not a product).
+        .executableTarget(
+            name: "ColdStartBench", dependencies: ["Vigil", "VigilCore", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+        // Manifest verification throughput, for bench/verify.sh (an executable target, not a product).
+        .executableTarget(
+            name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
     ]
 )
 

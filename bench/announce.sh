@@ -19,41 +19,22 @@
 # device open and start), so "no keep-alive" understates the clipped-start problem on hardware.
 # Needs: pulseaudio, paplay (pulseaudio-utils), sox; builds AnnounceBench (release).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib.sh"
+bench_work
 prompts=${1:-20}
 
-swift build -c release --product AnnounceBench >/dev/null
-bench=$(swift build -c release --show-bin-path)/AnnounceBench
+release_build -- AnnounceBench
+bench=$bin/AnnounceBench
 
-work=$(mktemp -d)
-chmod 700 "$work"
-server_pid=""
 music_pid=""
-cleanup() {
+stop_clients() {
   [[ -n "$music_pid" ]] && kill "$music_pid" 2>/dev/null && wait "$music_pid" 2>/dev/null
-  [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
+  return 0
 }
-trap cleanup EXIT
-
-start_server() {
-  rm -rf "$work/rt"; mkdir -m 700 "$work/rt"
-  XDG_RUNTIME_DIR=$work/rt HOME=$work/rt pulseaudio -n --daemonize=no --exit-idle-time=-1 \
-    --use-pid-file=false -L module-native-protocol-unix \
-    -L "module-null-sink sink_name=bench rate=48000 channels=2 format=s16le" \
-    -L "module-suspend-on-idle timeout=1" -L "module-stream-restore restore_device=false" >"$work/pa.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    PULSE_SERVER=unix:$work/rt/pulse/native pactl info >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  echo "pulseaudio did not start:" >&2; cat "$work/pa.log" >&2; exit 1
-}
-stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 
 run_row() { # NAME KEEPALIVE MUSIC
-  start_server
-  local address=unix:$work/rt/pulse/native
+  pulse_start -L "module-stream-restore restore_device=false"
+  local address=$pulse_address
   if [[ "$3" == yes ]]; then
     sox -n -r 48000 -c 2 -b 16 "$work/music.wav" synth 600 sine 440 vol 0.5
     PULSE_SERVER=$address paplay --client-name=music-player --property=media.role=music -d bench "$work/music.wav" &
@@ -63,10 +44,10 @@ run_row() { # NAME KEEPALIVE MUSIC
   echo "== $1"
   PULSE_SERVER=$address "$bench" "$address" "$work/state" "$prompts" "$2" 1500 | sed 's/^/  /'
   if [[ -n "$music_pid" ]]; then kill "$music_pid"; wait "$music_pid" 2>/dev/null || true; music_pid=""; fi
-  stop_server
+  pulse_stop
 }
 
-echo "bench/announce.sh — $(date -u '+%Y-%m-%d %H:%M UTC') — $(uname -n), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_header "bench/announce.sh"
 echo "$prompts prompts of 300 ms per row, 1.5 s apart"
 run_row "keep-alive running (sink RUNNING)" yes no
 run_row "no keep-alive (sink SUSPENDED at each prompt)" no no

@@ -15,8 +15,9 @@
 # - Targets (issue 13): a no-change `swift package vigil-check` ≤ 5 s; `swift run` after
 #   `swift build` with no change ≤ 3 s.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib.sh"
 root=$(pwd)
+silent_engine_key=$(trusted_key silent-engine)
 
 reuse=0
 if [[ -n "${WORK:-}" && -f "${WORK}/host/Package.swift" ]]; then
@@ -46,7 +47,7 @@ cat >"$work/host/Sources/MySigner/main.swift" <<'SWIFT'
 import Vigil
 print("my-signer: linked with Vigil (\(VigilError.self))")
 SWIFT
-cat >"$work/host/vigil.toml" <<'TOML'
+cat >"$work/host/vigil.toml" <<TOML
 plugins = ["silent-engine"]
 
 [host]
@@ -54,7 +55,7 @@ name = "my-signer"
 background_modes = ["audio"]
 
 [trusted_plugins]
-silent-engine = "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4="
+silent-engine = "$silent_engine_key"
 TOML
 export XDG_STATE_HOME="$work/state"
 cd "$work/host"
@@ -72,8 +73,7 @@ timed() {
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.2f", e - s }'
 }
 
-echo "vigil plugin-command benchmark — $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "machine: $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_header "bench/plugin-commands.sh"
 echo "swift: $(swift --version 2>&1 | head -1)"
 echo
 if ((reuse)); then

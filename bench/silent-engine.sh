@@ -23,44 +23,19 @@
 # on one event loop thread (VigilExecutor), the bench host on the default executor.
 # Needs: pulseaudio, aplay (alsa-utils), libasound2-plugins; builds SilentEngineBench (release).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib.sh"
+bench_work
 duration=${1:-60}
 
-build=(swift build -c release --static-swift-stdlib)
-"${build[@]}" --product SilentEngineBench >/dev/null
-"${build[@]}" --product vigil >/dev/null
-host=$("${build[@]}" --show-bin-path)/SilentEngineBench
-vigil=$("${build[@]}" --show-bin-path)/vigil
+release_build --static-swift-stdlib -- SilentEngineBench vigil
+host=$bin/SilentEngineBench
+vigil=$bin/vigil
 
-work=$(mktemp -d)
-chmod 700 "$work"
-server_pid=""
 client_pid=""
-cleanup() {
+stop_clients() {
   [[ -n "$client_pid" ]] && kill "$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
-  [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
+  return 0
 }
-trap cleanup EXIT
-
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
-rss_kb() { awk '/^VmRSS/ {print $2}' /proc/"$1"/status; }
-pss_kb() { awk '/^Pss:/ {print $2}' /proc/"$1"/smaps_rollup; }
-
-start_server() {
-  rm -rf "$work/rt"; mkdir -m 700 "$work/rt"
-  XDG_RUNTIME_DIR=$work/rt HOME=$work/rt pulseaudio -n --daemonize=no --exit-idle-time=-1 \
-    --use-pid-file=false -L module-native-protocol-unix \
-    -L "module-null-sink sink_name=bench rate=48000 channels=2 format=s16le" \
-    -L "module-suspend-on-idle timeout=1" >"$work/pa.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    PULSE_SERVER=unix:$work/rt/pulse/native pactl info >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  echo "pulseaudio did not start:" >&2; cat "$work/pa.log" >&2; exit 1
-}
-stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
 
 tids() { ls /proc/"$1"/task 2>/dev/null | sort; }
 # One line per thread: TID, run time (ns), voluntary context switches.
@@ -81,11 +56,11 @@ delta() {
 declare -A CPU WAKE SCPU RSS PSS GONE
 measure() { # NAME COMMAND...
   local name=$1; shift
-  start_server
-  PULSE_SERVER=unix:$work/rt/pulse/native "$@" >"$work/$name.out" 2>&1 &
+  pulse_start
+  PULSE_SERVER=$pulse_address "$@" >"$work/$name.out" 2>&1 &
   client_pid=$!
   sleep 3
-  local state; state=$(PULSE_SERVER=unix:$work/rt/pulse/native pactl list short sinks | awk -F'\t' '$2 == "bench" {print $5}')
+  local state; state=$(PULSE_SERVER=$pulse_address pactl list short sinks | awk -F'\t' '$2 == "bench" {print $5}')
   [[ "$state" == RUNNING || "$name" == host-idle ]] || { echo "$name: sink is $state, not RUNNING" >&2; cat "$work/$name.out" >&2; exit 1; }
   # Let start-up settle: libdispatch retires its start-up workers after a few idle seconds.
   sleep 5
@@ -107,26 +82,16 @@ measure() { # NAME COMMAND...
   read -r "CPU[$name]" "WAKE[$name]" < <(delta "$work/before" "$work/after")
   SCPU[$name]=$((s1 - s0))
   kill -TERM "$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=""
-  stop_server
+  pulse_stop
 }
 
-echo "silent-engine benchmark: $duration s per client, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-measure vigil "$host" "pulse_server=unix:$work/rt/pulse/native"
+bench_header "bench/silent-engine.sh: $duration s per client"
+measure vigil "$host" "pulse_server=$pulse_address"
 measure vigil-10s "$host" buffer_ms=10000
 measure vigil-alsa "$host" device=default
 measure host-idle "$host" --idle
 # The real CLI host: `vigil up` with the signed, trusted silent-engine manifest from manifests/.
-cat >"$work/vigil.toml" <<EOF
-plugins = ["silent-engine"]
-plugin_paths = ["$PWD/manifests"]
-
-[host]
-name = "bench-host"
-background_modes = ["audio"]
-
-[trusted_plugins]
-silent-engine = "$(sed -n 's/^silent-engine = "\(.*\)"$/\1/p' Examples/ExampleHost/vigil.toml)"
-EOF
+bench_config silent-engine >"$work/vigil.toml"
 XDG_STATE_HOME=$work/state measure vigil-up "$vigil" up --config "$work/vigil.toml"
 { cat "$work/vigil.toml"; printf '\n[silent-engine]\nbuffer_ms = 10000\n'; } >"$work/vigil-10s.toml"
 XDG_STATE_HOME=$work/state measure vigil-up-10s "$vigil" up --config "$work/vigil-10s.toml"
@@ -157,7 +122,6 @@ for n in vigil vigil-alsa vigil-up vigil-up-10s; do
   sed 's/^/  /' "$work/threads-$n"
 done
 echo
-check() { if eval "$2"; then echo "PASS  $1"; else echo "MISS  $1"; fi; }
 check "client CPU <= 1/10 of default aplay, whole host process" "(( ${CPU[vigil]} * 10 <= ${CPU[aplay-default]} ))"
 check "  ... CPU added by keepAlive() (vigil - host-idle)" "(( added_cpu * 10 <= ${CPU[aplay-default]} ))"
 check "client CPU <= 2 s-buffer aplay, whole host process" "(( ${CPU[vigil]} <= ${CPU[aplay-2s]} ))"

@@ -19,44 +19,20 @@
 # the paplay loop's rows undercount by the paplay runs that ended in the window.
 # Needs: pulseaudio, pulseaudio-utils, sox, gstreamer1.0-tools + -plugins-good + -pulseaudio.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib.sh"
+bench_work
 duration=${1:-60}
 
-swift build -c release --product vigil >/dev/null
-swift build -c release --product SilentEngineBench >/dev/null
-bin=$(swift build -c release --show-bin-path)
+release_build -- vigil SilentEngineBench
 vigil=$bin/vigil
 idle=$bin/SilentEngineBench
 
-work=$(mktemp -d)
-chmod 700 "$work"
-server_pid=""
 client_pid=""
-cleanup() {
+stop_clients() {
   [[ -n "$client_pid" ]] && kill -- -"$client_pid" 2>/dev/null && wait "$client_pid" 2>/dev/null
-  [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
+  return 0
 }
-trap cleanup EXIT
-
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
-rss_kb() { awk '/^VmRSS/ {print $2}' /proc/"$1"/status; }
-export PULSE_SERVER=unix:$work/rt/pulse/native
-
-start_server() {
-  rm -rf "$work/rt"; mkdir -m 700 "$work/rt"
-  XDG_RUNTIME_DIR=$work/rt HOME=$work/rt pulseaudio -n --daemonize=no --exit-idle-time=-1 \
-    --use-pid-file=false -L module-native-protocol-unix \
-    -L "module-null-sink sink_name=bench rate=48000 channels=2 format=s16le" \
-    -L "module-suspend-on-idle timeout=1" >"$work/pa.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    pactl info >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
-  echo "pulseaudio did not start:" >&2; cat "$work/pa.log" >&2; exit 1
-}
-stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""; }
+export PULSE_SERVER=$pulse_address
 
 # One line per thread of every process in process group $1: PID/TID, run time (ns), voluntary switches.
 snapshot() {
@@ -78,28 +54,14 @@ delta() {
 }
 
 config() { # SOUNDSCAPE
-  cat >"$work/vigil-$1.toml" <<EOT
-plugins = ["soundscape"]
-plugin_paths = ["$PWD/manifests"]
-
-[host]
-name = "bench-host"
-background_modes = ["audio"]
-
-[trusted_plugins]
-soundscape = "$(sed -n 's/^soundscape = "\(.*\)"$/\1/p' Examples/ExampleHost/vigil.toml)"
-
-[soundscape]
-soundscape = "$1"
-mpris = false
-pulse_server = "$PULSE_SERVER"
-EOT
+  { bench_config soundscape; printf '\n[soundscape]\nsoundscape = "%s"\nmpris = false\npulse_server = "%s"\n' "$1" "$PULSE_SERVER"; } \
+    >"$work/vigil-$1.toml"
 }
 
 declare -A CPU WAKE SCPU RSS GONE UNDER
 measure() { # NAME COMMAND...
   local name=$1; shift
-  start_server
+  pulse_start
   rm -rf "$work/state"; mkdir -m 700 "$work/state"
   XDG_STATE_HOME=$work/state setsid "$@" >"$work/$name.out" 2>&1 &
   client_pid=$!
@@ -121,17 +83,17 @@ measure() { # NAME COMMAND...
   read -r "CPU[$name]" "WAKE[$name]" "GONE[$name]" < <(delta "$work/before" "$work/after")
   SCPU[$name]=$((s1 - s0))
   kill -TERM -- -"$client_pid" 2>/dev/null; wait "$client_pid" 2>/dev/null || true; client_pid=""
-  stop_server
+  pulse_stop
 }
 
-echo "soundscape benchmark: $duration s per client, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -m), load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_header "bench/soundscape.sh: $duration s per client"
 config ocean-waves
 config brown-noise
 # The same `vigil up` with no plugin: what the soundscape plugin adds to the process.
 printf 'plugins = []\n' >"$work/vigil-none.toml"
 
 # A 20 s recording of vigil's ocean waves, for the paplay loop.
-start_server
+pulse_start
 rm -rf "$work/state"; mkdir -m 700 "$work/state"
 XDG_STATE_HOME=$work/state setsid "$vigil" up --config "$work/vigil-ocean-waves.toml" >"$work/record.out" 2>&1 &
 client_pid=$!
@@ -139,7 +101,7 @@ sleep 3
 timeout -s INT 20 parec -d bench.monitor --raw --format=s16le --rate=48000 --channels=2 >"$work/ocean.raw" || true
 sox -t raw -r 48000 -e signed -b 16 -c 2 "$work/ocean.raw" "$work/ocean.wav"
 kill -TERM -- -"$client_pid"; wait "$client_pid" 2>/dev/null || true; client_pid=""
-stop_server
+pulse_stop
 
 measure vigil-ocean "$vigil" up --config "$work/vigil-ocean-waves.toml"
 measure vigil-brown "$vigil" up --config "$work/vigil-brown-noise.toml"
@@ -164,7 +126,6 @@ awk -v w="$added_wake" -v c="$added_cpu" -v r="$added_rss" -v d="$duration" \
   'BEGIN { printf "Added by the soundscape (vigil-ocean - host-idle): %.2f wakeups/s, %.4f%% CPU, %d kB RSS (vigil up vs the minimal host)\n", w / d, c / (d * 1e7), r }'
 plugin_rss=$((RSS[vigil-ocean] - RSS[up-none]))
 echo "RSS added by the soundscape plugin to vigil up (vigil-ocean - up-none): $plugin_rss kB"
-check() { if eval "$2"; then echo "PASS  $1"; else echo "MISS  $1"; fi; }
 check "ocean-waves client CPU <= half the best generating peer (sox, gst)" "(( CPU[vigil-ocean] * 2 <= best_cpu ))"
 check "ocean-waves client CPU <= 0.15 %" "(( CPU[vigil-ocean] <= duration * 1500000 ))"
 check "<= 2 wakeups/s added by the plugin" "(( added_wake <= 2 * duration ))"

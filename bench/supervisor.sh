@@ -3,7 +3,7 @@
 # supervisord (supervisor), over the same worker, each with its minimum restart-delay settings.
 #
 #   bench/supervisor.sh                 # needs: scripts/install-deps.sh --bench, gcc
-#   VIGIL=.build/debug/vigil CYCLES=30 IDLE_S=20 bench/supervisor.sh
+#   VIGIL=.build/debug/vigil CYCLES=30 IDLE_S=20 bench/supervisor.sh   # default: a release build
 #
 # Method
 # - The worker is a tiny static C program. At the top of main() it appends "start <ns>"
@@ -18,28 +18,25 @@
 #   ones that exit meanwhile), else the sum over /proc/PID/task/*/status. For vigil, the epoll thread
 #   that watches the workers is also shown on its own (/proc/PID/task/TID/status).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib.sh"
 
 CYCLES=${CYCLES:-20}
 IDLE_S=${IDLE_S:-15}
 RUN_MS=${RUN_MS:-1100}
-VIGIL=${VIGIL:-.build/release/vigil}
-if [[ ! -x "$VIGIL" ]]; then
-  echo "building $VIGIL (swift build -c release --product vigil)…" >&2
-  swift build -c release --product vigil >&2
+if [[ -z "${VIGIL:-}" ]]; then
+  release_build -- vigil
+  VIGIL=$bin/vigil
 fi
 for tool in runsv s6-supervise supervisord gcc python3; do
   command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh --bench" >&2; exit 1; }
 done
 
-work=$(mktemp -d /tmp/vigil-bench.XXXXXX)
+bench_work
 pids=()
-cleanup() {
+stop_clients() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
 }
-trap cleanup EXIT
 
 cat > "$work/stamp.c" <<'C'
 #include <fcntl.h>
@@ -130,6 +127,7 @@ ctx_switches() {  # all threads of $1
 }
 
 tools=(vigil runsv s6-supervise supervisord)
+bench_header "bench/supervisor.sh: $CYCLES restarts after $RUN_MS ms runs, $IDLE_S s idle per tool"
 results="$work/results.txt"
 : > "$results"
 for tool in "${tools[@]}"; do

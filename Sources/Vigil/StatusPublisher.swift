@@ -11,9 +11,10 @@ import Musl
 /// Publishes a host's status file off the host actor, on a thread of its own.
 ///
 /// ``publish(_:)`` only records the latest status and returns; the writer thread writes it
-/// through the core's ``AtomicFile`` (temp file 0600, fsync, rename, directory fsync). Writes are
-/// at most ``minimumInterval`` apart, the latest status wins and is always written, so a host
-/// whose plugins change state very often costs a few writes a second, not one per change.
+/// through the core's ``AtomicFile`` (temp file 0600, rename; not fsynced: the file means something
+/// only while this process lives, so surviving a machine crash is worth nothing). Writes are at
+/// most ``minimumInterval`` apart, the latest status wins and is always written, so a host whose
+/// plugins change state very often costs a few writes a second, not one per change.
 final class StatusPublisher: Sendable {
     /// The shortest time between two writes of the file, in seconds.
     static let minimumInterval = 0.2
@@ -159,7 +160,9 @@ final class StatusPublisher: Sendable {
 
         private func write(_ status: HostStatus) -> String? {
             do {
-                try AtomicFile.write(Array(status.jsonData()), to: file, mode: 0o600)
+                // The file describes this live process (readers drop files of dead ones), so an
+                // fsync would only make keepAlive() wait on the disk; the rename keeps it atomic.
+                try AtomicFile.write(Array(status.jsonData()), to: file, mode: 0o600, durable: false)
                 return nil
             } catch {
                 return error.message

@@ -1,7 +1,8 @@
 import Glibc
 
 /// Writes files atomically: a temporary file created with `O_EXCL` in the same directory,
-/// written, `fsync`ed, renamed over the target, then the directory `fsync`ed.
+/// written, `fsync`ed, renamed over the target, then the directory `fsync`ed (no `fsync` for
+/// files in a volatile directory: ``write(_:to:mode:durable:)``).
 ///
 /// Readers see either the old file or the complete new one, and a failure leaves no temporary
 /// file behind.
@@ -14,8 +15,14 @@ public enum AtomicFile {
     ///   - mode: The permission bits of the new file; `nil` keeps the existing file's mode
     ///     (or uses 0644 for a new file). The mode is set on the temporary file before any byte is
     ///     written, so the file is never visible with wider permissions.
+    ///   - durable: `fsync` the file before the rename and the directory after it (the default),
+    ///     so the new contents survive a crash of the machine. `false` only for files in a
+    ///     volatile directory such as `$XDG_RUNTIME_DIR`, which does not outlive the session
+    ///     anyway: readers still see the old file or the complete new one (the rename is atomic).
     /// - Throws: ``CoreError`` with `.ioFailure`.
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t? = nil) throws(CoreError) {
+    public static func write(
+        _ bytes: [UInt8], to path: String, mode: mode_t? = nil, durable: Bool = true
+    ) throws(CoreError) {
         let directory = Path.directory(of: path)
         var finalMode: mode_t = mode ?? 0o644
         if mode == nil {
@@ -38,7 +45,7 @@ public enum AtomicFile {
         }
         if fchmod(fd, finalMode) != 0 { throw CoreError.io("set the mode of", path: tempPath, errno: errno) }
         try writeAll(fd: fd, bytes: bytes, path: tempPath)
-        if fsync(fd) != 0 { throw CoreError.io("flush", path: tempPath, errno: errno) }
+        if durable, fsync(fd) != 0 { throw CoreError.io("flush", path: tempPath, errno: errno) }
         if close(fd) != 0 {
             fd = -1
             throw CoreError.io("close", path: tempPath, errno: errno)
@@ -46,7 +53,7 @@ public enum AtomicFile {
         fd = -1
         if rename(tempPath, path) != 0 { throw CoreError.io("replace", path: path, errno: errno) }
         committed = true
-        syncDirectory(directory)
+        if durable { syncDirectory(directory) }
     }
 
     /// Creates `path` with `O_CREAT|O_EXCL` and `mode` and writes `bytes` to it; fails if the file

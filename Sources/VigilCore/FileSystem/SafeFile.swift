@@ -123,11 +123,17 @@ public enum SafeFile {
         if Int(st.st_size) > cap {
             throw tooLarge(path: path, size: Int(st.st_size), cap: cap, what: what, plugin: plugin)
         }
-        var buffer = [UInt8](repeating: 0, count: cap + 1)
+        // Sized for the file as it is (plus one byte, to see it grow), not for the cap: a 4 MiB
+        // cap must not cost 4 MiB of zeroed memory for a file of 300 bytes. It grows, up to
+        // `cap + 1`, only when the file grows while being read.
+        var buffer = [UInt8](repeating: 0, count: Int(st.st_size) + 1)
         var total = 0
         while total < cap + 1 {
+            if total == buffer.count {
+                buffer.append(contentsOf: repeatElement(0, count: min(max(buffer.count, 4096), cap + 1 - total)))
+            }
             let n = buffer.withUnsafeMutableBytes { raw in
-                Glibc.read(fd, raw.baseAddress! + total, cap + 1 - total)
+                Glibc.read(fd, raw.baseAddress! + total, raw.count - total)
             }
             if n < 0 {
                 if errno == EINTR { continue }

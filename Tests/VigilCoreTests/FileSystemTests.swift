@@ -1,0 +1,46 @@
+import Testing
+import VigilCore
+import VigilTestSupport
+
+/// SafeFile's capped reads (sized by the file, never by the cap) and AtomicFile's writes.
+@Suite struct FileSystemTests {
+    @Test("a capped read returns the exact bytes of files of every size up to the cap, and refuses one byte more")
+    func cappedReadsAreExact() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let cap = 10_000
+        for size in [0, 1, 4095, 4096, 4097, 9_999, cap] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            let path = try dir.write("file-\(size)", bytes)
+            #expect(try SafeFile.read(path, cap: cap, what: "test file") == bytes, "size \(size)")
+        }
+        let tooLarge = try dir.write("too-large", [UInt8](repeating: 1, count: cap + 1))
+        let error = #expect(throws: CoreError.self) { try SafeFile.read(tooLarge, cap: cap, what: "test file") }
+        #expect(error?.code == .fileTooLarge)
+    }
+
+    @Test("a file whose size stat does not tell (/proc) is still read whole, in growing steps")
+    func readsPastTheStatSize() throws {
+        // /proc files report st_size 0; their contents are larger than the first buffer.
+        let bytes = try SafeFile.read("/proc/self/status", cap: 1 << 20, what: "process status")
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.hasPrefix("Name:"))
+        #expect(text.contains("\nVmRSS:") || text.contains("\nThreads:"))
+        #expect(bytes.count > 1)
+        let error = #expect(throws: CoreError.self) {
+            try SafeFile.read("/proc/self/status", cap: 16, what: "process status")
+        }
+        #expect(error?.code == .fileTooLarge)
+    }
+
+    @Test("a write that is not durable still replaces the file atomically, with its mode and no temporary left")
+    func nonDurableWrite() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("status.json", "old")
+        try AtomicFile.write(Array("new contents".utf8), to: path, mode: 0o600, durable: false)
+        #expect(try dir.read("status.json") == Array("new contents".utf8))
+        #expect(try dir.mode("status.json") == 0o600)
+        #expect(try dir.list() == ["status.json"])
+    }
+}
