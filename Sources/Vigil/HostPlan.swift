@@ -75,7 +75,7 @@ struct HostPlan: Sendable {
             }
             guard let implementation = registry.implementation(for: manifest.entry) else {
                 let error = PluginError.unknownEntry(plugin: name, entry: manifest.entry, known: registry.entries)
-                let failure = PluginFailure(code: error.code.description, message: error.message)
+                let failure = PluginFailure(code: error.code.description, message: error.description)
                 return Item(
                     name: name,
                     entry: .unavailable(.init(name: name, version: "\(manifest.version)", failure: failure)),

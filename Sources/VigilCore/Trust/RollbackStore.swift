@@ -5,7 +5,7 @@ public import VigilPlugin
 /// Remembers, per plugin name and signing key, the highest manifest version the host accepted
 /// and that manifest's SHA-256, and refuses older versions and changed bytes at the same version.
 ///
-/// State lives in `rollback.json` in ``directory`` (default `$XDG_STATE_HOME/vigil`, else
+/// State lives in `rollback.json` in ``directory`` (default `$XDG_statE_HOME/vigil`, else
 /// `~/.local/state/vigil`): a 0700 directory owned by the user, a 0600 file replaced atomically
 /// under an exclusive `flock` on `rollback.lock`. A corrupt or unsafe state file fails closed.
 /// Re-running `vigil plugin trust NAME` (which calls ``reset(plugin:)``) is the reviewed way to
@@ -33,7 +33,7 @@ public struct RollbackStore: Sendable {
         self.directory = Path.absolute(directory)
     }
 
-    /// The state directory of `environment`: `$XDG_STATE_HOME/vigil`, else
+    /// The state directory of `environment`: `$XDG_statE_HOME/vigil`, else
     /// `$HOME/.local/state/vigil` (only absolute values count; ``HostEnvironment/vigilStateDirectory``).
     ///
     /// - Throws: ``CoreError`` `.stateInvalid` when neither is set: without a state directory
@@ -42,7 +42,7 @@ public struct RollbackStore: Sendable {
         guard let directory = environment.vigilStateDirectory else {
             throw CoreError(
                 code: .stateInvalid,
-                message: "neither XDG_STATE_HOME nor HOME is set to an absolute path, so Vigil has no state "
+                message: "neither XDG_statE_HOME nor HOME is set to an absolute path, so Vigil has no state "
                     + "directory for rollback protection and refuses signed plugins — set one of them")
         }
         return directory
@@ -152,11 +152,11 @@ public struct RollbackStore: Sendable {
             let e = errno
             if e == ENOENT { return [:] }
             if e == ELOOP { throw corrupt("it is a symbolic link") }
-            throw CoreError.io("open", path: statePath, errno: e)
+            throw CoreError.io("open", path: statePath, errno: e, call: "open")
         }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno) }
+        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno, call: "fstat") }
         if st.st_uid != geteuid() { throw corrupt("it is owned by another user (uid \(st.st_uid))") }
         if st.st_mode & 0o022 != 0 {
             throw corrupt("it is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))")
@@ -227,17 +227,19 @@ public struct RollbackStore: Sendable {
         var st = stat()
         if lstat(directory, &st) != 0 {
             let e = errno
-            guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e) }
+            guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e, call: "lstat") }
             guard create else { return }
             // Create missing parents with 0700 too (mkdir -p).
             var prefix = ""
             for component in directory.split(separator: "/") {
                 prefix += "/" + component
                 if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                    throw CoreError.io("create the state directory", path: prefix, errno: errno)
+                    throw CoreError.io("create the state directory", path: prefix, errno: errno, call: "mkdir")
                 }
             }
-            guard lstat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno) }
+            guard lstat(directory, &st) == 0 else {
+                throw CoreError.io("stat", path: directory, errno: errno, call: "lstat")
+            }
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else {
             throw corrupt("its directory \(directory) is a \(SafeFile.fileKind(st.st_mode)), not a directory")
