@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import VigilCore
 import VigilExecutor
 
 /// `vigil`: keeps a host application alive and its audio output awake, through signed plugins.
@@ -16,6 +18,7 @@ struct VigilCommand: AsyncParsableCommand {
     /// first task runs, then parses and runs the command as usual.
     static func main() async {
         EventLoopExecutor.installAsGlobalExecutor(threads: 1)  // nothing in vigil blocks a task
+        TrustCommand.adopt(from: ProcessInfo.processInfo.environment)  // the remedies' trust command
         await main(nil)
     }
 }
