@@ -56,8 +56,10 @@ let package = Package(
         // What every module shares: the error shape (codes, causes, locations, one rendering),
         // system-call causes with their errno, named threads of our own.
         .target(
-            name: "VigilBase", dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            name: "VigilBase", dependencies: ["CVigilBase", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings),
+        // prctl(PR_SET_NAME) for VigilBase (a variadic C call Swift cannot make).
+        .target(name: "CVigilBase"),
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
         .target(name: "VigilCrypto", dependencies: ["CSodium", "VigilBase"], swiftSettings: strictSettings),
         // The contract between the host and keep-alive plugin implementations.

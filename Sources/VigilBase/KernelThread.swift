@@ -1,3 +1,4 @@
+internal import CVigilBase
 import Foundation
 
 #if canImport(Glibc)
@@ -8,13 +9,10 @@ import Glibc
 /// and a new thread inherits its creator's name, so `top -H`, `ps -L` and
 /// `/proc/self/task/TID/comm` would show the wrong one: a thread names itself here.
 package enum KernelThread {
-    /// Names the calling thread (`/proc/thread-self/comm`; the kernel keeps at most 15 bytes).
+    /// Names the calling thread (`PR_SET_NAME`; the kernel keeps at most 15 bytes). Opens no
+    /// file, so it cannot take a descriptor number another thread is about to get.
     package static func nameCurrent(_ name: String) {
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        vigil_set_thread_name(name)
     }
 
     /// The calling thread's Linux thread id (as in `/proc/self/task/TID`).
