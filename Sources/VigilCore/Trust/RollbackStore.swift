@@ -5,7 +5,7 @@ public import VigilPlugin
 /// Remembers, per plugin name and signing key, the highest manifest version the host accepted
 /// and that manifest's SHA-256, and refuses older versions and changed bytes at the same version.
 ///
-/// State lives in `rollback.json` in ``directory`` (default `$XDG_statE_HOME/vigil`, else
+/// State lives in `rollback.json` in ``directory`` (default `$XDG_STATE_HOME/vigil`, else
 /// `~/.local/state/vigil`): a 0700 directory owned by the user, a 0600 file replaced atomically
 /// under an exclusive `flock` on `rollback.lock`. A corrupt or unsafe state file fails closed.
 /// Re-running `vigil plugin trust NAME` (which calls ``reset(plugin:)``) is the reviewed way to
@@ -33,7 +33,7 @@ public struct RollbackStore: Sendable {
         self.directory = Path.absolute(directory)
     }
 
-    /// The state directory of `environment`: `$XDG_statE_HOME/vigil`, else
+    /// The state directory of `environment`: `$XDG_STATE_HOME/vigil`, else
     /// `$HOME/.local/state/vigil` (only absolute values count; ``HostEnvironment/vigilStateDirectory``).
     ///
     /// - Throws: ``CoreError`` `.stateInvalid` when neither is set: without a state directory
@@ -42,7 +42,7 @@ public struct RollbackStore: Sendable {
         guard let directory = environment.vigilStateDirectory else {
             throw CoreError(
                 code: .stateInvalid,
-                message: "neither XDG_statE_HOME nor HOME is set to an absolute path, so Vigil has no state "
+                message: "neither XDG_STATE_HOME nor HOME is set to an absolute path, so Vigil has no state "
                     + "directory for rollback protection and refuses signed plugins — set one of them")
         }
         return directory
