@@ -34,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
@@ -55,33 +56,40 @@ let package = Package(
             name: "CSndfile", pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]),
 
+        // What every module shares: the error shape (codes, causes, locations, one rendering),
+        // system-call causes with their errno, named threads of our own.
+        .target(
+            name: "VigilBase", dependencies: ["CVigilBase", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strictSettings),
+        // prctl(PR_SET_NAME) for VigilBase (a variadic C call Swift cannot make).
+        .target(name: "CVigilBase"),
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
-        .target(name: "VigilCrypto", dependencies: ["CSodium"], swiftSettings: strictSettings),
+        .target(name: "VigilCrypto", dependencies: ["CSodium", "VigilBase"], swiftSettings: strictSettings),
         // The contract between the host and keep-alive plugin implementations.
-        .target(name: "VigilPlugin", dependencies: [log], swiftSettings: strictSettings),
+        .target(name: "VigilPlugin", dependencies: ["VigilBase", log], swiftSettings: strictSettings),
         // vigil.toml, signed manifests, trust, rollback protection, host requirements and checks.
         .target(
             name: "VigilCore",
             dependencies: [
-                "VigilCrypto", "VigilPlugin", log,
+                "VigilCrypto", "VigilPlugin", "VigilBase", log,
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             swiftSettings: strictSettings),
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
         // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups.
-        .target(name: "VigilAudio", dependencies: ["CALSA", "CPulse", log], swiftSettings: strictSettings),
+        .target(name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log], swiftSettings: strictSettings),
         // First-party plugins.
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
             swiftSettings: strictSettings),
         .target(
             name: "VigilSoundscape",
-            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilCore", log],
+            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilCore", "VigilBase", log],
             swiftSettings: strictSettings),
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
         // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
-        .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", log], swiftSettings: strictSettings),
+        .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", "VigilBase", log], swiftSettings: strictSettings),
         // The supervisor plugin over it: settings, systemd and desktop channels.
         .target(
             name: "VigilSupervisor",
@@ -89,16 +97,16 @@ let package = Package(
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
-        .target(name: "VigilDBus", dependencies: ["CSystemd", log], swiftSettings: strictSettings),
+        .target(name: "VigilDBus", dependencies: ["CSystemd", "VigilBase", log], swiftSettings: strictSettings),
         // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
         // a bounded buffer. The only module that imports CSndfile.
-        .target(name: "VigilSoundFile", dependencies: ["CSndfile"], swiftSettings: strictSettings),
+        .target(name: "VigilSoundFile", dependencies: ["CSndfile", "VigilBase"], swiftSettings: strictSettings),
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce",
-                "VigilSharedLibrary", "VigilDBus", log, lifecycle, "VigilHostCheck", "VigilLibraryCheck",
+                "VigilSharedLibrary", "VigilDBus", "VigilBase", log, lifecycle, "VigilHostCheck", "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -114,7 +122,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilSoundscape",
                 "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine",
-                "CVigilStartup", log, lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
+                "CVigilStartup", "VigilBase", log, lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -196,7 +204,7 @@ let package = Package(
         .target(
             name: "VigilSharedLibrary",
             dependencies: [
-                "CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilSupervisor", log,
+                "CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilBase", log,
                 "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
@@ -223,11 +231,11 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
-        .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio"], swiftSettings: strictSettings),
+        .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio", "VigilBase"], swiftSettings: strictSettings),
         .target(
             name: "VigilAnnounce",
             dependencies: [
-                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", log,
+                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", "VigilBase", log,
             ],
             swiftSettings: strictSettings),
         // A minimal announcer for bench/announce.sh (an executable target, not a product).
@@ -265,7 +273,7 @@ let package = Package(
         // A shared-library plugin's checks on its verified bytes (ELF, SONAME, dependencies, ABI);
         // VigilSharedLibrary maps and runs what they accepted.
         .target(
-            name: "VigilLibraryCheck", dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto"],
+            name: "VigilLibraryCheck", dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
             swiftSettings: strictSettings),
         // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
         .target(
@@ -290,6 +298,8 @@ let package = Package(
         // Manifest verification throughput, for bench/verify.sh (an executable target, not a product).
         .executableTarget(
             name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilBaseTests", dependencies: ["VigilBase"], swiftSettings: strictSettings),
     ]
 )
 

@@ -410,7 +410,3 @@ int vigil_sentinel_start(int kill_fd, const char *rmdir_paths, pid_t *pid, int *
     *pipe_write_fd = fds[1];
     return 0;
 }
-
-void vigil_set_thread_name(const char *name) {
-    (void)prctl(PR_SET_NAME, name, 0, 0, 0);
-}

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import VigilBase
 import VigilCore
 
 #if canImport(Glibc)
@@ -28,11 +29,7 @@ final class StatusPublisher: Sendable {
         self.file = directory.statusFile(pid: pid)
         self.writer = Writer(file: file, logger: logger)
         let writer = self.writer
-        let thread = Thread {
-            nameCurrentThread("vigil-status")
-            writer.run()
-        }
-        thread.start()
+        KernelThread.start(name: "vigil-status") { writer.run() }
     }
 
     /// Records `status` as the one to write next; returns at once.
@@ -89,18 +86,7 @@ final class StatusPublisher: Sendable {
             }
         }
 
-        func remove() {
-            let released = condition.withLock {
-                pending = nil
-                active = false
-                while writing { condition.wait() }
-                unlink(file)
-                condition.broadcast()
-                defer { waiters = [] }
-                return waiters
-            }
-            released.forEach { $0.resume() }
-        }
+        func remove() { release(finishing: false) }
 
         func flush() {
             condition.withLock {
@@ -110,9 +96,13 @@ final class StatusPublisher: Sendable {
 
         var writeCount: Int { condition.withLock { writes } }
 
-        func finish() {
+        func finish() { release(finishing: true) }
+
+        /// Drops the pending status, waits out a write in progress, deletes the file and lets every
+        /// waiter go; when `finishing`, the thread ends too.
+        private func release(finishing: Bool) {
             let released = condition.withLock {
-                finished = true
+                if finishing { finished = true }
                 pending = nil
                 active = false
                 while writing { condition.wait() }
@@ -259,15 +249,4 @@ public enum PublishedHosts {
         }
         return .success(Data(bytes[0..<total]))
     }
-}
-
-/// Names the calling thread as the kernel sees it (`/proc/thread-self/comm`, at most 15 bytes):
-/// Foundation's `Thread.name` does not reach the kernel on Linux, and a thread started from
-/// another one would otherwise show that thread's name.
-private func nameCurrentThread(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY)
-    guard fd >= 0 else { return }
-    let bytes = Array(name.utf8.prefix(15))
-    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
 }

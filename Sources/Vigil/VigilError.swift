@@ -1,27 +1,18 @@
+@_exported public import VigilBase
 public import VigilCore
 
 /// An error from the Vigil host runtime: what went wrong and how to fix it.
-public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct VigilError: StructuredError, Hashable {
     /// The kind of failure, stable for scripts and tests.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Storage: String, Hashable, Sendable {
-            case configuration = "configuration"
-            case runtimeDirectory = "runtime-directory"
-            case statusUnreadable = "status-unreadable"
-            case configInUse = "config-in-use"
-        }
-        private let storage: Storage
-
+    public enum Code: String, ErrorCode {
         /// The host configuration could not be found or loaded.
-        public static let configuration = Code(storage: .configuration)
+        case configuration = "configuration"
         /// The runtime directory for status publication is missing, unsafe or unwritable.
-        public static let runtimeDirectory = Code(storage: .runtimeDirectory)
+        case runtimeDirectory = "runtime-directory"
         /// A published status file could not be read.
-        public static let statusUnreadable = Code(storage: .statusUnreadable)
+        case statusUnreadable = "status-unreadable"
         /// Another running host holds the lock of the same `vigil.toml`.
-        public static let configInUse = Code(storage: .configInUse)
-
-        public var description: String { storage.rawValue }
+        case configInUse = "config-in-use"
     }
 
     /// The kind of failure.
@@ -37,6 +28,4 @@ public struct VigilError: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
         self.cause = cause
     }
-
-    public var description: String { message }
 }

@@ -460,11 +460,7 @@ public actor VigilHost: Service {
         do {
             instance = try implementation.make(context)
         } catch {
-            let failure = Self.failure(from: error, plugin: name)
-            logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
-            transition(
-                index, to: .failed(failure),
-                event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
+            fail(index, name, error, resuming: resuming)
             return
         }
         slots[index].instance = instance
@@ -477,11 +473,7 @@ public actor VigilHost: Service {
             await instance.stop()
             slots[index].instance = nil
             slots[index].details = [:]
-            let failure = Self.failure(from: error, plugin: name)
-            logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
-            transition(
-                index, to: .failed(failure),
-                event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
+            fail(index, name, error, resuming: resuming)
             return
         }
         slots[index].details = await instance.details()
@@ -717,14 +709,23 @@ public actor VigilHost: Service {
         options.environment.pluginStateDirectory(name) ?? NSHomeDirectory() + "/.local/state/vigil/plugins/\(name)"
     }
 
+    /// Plugin `name` (slot `index`) failed to be created or to start with `error`: logs it and
+    /// records the failure (as a failed resume when `resuming`).
+    private func fail(_ index: Int, _ name: String, _ error: any Error, resuming: Bool) {
+        let failure = Self.failure(from: error, plugin: name)
+        logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
+        transition(
+            index, to: .failed(failure), event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
+    }
+
     static func failure(from error: any Error, plugin: String) -> PluginFailure {
         if let error = error as? PluginError {
-            return PluginFailure(code: error.code.description, message: error.message)
+            return PluginFailure(code: error.code.description, message: error.description)
         }
         if let error = error as? SharedLibraryError {
             return PluginFailure(code: error.code.description, message: error.description)
         }
         return PluginFailure(
-            code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").message)
+            code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").description)
     }
 }

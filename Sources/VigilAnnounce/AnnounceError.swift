@@ -1,36 +1,23 @@
+@_exported public import VigilBase
+
 /// Why an announcement failed, or why a journal could not be restored: a stable code, the
 /// cause and the remedy.
-public struct AnnounceError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure, stable for callers, tests and exit codes.
-    public enum Code: String, Sendable, Hashable, CustomStringConvertible {
-        /// The prompt cannot be played (empty, bad rate, bad text, unknown voice).
-        case invalidPrompt = "invalid-prompt"
-        /// `[announce]` in vigil.toml is invalid.
-        case invalidSettings = "invalid-settings"
-        /// espeak-ng could not speak the text.
-        case speechFailed = "speech-failed"
-        /// The sound server is unreachable or failed during the prompt.
-        case soundServer = "sound-server"
-        /// `pause-spoken` could not reach the session bus.
-        case sessionBus = "session-bus"
-        /// The journal of ducked volumes could not be written or read; nothing was lowered.
-        case journal = "journal"
-        /// The host stopped the announcer.
-        case cancelled = "cancelled"
+public typealias AnnounceError = CodedError<AnnounceErrorCode>
 
-        public var description: String { rawValue }
-    }
-
-    /// The kind of failure.
-    public let code: Code
-    /// Cause and remedy.
-    public let message: String
-
-    /// Creates an error.
-    public init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
+/// The kind of an ``AnnounceError``, stable for callers, tests and exit codes.
+public enum AnnounceErrorCode: String, ErrorCode {
+    /// The prompt cannot be played (empty, bad rate, bad text, unknown voice).
+    case invalidPrompt = "invalid-prompt"
+    /// `[announce]` in vigil.toml is invalid.
+    case invalidSettings = "invalid-settings"
+    /// espeak-ng could not speak the text.
+    case speechFailed = "speech-failed"
+    /// The sound server is unreachable or failed during the prompt.
+    case soundServer = "sound-server"
+    /// `pause-spoken` could not reach the session bus.
+    case sessionBus = "session-bus"
+    /// The journal of ducked volumes could not be written or read; nothing was lowered.
+    case journal = "journal"
+    /// The host stopped the announcer.
+    case cancelled = "cancelled"
 }

@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 import Synchronization
 import VigilAudio
+import VigilBase
 import VigilDBus
 import VigilSoundFile
 import VigilSpeech
@@ -24,7 +25,7 @@ public actor Announcer {
 
     private let logger: Logger
     /// Started on first use, so a host that never announces has no extra thread.
-    private var worker: AnnounceThread?
+    private var worker: DedicatedThread?
     private let engine: AnnounceEngine
     private let subscribers = Subscribers()
     private var nextID: UInt64 = 0
@@ -44,9 +45,9 @@ public actor Announcer {
 
     deinit { worker?.close() }
 
-    private var thread: AnnounceThread {
+    private var thread: DedicatedThread {
         if let worker { return worker }
-        let started = AnnounceThread(name: "vigil-announce")
+        let started = DedicatedThread(name: "vigil-announce")
         worker = started
         return started
     }

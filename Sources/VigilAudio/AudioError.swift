@@ -1,68 +1,56 @@
 internal import CALSA
+@_exported public import VigilBase
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// An error from the playback layer: what failed, the ALSA or libpulse function and error
-/// behind it, and how to fix it.
-public struct AudioError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure, stable for callers and tests.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Storage: String, Hashable, Sendable {
-            case invalidConfiguration = "invalid-configuration"
-            case openFailed = "open-failed"
-            case configurationRejected = "configuration-rejected"
-            case streamFailed = "stream-failed"
-            case notRunning = "not-running"
-            case retryBudgetExhausted = "retry-budget-exhausted"
-        }
-        private let storage: Storage
+/// behind it (the ``CodedError/cause``, a ``SystemCallError``), and how to fix it.
+public typealias AudioError = CodedError<AudioErrorCode>
 
-        /// A ``PlaybackConfiguration`` value is out of range.
-        public static let invalidConfiguration = Code(storage: .invalidConfiguration)
-        /// The output could not be opened (unknown device or sink, no sound server, device busy).
-        public static let openFailed = Code(storage: .openFailed)
-        /// The device refused the format, rate, channel count or buffer size.
-        public static let configurationRejected = Code(storage: .configurationRejected)
-        /// A running stream failed in a way only closing and reopening can fix
-        /// (sound server gone, sink removed, device unplugged).
-        public static let streamFailed = Code(storage: .streamFailed)
-        /// The health check found the PCM in a state other than RUNNING.
-        public static let notRunning = Code(storage: .notRunning)
-        /// Reopening failed as many times as the retry budget allows.
-        public static let retryBudgetExhausted = Code(storage: .retryBudgetExhausted)
+/// The kind of an ``AudioError``, stable for callers and tests.
+public enum AudioErrorCode: String, ErrorCode {
+    /// A ``PlaybackConfiguration`` value is out of range.
+    case invalidConfiguration = "invalid-configuration"
+    /// The output could not be opened (unknown device or sink, no sound server, device busy).
+    case openFailed = "open-failed"
+    /// The device refused the format, rate, channel count or buffer size.
+    case configurationRejected = "configuration-rejected"
+    /// A running stream failed in a way only closing and reopening can fix
+    /// (sound server gone, sink removed, device unplugged).
+    case streamFailed = "stream-failed"
+    /// The health check found the PCM in a state other than RUNNING.
+    case notRunning = "not-running"
+    /// Reopening failed as many times as the retry budget allows.
+    case retryBudgetExhausted = "retry-budget-exhausted"
+}
 
-        public var description: String { storage.rawValue }
+extension AudioError {
+    /// Creates an error whose cause is `function` failing with `errno`, when a function is named.
+    ///
+    /// The errno is ALSA's (which ALSA returns negated), or the one a libpulse error corresponds
+    /// to (`ECONNREFUSED` when no server answers, `EIO` when the connection or stream was lost,
+    /// `ENOENT` for a missing sink, `EACCES`, `ETIMEDOUT`).
+    public init(code: AudioErrorCode, function: String?, errno: Int32? = nil, message: String) {
+        let cause = function.map { ErrorCause(SystemCallError($0, errno: errno ?? 0)) }
+        self.init(code: code, message: message, cause: cause)
     }
 
-    /// The kind of failure.
-    public let code: Code
     /// The ALSA or libpulse function that failed, for example `snd_pcm_open` or
     /// `pa_context_connect`, if any.
-    public let function: String?
-    /// The positive `errno` value behind the failure, if any: ALSA's (which ALSA returns
-    /// negated), or the one a libpulse error corresponds to (`ECONNREFUSED` when no server
-    /// answers, `EIO` when the connection or stream was lost, `ENOENT` for a missing sink,
-    /// `EACCES`, `ETIMEDOUT`).
-    public let errno: Int32?
-    /// The full message: the cause and the remedy.
-    public let message: String
+    public var function: String? { cause?.systemCall?.call }
 
-    /// Creates an error with a message that states the cause and the remedy.
-    public init(code: Code, function: String? = nil, errno: Int32? = nil, message: String) {
-        self.code = code
-        self.function = function
-        self.errno = errno
-        self.message = message
+    /// The positive `errno` value behind the failure, if any.
+    public var errno: Int32? {
+        guard let value = cause?.systemCall?.number, value != 0 else { return nil }
+        return value
     }
-
-    public var description: String { message }
 
     /// Wraps a negative ALSA return code `result` from `function`, for `device`.
     ///
     /// The message carries `snd_strerror`'s text and a remedy chosen from the error number.
-    static func alsa(_ code: Code, function: String, result: Int32, device: String) -> AudioError {
+    static func alsa(_ code: AudioErrorCode, function: String, result: Int32, device: String) -> AudioError {
         let positive = result < 0 ? -result : result
         let text = String(cString: snd_strerror(result))
         let remedy = remedy(for: positive, code: code, device: device)
@@ -71,7 +59,7 @@ public struct AudioError: Error, Sendable, Hashable, CustomStringConvertible {
             message: "\(function) on \"\(device)\" failed: \(text) (errno \(positive)) — \(remedy)")
     }
 
-    private static func remedy(for errno: Int32, code: Code, device: String) -> String {
+    private static func remedy(for errno: Int32, code: AudioErrorCode, device: String) -> String {
         switch errno {
         case ENOENT:
             return "no PCM of that name exists: check the `device` setting (`aplay -L` lists the names), "

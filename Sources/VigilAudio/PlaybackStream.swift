@@ -159,7 +159,7 @@ public final class PlaybackStream: Sendable {
         guard pipe(&pipeFDs) == 0 else {
             let code = Glibc.errno
             throw AudioError(
-                code: .openFailed, errno: code,
+                code: .openFailed, function: "pipe", errno: code,
                 message: "cannot create the writer's wake-up pipe: \(String(cString: strerror(code))) — "
                     + "raise the open-files limit (ulimit -n)")
         }
@@ -237,7 +237,7 @@ public final class PlaybackStream: Sendable {
         var logger = self.logger
         logger[metadataKey: "audio.device"] = "\(device)"
         let wakeFD = shared.withLock { shared in
-            shared.status.writerThreadID = WriterThread.currentID()
+            shared.status.writerThreadID = KernelThread.currentID()
             return shared.wake?.read ?? -1
         }
         let driver: any PlaybackDriver

@@ -1,3 +1,5 @@
+import VigilBase
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,22 +27,6 @@ public enum SoundServer {
         if path.hasPrefix("unix:") { path.removeFirst("unix:".count) }
         // Lists (space-separated) and TCP addresses: let libpulse decide when the PCM opens.
         guard path.hasPrefix("/"), !path.contains(" ") else { return true }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return rc == 0
+        return SocketProbe.connectUnix(path: path)
     }
 }

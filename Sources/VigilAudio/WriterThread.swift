@@ -1,4 +1,5 @@
 internal import CALSA
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +21,7 @@ enum WriterThread {
         pthread_attr_setstacksize(&attributes, 1 << 20)
         let context = Unmanaged.passRetained(
             Body {
-                nameCurrentThread("vigil-audio")
+                KernelThread.nameCurrent("vigil-audio")
                 body()
             }
         ).toOpaque()
@@ -37,24 +38,5 @@ enum WriterThread {
             return false
         }
         return true
-    }
-
-    /// The calling thread's Linux thread id (as in `/proc/self/task/TID`).
-    static func currentID() -> Int32? {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let length = readlink("/proc/thread-self", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        let text = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = text.lastIndex(of: "/") else { return nil }
-        return Int32(text[text.index(after: slash)...])
-    }
-
-    /// Names the calling thread (as `top -H` and `/proc/self/task/TID/comm` show it).
-    static func nameCurrentThread(_ name: String) {
-        let fd = open("/proc/thread-self/comm", O_WRONLY)
-        guard fd >= 0 else { return }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
     }
 }

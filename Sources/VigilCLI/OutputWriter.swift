@@ -1,4 +1,5 @@
 import Foundation
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -24,11 +25,7 @@ final class OutputWriter: @unchecked Sendable {
 
     init(fd: Int32 = 1) {
         self.fd = fd
-        let thread = Thread { [self] in
-            nameCurrentThread("vigil-output")
-            run()
-        }
-        thread.start()
+        KernelThread.start(name: "vigil-output") { [self] in run() }
     }
 
     /// Queues `text`; returns at once.
@@ -111,15 +108,4 @@ final class OutputWriter: @unchecked Sendable {
         }
         return true
     }
-}
-
-/// Names the calling thread as the kernel sees it (`/proc/thread-self/comm`, at most 15 bytes):
-/// Foundation's `Thread.name` does not reach the kernel on Linux, and a thread started from
-/// another one would otherwise show that thread's name.
-private func nameCurrentThread(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY)
-    guard fd >= 0 else { return }
-    let bytes = Array(name.utf8.prefix(15))
-    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import VigilCore
 import VigilCheckCommands
 import VigilExecutor
 
@@ -17,6 +19,7 @@ struct VigilCommand: AsyncParsableCommand {
     /// first task runs, then parses and runs the command as usual.
     static func main() async {
         EventLoopExecutor.installAsGlobalExecutor(threads: 1)  // nothing in vigil blocks a task
+        TrustCommand.adopt(from: ProcessInfo.processInfo.environment)  // the remedies' trust command
         await main(nil)
     }
 }

@@ -1,8 +1,10 @@
+@_exported public import VigilBase
+
 /// An error from Vigil's core: configuration, manifests, signatures, trust and state.
 ///
 /// Every refusal has its own ``Code`` and a ``message`` that names the plugin (when there is
 /// one), states the cause and gives the remedy. The CLI prints ``description``.
-public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct CoreError: StructuredError, Hashable {
     /// The kind of failure, stable for scripts and tests.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// Every code as an enumeration, for exhaustive `switch`es (a new code fails to compile
@@ -96,26 +98,26 @@ public struct CoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let location: SourceLocation?
     /// The cause and the remedy (without the location or the plugin, which are fields).
     public let message: String
+    /// The typed error underneath (a failed system call, a crypto refusal), if any.
+    public let cause: ErrorCause?
 
     /// Creates an error; `message` states the cause and the remedy.
-    public init(code: Code, plugin: String? = nil, location: SourceLocation? = nil, message: String) {
+    public init(
+        code: Code, plugin: String? = nil, location: SourceLocation? = nil, message: String, cause: ErrorCause? = nil
+    ) {
         self.code = code
         self.plugin = plugin
         self.location = location
         self.message = message
-    }
-
-    /// `PATH:LINE:COLUMN: [plugin] message`, each part when present: the one rendering of the
-    /// fields (nothing parses it back).
-    public var description: String {
-        var text = location.map { "\($0): " } ?? ""
-        if let plugin { text += "[\(plugin)] " }
-        return text + message
+        self.cause = cause
     }
 }
 
 extension CoreError {
-    static func io(_ what: String, path: String, errno code: Int32) -> CoreError {
-        CoreError(code: .ioFailure, message: "cannot \(what) \(path): \(SystemCall.describe(errno: code))")
+    /// `call` failed with `errno` while trying to `what` the file at `path`.
+    static func io(_ what: String, path: String, errno code: Int32, call: String) -> CoreError {
+        let failure = SystemCallError(call, errno: code)
+        return CoreError(
+            code: .ioFailure, message: "cannot \(what) \(path): \(failure.reason)", cause: ErrorCause(failure))
     }
 }

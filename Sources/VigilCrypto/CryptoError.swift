@@ -1,73 +1,41 @@
+@_exported public import VigilBase
+
 /// An error from VigilCrypto: a malformed key, signature or fingerprint, or a signature that does
 /// not verify. The message states the cause and the remedy.
-public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure, stable for scripts and tests.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Storage: String, Hashable, Sendable {
-            case invalidKeyLength = "invalid-key-length"
-            case invalidSignatureLength = "invalid-signature-length"
-            case malformedPublicKey = "malformed-public-key"
-            case malformedSecretKey = "malformed-secret-key"
-            case malformedSignature = "malformed-signature"
-            case unsupportedAlgorithm = "unsupported-algorithm"
-            case keyIDMismatch = "key-id-mismatch"
-            case invalidSignature = "invalid-signature"
-            case invalidGlobalSignature = "invalid-global-signature"
-            case invalidComment = "invalid-comment"
-            case malformedFingerprint = "malformed-fingerprint"
-            case nonCanonicalFingerprint = "non-canonical-fingerprint"
-            case encryptedKeyNeedsPassword = "encrypted-key-needs-password"
-            case wrongPassword = "wrong-password"
-            case libraryFailure = "library-failure"
-        }
-        private let storage: Storage
+public typealias CryptoError = CodedError<CryptoErrorCode>
 
-        /// A raw key or seed does not have the length Ed25519 requires (32 bytes).
-        public static let invalidKeyLength = Code(storage: .invalidKeyLength)
-        /// A raw Ed25519 signature is not exactly 64 bytes.
-        public static let invalidSignatureLength = Code(storage: .invalidSignatureLength)
-        /// A public key (minisign `.pub` file or base64 line) cannot be read.
-        public static let malformedPublicKey = Code(storage: .malformedPublicKey)
-        /// A secret key file cannot be read, or its checksum or key pair is inconsistent.
-        public static let malformedSecretKey = Code(storage: .malformedSecretKey)
-        /// A signature file does not have minisign's four-line layout or field sizes.
-        public static let malformedSignature = Code(storage: .malformedSignature)
-        /// The signature uses an algorithm other than prehashed Ed25519 (`ED`), e.g. legacy `Ed`.
-        public static let unsupportedAlgorithm = Code(storage: .unsupportedAlgorithm)
-        /// The signature does not verify and was made by a key with a different key id.
-        public static let keyIDMismatch = Code(storage: .keyIDMismatch)
-        /// The signature does not verify: the signed file or the signature was changed, or the key is wrong.
-        public static let invalidSignature = Code(storage: .invalidSignature)
-        /// The signature over the trusted comment does not verify: the trusted comment was changed.
-        public static let invalidGlobalSignature = Code(storage: .invalidGlobalSignature)
-        /// A comment to be signed contains a line break or control character, or is too long.
-        public static let invalidComment = Code(storage: .invalidComment)
-        /// A fingerprint is not `ed25519:` followed by 44 characters of base64 for 32 bytes.
-        public static let malformedFingerprint = Code(storage: .malformedFingerprint)
-        /// A fingerprint's base64 decodes, but is not the canonical spelling of its bytes.
-        public static let nonCanonicalFingerprint = Code(storage: .nonCanonicalFingerprint)
-        /// The secret key is password-protected and no password was given.
-        public static let encryptedKeyNeedsPassword = Code(storage: .encryptedKeyNeedsPassword)
-        /// The password does not decrypt the secret key (its checksum does not match).
-        public static let wrongPassword = Code(storage: .wrongPassword)
-        /// libsodium reported a failure that input validation cannot explain (e.g. out of memory).
-        public static let libraryFailure = Code(storage: .libraryFailure)
-
-        public var description: String { storage.rawValue }
-    }
-
-    /// The kind of failure.
-    public let code: Code
-    /// The full message: the cause and the remedy.
-    public let message: String
-
-    /// Creates an error with a message that states the cause and the remedy.
-    public init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
+/// The kind of a ``CryptoError``, stable for scripts and tests.
+public enum CryptoErrorCode: String, ErrorCode {
+    /// A raw key or seed does not have the length Ed25519 requires (32 bytes).
+    case invalidKeyLength = "invalid-key-length"
+    /// A raw Ed25519 signature is not exactly 64 bytes.
+    case invalidSignatureLength = "invalid-signature-length"
+    /// A public key (minisign `.pub` file or base64 line) cannot be read.
+    case malformedPublicKey = "malformed-public-key"
+    /// A secret key file cannot be read, or its checksum or key pair is inconsistent.
+    case malformedSecretKey = "malformed-secret-key"
+    /// A signature file does not have minisign's four-line layout or field sizes.
+    case malformedSignature = "malformed-signature"
+    /// The signature uses an algorithm other than prehashed Ed25519 (`ED`), e.g. legacy `Ed`.
+    case unsupportedAlgorithm = "unsupported-algorithm"
+    /// The signature does not verify and was made by a key with a different key id.
+    case keyIDMismatch = "key-id-mismatch"
+    /// The signature does not verify: the signed file or the signature was changed, or the key is wrong.
+    case invalidSignature = "invalid-signature"
+    /// The signature over the trusted comment does not verify: the trusted comment was changed.
+    case invalidGlobalSignature = "invalid-global-signature"
+    /// A comment to be signed contains a line break or control character, or is too long.
+    case invalidComment = "invalid-comment"
+    /// A fingerprint is not `ed25519:` followed by 44 characters of base64 for 32 bytes.
+    case malformedFingerprint = "malformed-fingerprint"
+    /// A fingerprint's base64 decodes, but is not the canonical spelling of its bytes.
+    case nonCanonicalFingerprint = "non-canonical-fingerprint"
+    /// The secret key is password-protected and no password was given.
+    case encryptedKeyNeedsPassword = "encrypted-key-needs-password"
+    /// The password does not decrypt the secret key (its checksum does not match).
+    case wrongPassword = "wrong-password"
+    /// libsodium reported a failure that input validation cannot explain (e.g. out of memory).
+    case libraryFailure = "library-failure"
 }
 
 // MARK: - The messages, in one place

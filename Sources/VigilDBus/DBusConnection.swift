@@ -2,6 +2,7 @@ internal import CSystemd
 import Foundation
 public import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -260,9 +261,7 @@ final class BusLoop: @unchecked Sendable {
         wakeRead = fds[0]
         wakeWrite = fds[1]
         self.logger = logger
-        let thread = Thread { [self] in main() }
-        thread.name = name
-        thread.start()
+        KernelThread.start(name: name) { [self] in main() }
     }
 
     var isConnected: Bool { connected.load(ordering: .relaxed) }

@@ -1,8 +1,10 @@
+@_exported public import VigilBase
+
 /// A D-Bus failure: what went wrong (``code``), the D-Bus error name when the bus or the peer
 /// sent one, the errno when sd-bus returned one, and where it happened.
-public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct DBusError: StructuredError, Hashable {
     /// What kind of failure this is.
-    public enum Code: String, Sendable, Hashable {
+    public enum Code: String, ErrorCode {
         /// The bus address is missing or malformed.
         case noBus = "dbus-no-bus"
         /// Connecting or authenticating to the bus failed.
@@ -50,7 +52,7 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = "[\(code.rawValue)] \(message)"
+        var text = "[\(code)] \(message)"
         if let name { text += " (\(name))" }
         return text
     }

@@ -1,7 +1,7 @@
 import Synchronization
+import VigilBase
 import VigilLibraryCheck
 import VigilPlugin
-import VigilSupervisor
 
 /// A ``KeepAlivePlugin`` backed by a shared library: `start()` maps and initialises the library
 /// and starts one instance; `stop()` stops and destroys it, calls `deinit` and unmaps. Every C

@@ -1,7 +1,9 @@
+@_exported public import VigilBase
+
 /// Why a sound file could not be opened or decoded.
-public struct SoundFileError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct SoundFileError: StructuredError, Hashable {
     /// What kind of failure this is.
-    public enum Code: String, Sendable, Hashable {
+    public enum Code: String, ErrorCode {
         /// No file at the path.
         case notFound = "sound-file-not-found"
         /// The file exists but cannot be read (permissions, or it is a directory).
@@ -40,5 +42,5 @@ public struct SoundFileError: Error, Sendable, Hashable, CustomStringConvertible
         self.function = function
     }
 
-    public var description: String { "[\(code.rawValue)] \(path): \(message)" }
+    public var description: String { "[\(code)] \(path): \(message)" }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -77,12 +78,10 @@ package final class ControlChannel: Sendable {
         for p in pipeFDs { _ = fcntl(p, F_SETFD, FD_CLOEXEC) }
         let channel = ControlChannel(path: path, listenFD: fd, wakeWrite: pipeFDs[1])
         let wakeRead = pipeFDs[0]
-        let thread = Thread {
+        KernelThread.start(name: "vigil-soundscape-ctl") {
             channel.serve(wakeRead: wakeRead, controller: controller, logger: logger)
             close(wakeRead)
         }
-        thread.name = "vigil-soundscape-ctl"
-        thread.start()
         return channel
     }
 

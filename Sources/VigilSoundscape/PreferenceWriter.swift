@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import VigilBase
 
 /// Saves preferences on a thread of its own (the write fsyncs), coalescing bursts: only the
 /// newest pending value is written. A value whose write failed (a full disk) stays pending and
@@ -20,9 +21,7 @@ final class PreferenceWriter: Sendable {
     init(store: PreferenceStore, retryInterval: Duration = .seconds(5)) {
         self.store = store
         self.retryInterval = retryInterval
-        let thread = Thread { [self] in loop() }
-        thread.name = "vigil-prefs"
-        thread.start()
+        KernelThread.start(name: "vigil-prefs") { [self] in loop() }
     }
 
     /// Queues `preferences` to be saved.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import VigilAudio
+import VigilBase
 public import VigilPlugin
 import VigilSoundFile
 
@@ -205,8 +206,6 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 /// Runs blocking `body` on a new thread of its own and returns its result.
 func offThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
-        thread.name = "vigil-soundscape"
-        thread.start()
+        KernelThread.start(name: "vigil-soundscape") { continuation.resume(returning: body()) }
     }
 }

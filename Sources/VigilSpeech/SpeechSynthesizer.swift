@@ -1,6 +1,7 @@
 internal import CEspeakNG
 import Synchronization
 public import VigilAudio
+@_exported public import VigilBase
 
 /// Text to speech with espeak-ng's library, rendered into memory (nothing is played here).
 ///
@@ -23,26 +24,7 @@ public enum SpeechSynthesizer {
     }
 
     /// Why synthesis failed.
-    public struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
-        /// What kind of failure.
-        public enum Code: String, Sendable, Hashable {
-            /// The text is empty, too long or not speakable.
-            case invalidText = "invalid-text"
-            /// The voice name is unknown or the rate is out of range.
-            case invalidVoice = "invalid-voice"
-            /// espeak-ng could not start (its data files are missing).
-            case unavailable = "speech-unavailable"
-            /// espeak-ng failed while speaking.
-            case synthesisFailed = "synthesis-failed"
-        }
-
-        /// The kind of failure.
-        public let code: Code
-        /// Cause and remedy.
-        public let message: String
-
-        public var description: String { message }
-    }
+    public typealias Failure = CodedError<SpeechFailureCode>
 
     /// The longest text accepted, in bytes.
     public static let maxTextBytes = 16 * 1024
@@ -125,4 +107,16 @@ public enum SpeechSynthesizer {
     private final class SampleSink {
         var samples: [Int16] = []
     }
+}
+
+/// The kind of a ``SpeechSynthesizer/Failure``.
+public enum SpeechFailureCode: String, ErrorCode {
+    /// The text is empty, too long or not speakable.
+    case invalidText = "invalid-text"
+    /// The voice name is unknown or the rate is out of range.
+    case invalidVoice = "invalid-voice"
+    /// espeak-ng could not start (its data files are missing).
+    case unavailable = "speech-unavailable"
+    /// espeak-ng failed while speaking.
+    case synthesisFailed = "synthesis-failed"
 }

@@ -2,6 +2,7 @@ internal import CVigilSpawn
 import Foundation
 import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -143,14 +144,12 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     func startThread() {
-        Thread { [self] in run() }.start()
+        KernelThread.start(name: "vigil-supervise") { [self] in run() }
     }
 
     // MARK: - The loop
 
     private func run() {
-        // A new thread inherits its creator's name (often a dispatch queue's); name ours.
-        vigil_set_thread_name("vigil-supervise")
         var tokens = [UInt64](repeating: 0, count: 32)
         while true {
             let timeout = timeoutMilliseconds()

@@ -11,14 +11,25 @@ import VigilTestSupport
 struct DuckingTests {
     static let modules = ["module-stream-restore restore_device=false"]
 
-    @Test("a music stream drops to the duck level during the prompt (volume and sound) and is restored exactly")
-    func duckAndRestore() async throws {
-        try await PulseAudioServer.with(modules: Self.modules) { server in
+    /// Runs `body` with a PulseAudio server loading `modules`, a state directory and a music
+    /// player (`paplay`, media.role=music) whose stream is up; stops the player after.
+    private func withMusic(
+        modules: [String] = Self.modules,
+        _ body: (PulseAudioServer, TestDirectory, SinkInputSnapshot) async throws -> Void
+    ) async throws {
+        try await PulseAudioServer.with(modules: modules) { server in
             let state = try TestDirectory("vigil-announce")
             defer { state.remove() }
             let player = try server.playTone(role: "music")
             defer { player.signal(SIGKILL); player.wait() }
             let music = try await server.waitForSinkInput { $0.role == "music" }
+            try await body(server, state, music)
+        }
+    }
+
+    @Test("a music stream drops to the duck level during the prompt (volume and sound) and is restored exactly")
+    func duckAndRestore() async throws {
+        try await withMusic { server, state, music in
             #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
             let before = try await level(server)
             #expect(before > 0.2, "the tone should be loud before the prompt: \(before)")
@@ -54,12 +65,7 @@ struct DuckingTests {
 
     @Test("a volume the user sets during the prompt is kept")
     func userChangeWins() async throws {
-        try await PulseAudioServer.with(modules: Self.modules) { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
-            let player = try server.playTone(role: "music")
-            defer { player.signal(SIGKILL); player.wait() }
-            let music = try await server.waitForSinkInput { $0.role == "music" }
+        try await withMusic { server, state, music in
             let announcer = makeAnnouncer(server, directory: state.path)
             let watcher = AnnouncementWatcher(announcer)
             let (task, _) = try await startAnnouncement(announcer, .play(.silence(seconds: 2)), watcher: watcher)
@@ -133,14 +139,9 @@ struct DuckingTests {
 
     @Test("with module-role-ducking loaded, the prompt takes its trigger role and Vigil lowers nothing itself")
     func serverSideDucking() async throws {
-        try await PulseAudioServer.with(
+        try await withMusic(
             modules: Self.modules + ["module-role-ducking trigger_roles=phone ducking_roles=music volume=-20dB"]
-        ) { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
-            let player = try server.playTone(role: "music")
-            defer { player.signal(SIGKILL); player.wait() }
-            let music = try await server.waitForSinkInput { $0.role == "music" }
+        ) { server, state, music in
             #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
             let before = try await level(server)
             let announcer = makeAnnouncer(server, directory: state.path)

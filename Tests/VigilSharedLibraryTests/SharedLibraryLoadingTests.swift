@@ -24,6 +24,24 @@ struct SharedLibraryLoadingTests {
         try f.plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI, settings: settings)
     }
 
+    /// Builds and signs plugin `alpha`, whose library needs (`DT_NEEDED`) a helper library that
+    /// ships beside it; `listed` are the files the manifest lists as resources (`nil`: both).
+    private func pluginWithHelper(_ f: NativePluginFixture, listed: [String]? = nil) async throws {
+        try await f.compile(
+            .init(
+                who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"),
+                isHelper: true),
+            output: "libvigiltest-helper.so")
+        try await f.compile(
+            .init(
+                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
+                helper: "libvigiltest-helper.so"),
+            output: "alpha.so")
+        try f.plugin(
+            "alpha", library: "libalpha.so",
+            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"], listed: listed)
+    }
+
     /// Starts `refused` next to a good control plugin and returns the status. The control is the
     /// positive signal: it runs, and its constructor's sentinel appears, in the same host.
     private func runWithControl(_ f: NativePluginFixture, refused: String) async throws -> HostStatus {
@@ -109,20 +127,7 @@ struct SharedLibraryLoadingTests {
     func undeclaredDependency() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await f.compile(
-            .init(
-                who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"),
-                isHelper: true),
-            output: "libvigiltest-helper.so")
-        try await f.compile(
-            .init(
-                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
-                helper: "libvigiltest-helper.so"),
-            output: "alpha.so")
-        try f.plugin(
-            "alpha", library: "libalpha.so",
-            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"],
-            listed: ["libalpha.so"])
+        try await pluginWithHelper(f, listed: ["libalpha.so"])
         let status = try await runWithControl(f, refused: "alpha")
         #expect(status.failureCode("alpha") == "library-undeclared-dependency")
         #expect(status.failureMessage("alpha")?.contains("libvigiltest-helper.so") == true)
@@ -134,19 +139,7 @@ struct SharedLibraryLoadingTests {
     func declaredDependency() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await f.compile(
-            .init(
-                who: "helper", pluginID: "-", soname: "libvigiltest-helper.so", sentinel: f.sentinel("helper"),
-                isHelper: true),
-            output: "libvigiltest-helper.so")
-        try await f.compile(
-            .init(
-                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
-                helper: "libvigiltest-helper.so"),
-            output: "alpha.so")
-        try f.plugin(
-            "alpha", library: "libalpha.so",
-            files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"])
+        try await pluginWithHelper(f)
         try f.config(["alpha"])
         let host = try f.host()
         // After verification, another helper where $ORIGIN would find it: it must not be what runs.

@@ -51,10 +51,11 @@ struct SleepHandlingTests {
             implementation: implementation)
     }
 
-    @Test(
-        "delay lock after keepAlive(); PrepareForSleep(true) stops the stream before the lock is released; false brings it back"
-    )
-    func sleepAndResume() async throws {
+    /// Runs `body` with a temporary directory, a PulseAudio server, a private system bus and the
+    /// logind stand-in on it (which tells how many of the server's streams are left at sleep).
+    private func withSleepingSession(
+        _ body: (TestDirectory, PulseAudioServer, DBusDaemon, LogindStandIn) async throws -> Void
+    ) async throws {
         try await RuntimeFixtures.withTempDirectory { directory in
             try await PulseAudioServer.with { pulse in
                 let bus = try DBusDaemon()
@@ -62,125 +63,127 @@ struct SleepHandlingTests {
                 let logind = try await LogindStandIn.start(
                     bus: bus, directory: directory.path, pulseServer: pulse.address)
                 defer { logind.stop() }
-                let ledger = InstanceLedger()
-                // An audio plugin whose stop() takes 1 s, stopped before silent-engine: had the host
-                // released the lock before its plugins were stopped, the stand-in would count the
-                // silent-engine stream still there.
-                let slow = TestPlugins.prepared(
-                    "slow-audio", ledger: InstanceLedger(), requirements: [HostRequirement(kind: .audioOutput)],
-                    delay: .seconds(1))
-                let host = try VigilHost(
-                    plugins: [slow, try Self.silentEngine(pulse), TestPlugins.prepared("other", ledger: ledger)],
-                    hostName: "sleep-test",
-                    options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address]),
-                    logger: Self.logger)
-                let events = host.events
-
-                let status = await host.keepAlive()
-                #expect(status[plugin: "silent-engine"]?.state == .running)
-                #expect(status.sleep == SleepStatus(locks: ["delay"]))
-                let held = try await Self.listInhibitors(bus)
-                #expect(held.count == 1)
-                #expect(held.first?.what == "sleep" && held.first?.who == "sleep-test" && held.first?.mode == "delay")
-                _ = try await pulse.waitForSinkInput { $0.applicationName == "sleep-test (Vigil keep-alive)" }
-
-                try await Self.emitPrepareForSleep(bus, true)
-                let released = await RuntimeFixtures.waitUntil(timeout: 20) {
-                    !logind.steps("released", mode: "delay").isEmpty
-                }
-                #expect(released, "the delay lock was not released after PrepareForSleep(true)")
-                // The stand-in counted the sink inputs the moment the lock's descriptor closed.
-                #expect(logind.steps("released", mode: "delay").first?["sink_inputs"] as? Int == 0)
-                #expect(logind.steps("prepare-for-sleep").first?["sink_inputs"] as? Int == 1)
-                #expect(await pulse.waitForSink(state: "SUSPENDED", timeout: 20))
-                let asleep = await host.status()
-                guard case .interrupted = asleep[plugin: "silent-engine"]?.state else {
-                    Issue.record("silent-engine is \(String(describing: asleep[plugin: "silent-engine"]?.state))")
-                    return
-                }
-                guard case .interrupted = asleep[plugin: "slow-audio"]?.state else {
-                    Issue.record("slow-audio is \(String(describing: asleep[plugin: "slow-audio"]?.state))")
-                    return
-                }
-                #expect(asleep[plugin: "other"]?.state == .running)  // not an audio plugin: untouched
-                #expect(ledger.snapshot.stopCalls == 0)
-                #expect(asleep.sleep == SleepStatus(locks: []))
-
-                try await Self.emitPrepareForSleep(bus, false)
-                var sawResumed = false
-                for await event in events where event.plugin == "silent-engine" && event.kind == .resumed {
-                    sawResumed = true
-                    break
-                }
-                #expect(sawResumed)
-                _ = try await pulse.waitForSinkInput { $0.applicationName == "sleep-test (Vigil keep-alive)" }
-                #expect(await host.status()[plugin: "silent-engine"]?.state == .running)
-                let again = await RuntimeFixtures.waitUntil(timeout: 20) {
-                    logind.steps("inhibit", mode: "delay").count == 2
-                }
-                #expect(again, "the delay lock was not taken again after PrepareForSleep(false)")
-                #expect(try await Self.listInhibitors(bus).map(\.mode) == ["delay"])
-                #expect(await host.status().sleep == SleepStatus(locks: ["delay"]))
-
-                await host.stop()
-                #expect(try await Self.listInhibitors(bus).isEmpty)
+                try await body(directory, pulse, bus, logind)
             }
+        }
+    }
+
+    @Test(
+        "delay lock after keepAlive(); PrepareForSleep(true) stops the stream before the lock is released; false brings it back"
+    )
+    func sleepAndResume() async throws {
+        try await withSleepingSession { directory, pulse, bus, logind in
+            let ledger = InstanceLedger()
+            // An audio plugin whose stop() takes 1 s, stopped before silent-engine: had the host
+            // released the lock before its plugins were stopped, the stand-in would count the
+            // silent-engine stream still there.
+            let slow = TestPlugins.prepared(
+                "slow-audio", ledger: InstanceLedger(), requirements: [HostRequirement(kind: .audioOutput)],
+                delay: .seconds(1))
+            let host = try VigilHost(
+                plugins: [slow, try Self.silentEngine(pulse), TestPlugins.prepared("other", ledger: ledger)],
+                hostName: "sleep-test",
+                options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address]),
+                logger: Self.logger)
+            let events = host.events
+
+            let status = await host.keepAlive()
+            #expect(status[plugin: "silent-engine"]?.state == .running)
+            #expect(status.sleep == SleepStatus(locks: ["delay"]))
+            let held = try await Self.listInhibitors(bus)
+            #expect(held.count == 1)
+            #expect(held.first?.what == "sleep" && held.first?.who == "sleep-test" && held.first?.mode == "delay")
+            _ = try await pulse.waitForSinkInput { $0.applicationName == "sleep-test (Vigil keep-alive)" }
+
+            try await Self.emitPrepareForSleep(bus, true)
+            let released = await RuntimeFixtures.waitUntil(timeout: 20) {
+                !logind.steps("released", mode: "delay").isEmpty
+            }
+            #expect(released, "the delay lock was not released after PrepareForSleep(true)")
+            // The stand-in counted the sink inputs the moment the lock's descriptor closed.
+            #expect(logind.steps("released", mode: "delay").first?["sink_inputs"] as? Int == 0)
+            #expect(logind.steps("prepare-for-sleep").first?["sink_inputs"] as? Int == 1)
+            #expect(await pulse.waitForSink(state: "SUSPENDED", timeout: 20))
+            let asleep = await host.status()
+            guard case .interrupted = asleep[plugin: "silent-engine"]?.state else {
+                Issue.record("silent-engine is \(String(describing: asleep[plugin: "silent-engine"]?.state))")
+                return
+            }
+            guard case .interrupted = asleep[plugin: "slow-audio"]?.state else {
+                Issue.record("slow-audio is \(String(describing: asleep[plugin: "slow-audio"]?.state))")
+                return
+            }
+            #expect(asleep[plugin: "other"]?.state == .running)  // not an audio plugin: untouched
+            #expect(ledger.snapshot.stopCalls == 0)
+            #expect(asleep.sleep == SleepStatus(locks: []))
+
+            try await Self.emitPrepareForSleep(bus, false)
+            var sawResumed = false
+            for await event in events where event.plugin == "silent-engine" && event.kind == .resumed {
+                sawResumed = true
+                break
+            }
+            #expect(sawResumed)
+            _ = try await pulse.waitForSinkInput { $0.applicationName == "sleep-test (Vigil keep-alive)" }
+            #expect(await host.status()[plugin: "silent-engine"]?.state == .running)
+            let again = await RuntimeFixtures.waitUntil(timeout: 20) {
+                logind.steps("inhibit", mode: "delay").count == 2
+            }
+            #expect(again, "the delay lock was not taken again after PrepareForSleep(false)")
+            #expect(try await Self.listInhibitors(bus).map(\.mode) == ["delay"])
+            #expect(await host.status().sleep == SleepStatus(locks: ["delay"]))
+
+            await host.stop()
+            #expect(try await Self.listInhibitors(bus).isEmpty)
         }
     }
 
     @Test("soundscape: stopped before the lock is released, its preferences saved, back after the wake-up with them")
     func soundscapeKeepsPreferences() async throws {
-        try await RuntimeFixtures.withTempDirectory { directory in
-            try await PulseAudioServer.with { pulse in
-                let bus = try DBusDaemon()
-                defer { bus.stop() }
-                let logind = try await LogindStandIn.start(
-                    bus: bus, directory: directory.path, pulseServer: pulse.address)
-                defer { logind.stop() }
-                let implementation = try #require(PluginRegistry.builtin.implementation(for: "soundscape"))
-                let soundscape = VigilHost.PreparedPlugin(
-                    name: "soundscape", version: "1.0.0", requirements: [HostRequirement(kind: .audioOutput)],
-                    settings: PluginSettings(
-                        pluginName: "soundscape",
-                        values: [
-                            "pulse_server": .string(pulse.address), "mpris": .bool(false),
-                            "control_socket": .bool(false),
-                        ]),
-                    implementation: implementation)
-                let host = try VigilHost(
-                    plugins: [soundscape], hostName: "sleep-soundscape",
-                    options: Self.options([
-                        "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address,
-                        "XDG_STATE_HOME": directory.path + "/state",
+        try await withSleepingSession { directory, pulse, bus, logind in
+            let implementation = try #require(PluginRegistry.builtin.implementation(for: "soundscape"))
+            let soundscape = VigilHost.PreparedPlugin(
+                name: "soundscape", version: "1.0.0", requirements: [HostRequirement(kind: .audioOutput)],
+                settings: PluginSettings(
+                    pluginName: "soundscape",
+                    values: [
+                        "pulse_server": .string(pulse.address), "mpris": .bool(false),
+                        "control_socket": .bool(false),
                     ]),
-                    logger: Self.logger)
-                let events = host.events
-                #expect(await host.keepAlive()[plugin: "soundscape"]?.state == .running)
-                let controller = try #require(SoundscapeController.running)
-                try controller.select("rain")
-                try controller.setVolume(0.2)
+                implementation: implementation)
+            let host = try VigilHost(
+                plugins: [soundscape], hostName: "sleep-soundscape",
+                options: Self.options([
+                    "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address,
+                    "XDG_STATE_HOME": directory.path + "/state",
+                ]),
+                logger: Self.logger)
+            let events = host.events
+            #expect(await host.keepAlive()[plugin: "soundscape"]?.state == .running)
+            let controller = try #require(SoundscapeController.running)
+            try controller.select("rain")
+            try controller.setVolume(0.2)
 
-                try await Self.emitPrepareForSleep(bus, true)
-                #expect(
-                    await RuntimeFixtures.waitUntil(timeout: 20) { !logind.steps("released", mode: "delay").isEmpty })
-                #expect(logind.steps("prepare-for-sleep").first?["sink_inputs"] as? Int == 1)
-                #expect(logind.steps("released", mode: "delay").first?["sink_inputs"] as? Int == 0)
-                #expect(await pulse.waitForSink(state: "SUSPENDED", timeout: 20))
+            try await Self.emitPrepareForSleep(bus, true)
+            #expect(
+                await RuntimeFixtures.waitUntil(timeout: 20) { !logind.steps("released", mode: "delay").isEmpty })
+            #expect(logind.steps("prepare-for-sleep").first?["sink_inputs"] as? Int == 1)
+            #expect(logind.steps("released", mode: "delay").first?["sink_inputs"] as? Int == 0)
+            #expect(await pulse.waitForSink(state: "SUSPENDED", timeout: 20))
 
-                try await Self.emitPrepareForSleep(bus, false)
-                var sawResumed = false
-                for await event in events where event.plugin == "soundscape" && event.kind == .resumed {
-                    sawResumed = true
-                    break
-                }
-                #expect(sawResumed)
-                // A fresh instance, started from the preferences the stopped one saved.
-                let details = await host.status()[plugin: "soundscape"]?.details ?? [:]
-                #expect(details["soundscape"] == "rain", "\(details)")
-                #expect(details["volume"] == "0.20", "\(details)")
-                #expect(await pulse.waitForSink(state: "RUNNING", timeout: 20))
-                await host.stop()
+            try await Self.emitPrepareForSleep(bus, false)
+            var sawResumed = false
+            for await event in events where event.plugin == "soundscape" && event.kind == .resumed {
+                sawResumed = true
+                break
             }
+            #expect(sawResumed)
+            // A fresh instance, started from the preferences the stopped one saved.
+            let details = await host.status()[plugin: "soundscape"]?.details ?? [:]
+            #expect(details["soundscape"] == "rain", "\(details)")
+            #expect(details["volume"] == "0.20", "\(details)")
+            #expect(await pulse.waitForSink(state: "RUNNING", timeout: 20))
+            await host.stop()
         }
     }
 

@@ -113,7 +113,4 @@ int vigil_notify_send(const char *address, const char *message, size_t length);
 /// they empty, and exits. Returns 0 and sets *pid and *pipe_write_fd (close-on-exec), or -errno.
 int vigil_sentinel_start(int kill_fd, const char *rmdir_paths, pid_t *pid, int *pipe_write_fd);
 
-/// Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
-void vigil_set_thread_name(const char *name);
-
 #endif

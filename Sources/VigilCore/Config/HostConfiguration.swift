@@ -175,11 +175,11 @@ public struct HostConfiguration: Sendable {
                     code: .configNotFound,
                     message: "\(absolute) does not exist — create it, or pass another file with --config")
             }
-            throw CoreError.io("open", path: absolute, errno: e)
+            throw CoreError.io("open", path: absolute, errno: e, call: "open")
         }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: absolute, errno: errno) }
+        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: absolute, errno: errno, call: "fstat") }
         if (st.st_mode & S_IFMT) == S_IFREG {
             try checkOwnership(st, of: absolute, isDirectory: false)
             try checkDirectory(of: absolute)
@@ -202,7 +202,7 @@ public struct HostConfiguration: Sendable {
         }
         let directory = Path.directory(of: real)
         var st = stat()
-        guard stat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno) }
+        guard stat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno, call: "stat") }
         try checkOwnership(st, of: directory, isDirectory: true)
     }
 

@@ -1,21 +1,7 @@
+public import VigilBase
+
 /// A position in a text file, for compiler-style diagnostics (`path:line:column`).
-public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
-    /// The file.
-    public let path: String
-    /// 1-based line.
-    public let line: Int
-    /// 1-based column, in Unicode scalars.
-    public let column: Int
-
-    /// Creates a location.
-    public init(path: String, line: Int, column: Int) {
-        self.path = path
-        self.line = line
-        self.column = column
-    }
-
-    public var description: String { "\(path):\(line):\(column)" }
-}
+public typealias SourceLocation = TextLocation
 
 /// Finds where keys, table headers and array elements are in a TOML document.
 ///

@@ -37,21 +37,25 @@ public enum AtomicFile {
             fd = open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 || errno != EEXIST { break }
         }
-        guard fd >= 0 else { throw CoreError.io("create a temporary file next to", path: path, errno: errno) }
+        guard fd >= 0 else {
+            throw CoreError.io("create a temporary file next to", path: path, errno: errno, call: "open")
+        }
         var committed = false
         defer {
             if fd >= 0 { close(fd) }
             if !committed { unlink(tempPath) }
         }
-        if fchmod(fd, finalMode) != 0 { throw CoreError.io("set the mode of", path: tempPath, errno: errno) }
+        if fchmod(fd, finalMode) != 0 {
+            throw CoreError.io("set the mode of", path: tempPath, errno: errno, call: "fchmod")
+        }
         try writeAll(fd: fd, bytes: bytes, path: tempPath)
-        if durable, fsync(fd) != 0 { throw CoreError.io("flush", path: tempPath, errno: errno) }
+        if durable, fsync(fd) != 0 { throw CoreError.io("flush", path: tempPath, errno: errno, call: "fsync") }
         if close(fd) != 0 {
             fd = -1
-            throw CoreError.io("close", path: tempPath, errno: errno)
+            throw CoreError.io("close", path: tempPath, errno: errno, call: "close")
         }
         fd = -1
-        if rename(tempPath, path) != 0 { throw CoreError.io("replace", path: path, errno: errno) }
+        if rename(tempPath, path) != 0 { throw CoreError.io("replace", path: path, errno: errno, call: "rename") }
         committed = true
         if durable { syncDirectory(directory) }
     }
@@ -65,7 +69,7 @@ public enum AtomicFile {
             if e == EEXIST {
                 throw CoreError(code: .ioFailure, message: "\(path) already exists; Vigil does not overwrite it")
             }
-            throw CoreError.io("create", path: path, errno: e)
+            throw CoreError.io("create", path: path, errno: e, call: "open")
         }
         var ok = false
         defer {
@@ -73,7 +77,7 @@ public enum AtomicFile {
             if !ok { unlink(path) }
         }
         try writeAll(fd: fd, bytes: bytes, path: path)
-        if fsync(fd) != 0 { throw CoreError.io("flush", path: path, errno: errno) }
+        if fsync(fd) != 0 { throw CoreError.io("flush", path: path, errno: errno, call: "fsync") }
         ok = true
         syncDirectory(Path.directory(of: path))
     }
@@ -86,7 +90,7 @@ public enum AtomicFile {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw CoreError.io("write", path: path, errno: errno)
+                throw CoreError.io("write", path: path, errno: errno, call: "write")
             }
             offset += n
         }

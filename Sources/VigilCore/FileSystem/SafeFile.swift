@@ -180,10 +180,10 @@ enum SystemCall {
         on path: String, flags: Int32, mode: mode_t = 0o600, what: String, _ body: () throws(CoreError) -> T
     ) throws(CoreError) -> T {
         let fd = open(path, flags | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CoreError.io("open \(what)", path: path, errno: errno) }
+        guard fd >= 0 else { throw CoreError.io("open \(what)", path: path, errno: errno, call: "open") }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw CoreError.io("lock \(what)", path: path, errno: errno) }
+            if errno != EINTR { throw CoreError.io("lock \(what)", path: path, errno: errno, call: "flock") }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

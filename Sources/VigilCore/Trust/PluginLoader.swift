@@ -1,4 +1,5 @@
 import Glibc
+import VigilBase
 public import VigilCrypto
 public import VigilPlugin
 
@@ -339,7 +340,7 @@ public struct PluginLoader: Sendable {
             throw CoreError(
                 code: .keyInvalid, plugin: name,
                 message: "its plugin.pub is not a valid minisign public key (\(error)) — ask the publisher for a "
-                    + "correct plugin.pub")
+                    + "correct plugin.pub", cause: cryptoCause(error))
         }
     }
 
@@ -362,7 +363,8 @@ public struct PluginLoader: Sendable {
             if isUnsupportedAlgorithm(error) { throw unsupported(name, error) }
             throw CoreError(
                 code: .invalidSignature, plugin: name,
-                message: "its signature file plugin.json.minisig is malformed (\(error))" + tamper)
+                message: "its signature file plugin.json.minisig is malformed (\(error))" + tamper,
+                cause: cryptoCause(error))
         }
         if let keyID, signature.keyID != keyID {
             throw CoreError(
@@ -380,7 +382,8 @@ public struct PluginLoader: Sendable {
             if isUnsupportedAlgorithm(error) { throw unsupported(name, error) }
             throw CoreError(
                 code: .invalidSignature, plugin: name,
-                message: "its signature does not verify with the key \(fingerprint) (\(error))" + tamper)
+                message: "its signature does not verify with the key \(fingerprint) (\(error))" + tamper,
+                cause: cryptoCause(error))
         }
     }
 
@@ -390,7 +393,14 @@ public struct PluginLoader: Sendable {
 
     private static func unsupported(_ name: String, _ error: any Error) -> CoreError {
         // The crypto error already says what the algorithm is, why it is refused and how to re-sign.
-        CoreError(code: .unsupportedSignatureAlgorithm, plugin: name, message: "plugin.json.minisig: \(error)")
+        CoreError(
+            code: .unsupportedSignatureAlgorithm, plugin: name, message: "plugin.json.minisig: \(error)",
+            cause: cryptoCause(error))
+    }
+
+    /// The crypto error underneath a refusal, kept typed.
+    private static func cryptoCause(_ error: any Error) -> ErrorCause? {
+        (error as? CryptoError).map(ErrorCause.init)
     }
 
     static func readResource(

@@ -152,11 +152,11 @@ public struct RollbackStore: Sendable {
             let e = errno
             if e == ENOENT { return [:] }
             if e == ELOOP { throw corrupt("it is a symbolic link") }
-            throw CoreError.io("open", path: statePath, errno: e)
+            throw CoreError.io("open", path: statePath, errno: e, call: "open")
         }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno) }
+        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno, call: "fstat") }
         if st.st_uid != geteuid() { throw corrupt("it is owned by another user (uid \(st.st_uid))") }
         if st.st_mode & 0o022 != 0 {
             throw corrupt("it is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))")
@@ -227,17 +227,19 @@ public struct RollbackStore: Sendable {
         var st = stat()
         if lstat(directory, &st) != 0 {
             let e = errno
-            guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e) }
+            guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e, call: "lstat") }
             guard create else { return }
             // Create missing parents with 0700 too (mkdir -p).
             var prefix = ""
             for component in directory.split(separator: "/") {
                 prefix += "/" + component
                 if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                    throw CoreError.io("create the state directory", path: prefix, errno: errno)
+                    throw CoreError.io("create the state directory", path: prefix, errno: errno, call: "mkdir")
                 }
             }
-            guard lstat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno) }
+            guard lstat(directory, &st) == 0 else {
+                throw CoreError.io("stat", path: directory, errno: errno, call: "lstat")
+            }
         }
         guard (st.st_mode & S_IFMT) == S_IFDIR else {
             throw corrupt("its directory \(directory) is a \(SafeFile.fileKind(st.st_mode)), not a directory")

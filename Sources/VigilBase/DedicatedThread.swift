@@ -1,9 +1,8 @@
-internal import CVigilSpawn
 import Foundation
 import Synchronization
 
-/// A thread of our own that runs jobs in order: for blocking C calls (sd-bus), which must never
-/// run on Swift's cooperative pool.
+/// A named thread of our own that runs jobs one after another: for blocking C calls (sd-bus,
+/// libpulse, espeak-ng, a plugin's C ABI), which must never run on Swift's cooperative pool.
 package final class DedicatedThread: Sendable {
     private struct Queue {
         var jobs: [@Sendable () -> Void] = []
@@ -12,11 +11,9 @@ package final class DedicatedThread: Sendable {
     private let queue = Mutex(Queue())
     private let available = DispatchSemaphore(value: 0)
 
+    /// Starts the thread; the kernel shows it as `name`.
     package init(name: String) {
-        Thread { [self] in
-            vigil_set_thread_name(name)
-            loop()
-        }.start()
+        KernelThread.start(name: name) { [self] in loop() }
     }
 
     /// Queues `job`; returns false once the thread was closed.
@@ -31,7 +28,8 @@ package final class DedicatedThread: Sendable {
         return accepted
     }
 
-    /// Runs `body` on the thread and returns its result.
+    /// Runs `body` on the thread after the jobs queued before it and returns its result; `nil`
+    /// once the thread was closed.
     package func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
         await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             if !enqueue({ continuation.resume(returning: body()) }) { continuation.resume(returning: nil) }
