@@ -77,7 +77,8 @@ let package = Package(
             swiftSettings: strictSettings),
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
         // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups.
-        .target(name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log], swiftSettings: strictSettings),
+        .target(
+            name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log], swiftSettings: strictSettings),
         // First-party plugins.
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
@@ -89,7 +90,9 @@ let package = Package(
         // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
         .target(name: "CVigilSpawn"),
         // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
-        .target(name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", "VigilBase", log], swiftSettings: strictSettings),
+        .target(
+            name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", "VigilBase", log],
+            swiftSettings: strictSettings),
         // The supervisor plugin over it: settings, systemd and desktop channels.
         .target(
             name: "VigilSupervisor",
@@ -231,11 +234,13 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
-        .target(name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio", "VigilBase"], swiftSettings: strictSettings),
+        .target(
+            name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio", "VigilBase"], swiftSettings: strictSettings),
         .target(
             name: "VigilAnnounce",
             dependencies: [
-                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", "VigilBase", log,
+                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", "VigilBase",
+                log,
             ],
             swiftSettings: strictSettings),
         // A minimal announcer for bench/announce.sh (an executable target, not a product).
@@ -273,7 +278,8 @@ let package = Package(
         // A shared-library plugin's checks on its verified bytes (ELF, SONAME, dependencies, ABI);
         // VigilSharedLibrary maps and runs what they accepted.
         .target(
-            name: "VigilLibraryCheck", dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
+            name: "VigilLibraryCheck",
+            dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
             swiftSettings: strictSettings),
         // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
         .target(

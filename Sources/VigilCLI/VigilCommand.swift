@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import VigilCore
 import VigilCheckCommands
+import VigilCore
 import VigilExecutor
 
 /// `vigil`: keeps a host application alive and its audio output awake, through signed plugins.
