@@ -295,7 +295,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // The tool the SwiftPM plugins run (`vigil check`, `vigil plugin trust`), without the runtime.
         .executableTarget(
-            name: "vigil-plugin-tool", dependencies: ["VigilCheckCommands", "CVigilStartup"],
+            name: "vigil-plugin-tool", dependencies: ["VigilCheckCommands", "VigilCore", "CVigilStartup"],
             path: "Sources/VigilPluginTool", swiftSettings: strictSettings),
         // A host timing one cold keepAlive(), for bench/cold-start.sh (an executable target, not a product).
         .executableTarget(

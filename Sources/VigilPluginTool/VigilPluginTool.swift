@@ -1,5 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
 import VigilCheckCommands
+import VigilCore
 
 /// The tool Vigil's SwiftPM plugins run: `vigil check` and `vigil plugin trust`, the same
 /// commands as the `vigil` CLI's (VigilCheckCommands), in a program that links only the checks —
@@ -11,6 +13,13 @@ struct VigilPluginTool: AsyncParsableCommand {
         commandName: "vigil",
         abstract: "Check vigil.toml and trust plugins for Vigil's SwiftPM plugins.",
         subcommands: [Check.self, PluginGroup.self])
+
+    /// Takes the remedies' trust command from the plugin that started the tool (it sets
+    /// `VIGIL_TRUST_COMMAND` to the `swift package … vigil-trust` form), then runs the command.
+    static func main() async {
+        TrustCommand.adopt(from: ProcessInfo.processInfo.environment)
+        await main(nil)
+    }
 
     /// `vigil plugin trust` (the only `plugin` subcommand the SwiftPM plugins need).
     struct PluginGroup: ParsableCommand {
