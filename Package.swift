@@ -290,7 +290,7 @@ let package = Package(
             name: "VigilCheckCommands",
             dependencies: [
                 "VigilHostCheck", "VigilCore", "VigilCrypto", "VigilPlugin",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), "VigilBase",
             ],
             swiftSettings: strictSettings),
         // The tool the SwiftPM plugins run (`vigil check`, `vigil plugin trust`), without the runtime.

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import VigilCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The JSON a running host publishes (and `vigil status --json` prints): schema `vigil.status/v1`.
 struct StatusDocument: Codable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import VigilBase
 import VigilCore
@@ -60,7 +60,7 @@ final class StatusPublisher: Sendable {
     private final class Writer: @unchecked Sendable {
         let file: String
         let logger: Logger
-        private let condition = NSCondition()
+        private let condition = ConditionLock()
         // Guarded by `condition`.
         private var pending: HostStatus?
         /// Waiting for `pending` to be written (it is written without the rate-limit wait).
@@ -122,7 +122,7 @@ final class StatusPublisher: Sendable {
                 let wait = lastWrite + StatusPublisher.minimumInterval - Self.monotonicSeconds()
                 if wait > 0 && waiters.isEmpty {
                     // Later changes replace `pending` meanwhile: the latest wins.
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: wait))
+                    condition.wait(seconds: wait)
                     continue
                 }
                 guard let status = pending else { continue }

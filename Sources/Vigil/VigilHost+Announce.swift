@@ -1,8 +1,12 @@
-import Foundation
+import FoundationEssentials
 import Logging
 public import VigilAnnounce
 import VigilCore
 import VigilPlugin
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension VigilHost {
     /// Plays one prompt over the keep-alive — spoken text or the host's own audio — with its
@@ -27,7 +31,9 @@ extension VigilHost {
     }
 
     static func makeAnnouncer(options: Options, logger: Logger) -> Announcer {
-        let base = options.environment.vigilStateDirectory ?? NSTemporaryDirectory() + "vigil-\(getuid())"
+        let base =
+            options.environment.vigilStateDirectory ?? FileManager.default.temporaryDirectory.path
+            + "/vigil-\(getuid())"
         return Announcer(settings: options.announce, stateDirectory: base + "/announce", logger: logger)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import Logging
 import VigilAnnounce
 import VigilCore
@@ -6,6 +6,10 @@ import VigilHostCheck
 import VigilLibraryCheck
 import VigilPlugin
 import VigilSharedLibrary
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension VigilHost {
     /// Creates a host from a `vigil.toml`: every activated plugin is verified through the core

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import Logging
 public import ServiceLifecycle
 public import VigilAnnounce
@@ -7,6 +7,10 @@ import VigilDBus
 import VigilLibraryCheck
 public import VigilPlugin
 import VigilSharedLibrary
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs a host's keep-alive plugins: `keepAlive()`, `stop()`, `status()`, `events`.
 ///
@@ -706,7 +710,8 @@ public actor VigilHost: Service {
     /// The plugin's state directory from the host's one environment (the account's home
     /// directory when the environment names none).
     private func stateDirectory(for name: String) -> String {
-        options.environment.pluginStateDirectory(name) ?? NSHomeDirectory() + "/.local/state/vigil/plugins/\(name)"
+        options.environment.pluginStateDirectory(name) ?? FileManager.default.homeDirectoryForCurrentUser.path
+            + "/.local/state/vigil/plugins/\(name)"
     }
 
     /// Plugin `name` (slot `index`) failed to be created or to start with `error`: logs it and

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import Logging
 import Synchronization
 import VigilAudio
@@ -6,6 +6,10 @@ import VigilBase
 import VigilDBus
 import VigilSoundFile
 import VigilSpeech
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Plays announcements — spoken text or audio — over the keep-alive, ducking or pausing the
 /// other apps as the policy says, and puts everything back after.
@@ -429,7 +433,7 @@ final class AnnounceEngine: @unchecked Sendable {
         for part in argument.split(separator: " ") {
             guard let eq = part.firstIndex(of: "=") else { continue }
             values[String(part[..<eq])] = String(part[part.index(after: eq)...]).trimmingCharacters(
-                in: CharacterSet(charactersIn: "\"'"))
+                in: "\"'")
         }
         let triggers = (values["trigger_roles"] ?? "phone").split(separator: "/", omittingEmptySubsequences: false)
         let ducking = (values["ducking_roles"] ?? "music,video").split(separator: "/", omittingEmptySubsequences: false)

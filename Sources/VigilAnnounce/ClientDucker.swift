@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import VigilAudio
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Lowers the other apps' streams stream by stream, as Mumble does, and puts them back.
 ///

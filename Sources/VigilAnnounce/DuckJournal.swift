@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import VigilAudio
 import VigilCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What Vigil lowered, written (atomically, fsynced) to the state directory before it lowers
 /// anything and removed once everything is back: a process killed mid-prompt leaves it behind,

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import VigilDBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `pause-spoken`: pauses the MPRIS players named in `[announce] players` that are playing, and
 /// resumes exactly those after the prompt — unless someone stopped or paused them otherwise

@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Synchronization
 
 /// A named thread of our own that runs jobs one after another: for blocking C calls (sd-bus,

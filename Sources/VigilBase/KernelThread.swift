@@ -1,5 +1,4 @@
 internal import CVigilBase
-import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -25,11 +24,30 @@ package enum KernelThread {
         return Int32(text[text.index(after: slash)...])
     }
 
-    /// Starts `body` on a new thread that first gives itself `name`.
+    /// Starts `body` on a new detached POSIX thread that first gives itself `name` (plain
+    /// pthreads: Foundation's `Thread` would link full Foundation into every executable).
     package static func start(name: String, _ body: @escaping @Sendable () -> Void) {
-        Thread {
-            nameCurrent(name)
-            body()
-        }.start()
+        let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
+                KernelThread.nameCurrent(start.name)
+                start.body()
+                return nil
+            }, start)
+        // Out of threads or memory: as Foundation's `Thread.start()`, nothing to recover.
+        precondition(result == 0, "pthread_create failed: \(result)")
+        pthread_detach(thread)
+    }
+
+    private final class Start: Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
     }
 }

@@ -1,10 +1,14 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
 import VigilAnnounce
 import VigilCheckCommands
 import VigilCore
 import VigilPlugin
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vigil announce FILE` / `vigil announce --say TEXT`: plays one prompt, ducking the other apps, and returns once it
 /// has played and their volumes are back.
@@ -201,8 +205,8 @@ struct Announce: AsyncParsableCommand {
 
     static func describe(_ report: AnnouncementReport) -> String {
         var lines = [
-            "played \(String(format: "%.1f", report.promptSeconds)) s (\(report.policy), ducked by \(report.method)); "
-                + "first sample after \(String(format: "%.1f", report.firstSampleMilliseconds)) ms"
+            "played \(TextFormat.fixed(report.promptSeconds, digits: 1)) s (\(report.policy), ducked by \(report.method)); "
+                + "first sample after \(TextFormat.fixed(report.firstSampleMilliseconds, digits: 1)) ms"
         ]
         for stream in report.ducked {
             let name = Sanitizer.display(stream.application ?? "?")
@@ -218,7 +222,7 @@ struct Announce: AsyncParsableCommand {
     }
 
     static func document(report: AnnouncementReport) -> JSONValue {
-        func number(_ value: Double) -> JSONValue { .number(String(format: "%.3f", value)) }
+        func number(_ value: Double) -> JSONValue { .number(TextFormat.fixed(value, digits: 3)) }
         let ducked = report.ducked.map { stream -> JSONValue in
             .object([
                 ("index", .number("\(stream.index)")),

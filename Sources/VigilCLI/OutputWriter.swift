@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import VigilBase
 
 #if canImport(Glibc)
@@ -14,7 +14,7 @@ final class OutputWriter: @unchecked Sendable {
     static let limit = 256 * 1024
 
     private let fd: Int32
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     // Guarded by `condition`.
     private var queue: [[UInt8]] = []
     private var queued = 0
@@ -48,9 +48,9 @@ final class OutputWriter: @unchecked Sendable {
     @discardableResult
     func finish(timeout: Double) -> Bool {
         condition.withLock {
-            let deadline = Date(timeIntervalSinceNow: timeout)
+            let deadline = ConditionLock.monotonicSeconds() + timeout
             while !closed, !queue.isEmpty || writing {
-                if !condition.wait(until: deadline) { break }
+                if !condition.wait(seconds: deadline - ConditionLock.monotonicSeconds()) { break }
             }
             let done = queue.isEmpty && !writing
             finished = true

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -8,6 +8,10 @@ import Vigil
 import VigilCheckCommands
 import VigilCore
 import VigilSupervisorEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vigil run [--config PATH] [--restart POLICY] -- CMD ARGS…`: runs CMD under Vigil's supervisor.
 struct Run: AsyncParsableCommand {

@@ -1,6 +1,12 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import VigilBase
+import VigilCheckCommands
 import VigilSoundscape
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vigil soundscape …`: drives the soundscape of this user's running host through its local
 /// control channel (a Unix socket only this user can open).
@@ -38,8 +44,9 @@ struct SoundscapeCommand: AsyncParsableCommand {
         }
         let client = SoundscapeClient(path: path)
         let result: Result<ControlResponse, SoundscapeError> = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: Result { () throws(SoundscapeError) in try client.send(request) }) }
-                .start()
+            KernelThread.start(name: "vigil-control") {
+                continuation.resume(returning: Result { () throws(SoundscapeError) in try client.send(request) })
+            }
         }
         let response: ControlResponse
         switch result {
@@ -72,7 +79,7 @@ struct SoundscapeCommand: AsyncParsableCommand {
     static func describe(_ state: SoundscapeState) -> String {
         var line =
             "\(terminalSafe(state.title)) (\(terminalSafe(state.soundscape))): \(state.playback.rawValue.lowercased())"
-        line += ", volume \(String(format: "%.2f", state.volume))"
+        line += ", volume \(TextFormat.fixed(state.volume, digits: 2))"
         if let preset = state.preset { line += " (\(preset.rawValue))" }
         if state.interrupted { line += ", interrupted by the sound server" }
         if state.asleep { line += ", asleep (sleep timer ended)" }
@@ -88,7 +95,7 @@ struct SoundscapeCommand: AsyncParsableCommand {
     }
 
     static func printError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        CLI.writeStandardError(text + "\n")
     }
 
     /// Control characters (escape sequences) from the host or its configuration shown as `\u{…}`.

@@ -1,8 +1,12 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Vigil
 import VigilCheckCommands
 import VigilCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vigil status`: the status the running host(s) of this user publish under `$XDG_RUNTIME_DIR/vigil/`.
 struct Status: AsyncParsableCommand {
@@ -65,8 +69,8 @@ struct Status: AsyncParsableCommand {
         let width = host.plugins.map(\.name.count).max() ?? 0
         let now = Date().timeIntervalSince1970
         for plugin in host.plugins {
-            var line = "  " + plugin.name.padding(toLength: width, withPad: " ", startingAt: 0)
-            line += "  " + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+            var line = "  " + TextFormat.padded(plugin.name, to: width)
+            line += "  " + plugin.state.description.replacing("[\(plugin.name)] ", with: "")
             line += "  (since \(Self.duration(now - plugin.since)) ago)"
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }

@@ -1,11 +1,15 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
 import ServiceLifecycle
 import UnixSignals
 import Vigil
 import VigilCheckCommands
 import VigilCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vigil up`: runs the host's plugins in the foreground until SIGINT or SIGTERM.
 struct Up: AsyncParsableCommand {
@@ -137,7 +141,7 @@ actor StatusDisplay {
                 if case .failed(let failure) = event.state {
                     lastReason[event.plugin] =
                         "\(event.plugin): failed: "
-                        + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
+                        + failure.message.replacing("[\(event.plugin)] ", with: "")
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
@@ -163,7 +167,7 @@ actor StatusDisplay {
             }.joined(separator: "\n")
         case .failed(let failure):
             reason =
-                "\(plugin.name): failed: " + failure.message.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+                "\(plugin.name): failed: " + failure.message.replacing("[\(plugin.name)] ", with: "")
         default: reason = nil
         }
         guard let reason else {
@@ -180,7 +184,7 @@ actor StatusDisplay {
         case .started: "\(event.plugin): running"
         case .stopped: "\(event.plugin): stopped"
         case .failed(let failure):
-            "\(event.plugin): failed: " + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
+            "\(event.plugin): failed: " + failure.message.replacing("[\(event.plugin)] ", with: "")
         case .blocked: "\(event.plugin): blocked"
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
@@ -220,8 +224,8 @@ actor StatusDisplay {
                 case .idle: "○"
                 }
             var text =
-                plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
-                + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+                TextFormat.padded(plugin.name, to: nameWidth) + "  "
+                + plugin.state.description.replacing("[\(plugin.name)] ", with: "")
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
                 separator: " ")
             if !details.isEmpty { text += "  [\(details)]" }

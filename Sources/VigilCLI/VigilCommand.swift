@@ -1,8 +1,12 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import VigilCheckCommands
 import VigilCore
 import VigilExecutor
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `vigil`: keeps a host application alive and its audio output awake, through signed plugins.
 @main

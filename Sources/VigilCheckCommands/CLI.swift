@@ -1,6 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
+import VigilBase
 import VigilCore
 import VigilCrypto
 import VigilPlugin
@@ -47,7 +48,12 @@ package enum CLI {
     /// standard output so that piped output keeps the order in which it was produced.
     package static func printError(_ text: String) {
         fflush(nil)
-        let bytes = Array((Sanitizer.display(text, keepingNewlines: true) + "\n").utf8)
+        writeStandardError(Sanitizer.display(text, keepingNewlines: true) + "\n")
+    }
+
+    /// Writes `text` as it is to standard error (up to a write error).
+    package static func writeStandardError(_ text: String) {
+        let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, bytes.count - offset) }
@@ -107,14 +113,5 @@ package enum CLI {
         guard let answer = readLine() else { return false }
         let a = answer.trimmingCharacters(in: " \t").lowercased()
         return a == "y" || a == "yes"
-    }
-}
-
-extension String {
-    package func trimmingCharacters(in set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s = s.dropFirst() }
-        while let l = s.last, set.contains(l) { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import VigilBase
 
 /// A yes/no question asked on the controlling terminal, where the operator is.
 ///

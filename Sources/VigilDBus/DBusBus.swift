@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which bus to connect to.
 public enum DBusBus: Sendable, Hashable, CustomStringConvertible {

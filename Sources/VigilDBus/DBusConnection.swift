@@ -1,5 +1,6 @@
 internal import CSystemd
-import Foundation
+import Dispatch
+import FoundationEssentials
 public import Logging
 import Synchronization
 import VigilBase

@@ -1,5 +1,5 @@
 internal import CSystemd
-import Foundation
+import FoundationEssentials
 import Logging
 
 #if canImport(Glibc)
@@ -180,8 +180,8 @@ final class ExportedObject: @unchecked Sendable {
     /// The `Introspect` answer: the declared interfaces plus the standard ones.
     func introspectionXML() -> String {
         func escape(_ s: String) -> String {
-            s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+            s.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
+                .replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
         }
         func arg(_ a: DBusArgument, _ direction: String?) -> String {
             let dir = direction.map { " direction=\"\($0)\"" } ?? ""

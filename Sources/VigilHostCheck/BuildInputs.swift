@@ -1,5 +1,10 @@
-import Foundation
+import FoundationEssentials
+import VigilBase
 public import VigilCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `vigil check` reads for a configuration, against the inputs a build declared for it.
 ///
@@ -18,23 +23,31 @@ public enum BuildInputs {
             if !watched.contains(normalized(path)) { missing.append(path) }
         }
         note(configuration.path)
-        let fm = FileManager.default
         for directory in configuration.pluginPaths {
-            var isDirectory: ObjCBool = false
-            guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            var info = stat()
+            guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
             note(directory)
-            let root = URL(fileURLWithPath: directory, isDirectory: true)
-            guard
-                let enumerator = fm.enumerator(
-                    at: root, includingPropertiesForKeys: [.isRegularFileKey, .isDirectoryKey],
-                    options: [.skipsHiddenFiles])
-            else { continue }
-            for case let url as URL in enumerator {
-                let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .isDirectoryKey])
-                if values?.isRegularFile == true || values?.isDirectory == true { note(url.path) }
-            }
+            walk(directory, note)
         }
         return missing.sorted()
+    }
+
+    /// Calls `found` with every non-hidden directory and regular file under `directory`, hidden
+    /// directories not entered and symbolic links not followed (as FileManager's enumerator with
+    /// `.skipsHiddenFiles`, which the plugin uses).
+    private static func walk(_ directory: String, _ found: (String) -> Void) {
+        for name in (Directory.names(in: directory) ?? []).sorted() where !name.hasPrefix(".") {
+            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: found(path)
+            case S_IFDIR:
+                found(path)
+                walk(path, found)
+            default: continue
+            }
+        }
     }
 
     /// Reads a list written by the plugin: one absolute path per line.

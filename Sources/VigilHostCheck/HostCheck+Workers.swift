@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import VigilCore
 import VigilPlugin
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension HostCheck {
     /// The location of a plugin's failure: the `[trusted_plugins]` line when the trusted key is
@@ -22,10 +26,9 @@ extension HostCheck {
         guard case .ready(let ready) = item.outcome, ready.loaded.manifest.sharedLibrary == nil,
             ready.loaded.manifest.entry == BuiltinEntries.supervisor
         else { return [] }
-        let configDirectory = (configuration.path as NSString).deletingLastPathComponent
         let problems = WorkerCommandCheck.problems(
             in: ready.settings, hostEnvironment: environment.variables,
-            configDirectory: configDirectory.isEmpty ? "." : configDirectory)
+            configDirectory: Path.directory(of: configuration.path))
         return problems.map { problem in
             Diagnostic(
                 severity: probeEnvironment ? .error : .warning,

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 public import VigilCore
 public import VigilPlugin
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One problem found by ``HostCheck``, printed like a compiler diagnostic:
 /// `vigil.toml:7:13: warning: [silent-engine] requires background_modes to include "audio" — add it under [host] …`.

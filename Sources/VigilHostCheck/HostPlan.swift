@@ -1,7 +1,11 @@
-import Foundation
+import FoundationEssentials
 package import VigilCore
 import VigilLibraryCheck
 package import VigilPlugin
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a `vigil.toml` amounts to: each activated plugin verified, its `entry` known to this
 /// Vigil (or its shared library checked from the verified bytes), or unavailable with the reason.

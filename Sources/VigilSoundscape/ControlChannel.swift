@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 import VigilBase
+import VigilCore
 
 #if canImport(Glibc)
 import Glibc
@@ -29,13 +30,11 @@ package final class ControlChannel: Sendable {
     static func start(path: String, controller: SoundscapeController, logger: Logger) throws(SoundscapeError)
         -> ControlChannel
     {
-        let directory = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
+        let directory = Path.directory(of: path)
+        if let failure = Directory.create(directory, mode: 0o700) {
             throw SoundscapeError(
-                code: .controlChannel, message: "cannot create \(directory): \(error.localizedDescription)")
+                code: .controlChannel,
+                message: "cannot create \(failure.path): \(String(cString: strerror(failure.errno)))")
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {

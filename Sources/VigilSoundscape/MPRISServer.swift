@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import VigilDBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The soundscape as an MPRIS 2.2 player on the session bus: `org.mpris.MediaPlayer2.vigil.HOST`
 /// (`.instancePID` when that name is taken), object `/org/mpris/MediaPlayer2`, both interfaces
@@ -32,11 +36,12 @@ final class MPRISServer: Sendable {
     static func nameElement(for host: String) -> String {
         var element = String(
             host.unicodeScalars.prefix(64).map { scalar -> Character in
-                scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "_" || scalar == "-")
+                ("0"..."9").contains(scalar) || ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+                    || scalar == "_" || scalar == "-"
                     ? Character(scalar) : "_"
             })
         if element.isEmpty { element = "host" }
-        if let first = element.unicodeScalars.first, CharacterSet.decimalDigits.contains(first) {
+        if let first = element.unicodeScalars.first, ("0"..."9").contains(first) {
             element = "_" + element
         }
         return element
@@ -44,7 +49,7 @@ final class MPRISServer: Sendable {
 
     /// The track id of soundscape `id`.
     static func trackID(_ id: String) -> String {
-        "/org/vigil/soundscape/track/" + id.replacingOccurrences(of: "-", with: "_")
+        "/org/vigil/soundscape/track/" + id.replacing("-", with: "_")
     }
 
     /// Connects, exports the player and takes the bus name; `nil` (logged) when there is no

@@ -1,6 +1,11 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Synchronization
 import VigilBase
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Saves preferences on a thread of its own (the write fsyncs), coalescing bursts: only the
 /// newest pending value is written. A value whose write failed (a full disk) stays pending and

@@ -1,10 +1,14 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 import VigilAudio
 import VigilBase
 public import VigilPlugin
 import VigilSoundFile
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The soundscape plugin: an audible ambient soundscape (ocean waves by default) that keeps the
 /// host's audio output awake, with volume presets, hot swap, a sleep timer, saved preferences,

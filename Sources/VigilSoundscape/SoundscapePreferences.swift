@@ -1,7 +1,11 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 import VigilCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the user chose, kept across restarts: the soundscape, the volume and whether it is paused.
 public struct SoundscapePreferences: Sendable, Hashable, Codable {

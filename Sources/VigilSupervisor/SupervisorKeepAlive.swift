@@ -1,8 +1,12 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 import VigilPlugin
 import VigilSupervisorEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One instance of the supervisor plugin (see ``SupervisorPlugin``).
 final class SupervisorKeepAlive: KeepAlivePlugin {
@@ -241,7 +245,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         let problems = workers.filter { ![.starting, .running, .ready].contains($0.state) }
             .map { "\($0.name) \($0.state.rawValue)" }
         let line = problems.isEmpty ? baseStatus : baseStatus + " (" + problems.joined(separator: ", ") + ")"
-        return line.replacingOccurrences(of: "\n", with: " ")
+        return line.replacing("\n", with: " ")
     }
 
     func notificationBody(_ workers: [WorkerStatus]) -> String {

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 public import VigilPlugin
 import VigilSupervisorEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `supervisor` keep-alive plugin: the Linux counterpart of an Android foreground service.
 ///

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import VigilPlugin
 import VigilSupervisorEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `[supervisor]` table of vigil.toml (over the manifest's defaults), validated.
 struct SupervisorSettings: Sendable, Equatable {
@@ -131,7 +135,9 @@ struct SupervisorSettings: Sendable, Equatable {
 
 extension String {
     fileprivate func replacingFirst(_ target: String, with replacement: String) -> String {
-        guard let range = range(of: target) else { return self }
-        return replacingCharacters(in: range, with: replacement)
+        guard let range = firstRange(of: target) else { return self }
+        var result = self
+        result.replaceSubrange(range, with: replacement)
+        return result
     }
 }

@@ -1,5 +1,5 @@
 internal import CVigilSpawn
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 
@@ -156,7 +156,7 @@ final class CgroupTree {
     private static func cgroup2Mount() -> String? {
         guard let text = readAll("/proc/self/mountinfo") else { return nil }
         for line in text.split(separator: "\n") {
-            let halves = line.components(separatedBy: " - ")
+            let halves = line.split(separator: " - ", omittingEmptySubsequences: false)
             guard halves.count == 2, halves[1].hasPrefix("cgroup2 ") else { continue }
             let fields = halves[0].split(separator: " ")
             if fields.count >= 5 { return String(fields[4]) }

@@ -1,5 +1,5 @@
 internal import CVigilSpawn
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 import VigilBase

@@ -12,27 +12,15 @@ struct PluginToolTests {
         (VigilExecutable.path as NSString).deletingLastPathComponent + "/vigil-plugin-tool"
     }
 
-    /// The shared libraries `binary` names (`DT_NEEDED`), from `readelf -d`.
-    func neededLibraries(_ binary: String) async throws -> [String] {
-        let readelf = try #require(RuntimeFixtures.which("readelf"), "readelf (binutils) is not on PATH")
-        let out = try await VigilExecutable.run(executable: readelf, ["-d", binary], in: "/")
-        #expect(out.status == 0, "\(out.stderr)")
-        return out.stdout.split(separator: "\n").compactMap { line in
-            guard line.contains("(NEEDED)"), let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]")
-            else { return nil }
-            return String(line[line.index(after: open)..<close])
-        }
-    }
-
     @Test("links libsodium for the checks, but none of the runtime's audio, D-Bus or speech libraries")
     func linksOnlyTheChecks() async throws {
         let runtimeLibraries = ["libasound", "libpulse", "libsystemd", "libespeak-ng", "libsndfile"]
         // The CLI links them (the comparison can see them), the tool does not.
-        let cli = try await neededLibraries(VigilExecutable.path)
+        let cli = try await ELFLinkage.neededLibraries(VigilExecutable.path)
         for library in runtimeLibraries {
             #expect(cli.contains { $0.hasPrefix(library + ".") }, "vigil does not link \(library): \(cli)")
         }
-        let tool = try await neededLibraries(Self.toolPath)
+        let tool = try await ELFLinkage.neededLibraries(Self.toolPath)
         #expect(tool.contains { $0.hasPrefix("libsodium.") }, "\(tool)")
         for library in runtimeLibraries {
             #expect(!tool.contains { $0.hasPrefix(library + ".") }, "vigil-plugin-tool links \(library): \(tool)")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import VigilBase
 import VigilCheckCommands
 import VigilCore
 import VigilCrypto
@@ -77,13 +78,9 @@ struct PluginKeygen: ParsableCommand {
 
     /// mkdir -p with 0700 for the directories it creates.
     static func makeDirectory(_ path: String) throws(CoreError) {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw CoreError(
-                    code: .ioFailure, message: "cannot create \(prefix): \(String(cString: strerror(errno)))")
-            }
+        if let failure = Directory.create(path, mode: 0o700) {
+            throw CoreError(
+                code: .ioFailure, message: "cannot create \(failure.path): \(String(cString: strerror(failure.errno)))")
         }
     }
 }

@@ -106,14 +106,15 @@ public enum AtomicFile {
 }
 
 /// Path string helpers (POSIX paths as strings).
-enum Path {
+package enum Path {
     static func join(_ base: String, _ component: String) -> String {
         if component.hasPrefix("/") { return component }
         if base.isEmpty { return component }
         return base.hasSuffix("/") ? base + component : base + "/" + component
     }
 
-    static func directory(of path: String) -> String {
+    /// The directory part of `path`: "." when it has none, "/" for a name in the root.
+    package static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         if slash == path.startIndex { return "/" }
         return String(path[..<slash])
