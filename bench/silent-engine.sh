@@ -134,3 +134,4 @@ check "vigil up: <= 1 wakeup/s, whole process" "(( ${WAKE[vigil-up]} <= duration
 check "vigil up: client CPU <= 1/20 of default aplay, whole process" "(( ${CPU[vigil-up]} * 20 <= ${CPU[aplay-default]} ))"
 check "vigil up, buffer_ms = 10000: <= 0.3 wakeups/s, whole process" "(( ${WAKE[vigil-up-10s]} * 10 <= duration * 3 ))"
 check "vigil up: RSS <= 18 MB" "(( ${RSS[vigil-up]} <= 18432 ))"
+check "vigil contains no CoreFoundation (its constructor __CFInitialize)" "! nm \"$vigil\" | grep -q __CFInitialize"

@@ -70,7 +70,7 @@ struct Up: AsyncParsableCommand {
         }
         // Output goes through its own thread: a full or closed pipe never holds up a stop.
         let output = OutputWriter()
-        let display = StatusDisplay(host: host, live: isatty(1) == 1, output: output)
+        let display = StatusDisplay(host: host, live: isatty(1) == 1, output: output, logger: logger)
         await display.header()
         let events = host.events  // subscribe before anything starts
         let displayTask = Task { await display.follow(events) }
@@ -105,11 +105,15 @@ actor StatusDisplay {
     private let output: OutputWriter
     private var renderedLines = 0
     private var lastReason: [String: String] = [:]
+    private var startupCodeReleased = false
 
-    init(host: VigilHost, live: Bool, output: OutputWriter) {
+    private let logger: Logger
+
+    init(host: VigilHost, live: Bool, output: OutputWriter, logger: Logger) {
         self.host = host
         self.live = live
         self.output = output
+        self.logger = logger
     }
 
     func header() async {
@@ -130,6 +134,14 @@ actor StatusDisplay {
         for await event in events {
             if Task.isCancelled { break }
             let status = await host.status()
+            if !startupCodeReleased, StartupCode.settled(status) {
+                startupCodeReleased = true
+                if let bytes = StartupCode.release() {
+                    logger.info("released the mappings of \(bytes / 1024) KiB of start-up code")
+                } else {
+                    logger.info("could not release the start-up code's mappings (madvise refused)")
+                }
+            }
             let plugin = status[plugin: event.plugin]
             if live {
                 if let plugin { note(plugin) }

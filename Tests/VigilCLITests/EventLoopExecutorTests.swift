@@ -15,6 +15,19 @@ struct EventLoopExecutorTests {
         }
     }
 
+    /// A project whose vigil.toml runs silent-engine (trusted) with background audio declared,
+    /// and its environment with `PULSE_SERVER` pointing at `server`.
+    static func silentEngineProject(server: PulseAudioServer) async throws -> (
+        HostCommandTests.Project, [String: String]
+    ) {
+        let project = try HostCommandTests.Project()
+        try project.dir.write("vigil.toml", "plugins = [\"silent-engine\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
+        try await project.trust("silent-engine")
+        var environment = project.environment
+        environment["PULSE_SERVER"] = server.address
+        return (project, environment)
+    }
+
     static func pluginState(_ project: HostCommandTests.Project) async throws -> String? {
         let status = try await project.vigil("status", "--json")
         guard status.status == 0, let hosts = try? HostCommandTests.json(status.stdout) as? [[String: Any]],
@@ -27,14 +40,11 @@ struct EventLoopExecutorTests {
         "vigil up re-probes on the event loop's timers: the sound server appears late, silent-engine starts; one loop thread"
     )
     func upRunsOnOneEventLoopThread() async throws {
-        let project = try HostCommandTests.Project()
-        defer { project.dir.remove() }
-        try project.dir.write("vigil.toml", "plugins = [\"silent-engine\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
-        try await project.trust("silent-engine")
         let server = try PulseAudioServer()
         defer { server.shutDown() }
-        var environment = project.environment
-        environment["PULSE_SERVER"] = server.address  // not running yet: silent-engine waits for it
+        // The server is not running yet: silent-engine waits for it.
+        let (project, environment) = try await Self.silentEngineProject(server: server)
+        defer { project.dir.remove() }
         let child = try ChildProcess(
             VigilExecutable.path, ["up", "--config", project.config, "--retry-interval", "0.3"],
             environment: environment, stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
