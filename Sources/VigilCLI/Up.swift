@@ -74,6 +74,8 @@ struct Up: AsyncParsableCommand {
         await display.header()
         let events = host.events  // subscribe before anything starts
         let displayTask = Task { await display.follow(events) }
+        let startupTask = Task { await display.releaseStartupCode() }
+        defer { startupTask.cancel() }
 
         // SIGHUP (a closed terminal) stops as gracefully as SIGTERM and Ctrl-C.
         let group = ServiceGroup(
@@ -105,7 +107,8 @@ actor StatusDisplay {
     private let output: OutputWriter
     private var renderedLines = 0
     private var lastReason: [String: String] = [:]
-    private var startupCodeReleased = false
+    private var settled = false
+    private var settledWaiters: [CheckedContinuation<Void, Never>] = []
 
     private let logger: Logger
 
@@ -134,13 +137,10 @@ actor StatusDisplay {
         for await event in events {
             if Task.isCancelled { break }
             let status = await host.status()
-            if !startupCodeReleased, StartupCode.settled(status) {
-                startupCodeReleased = true
-                if let bytes = StartupCode.release() {
-                    logger.info("released the mappings of \(bytes / 1024) KiB of start-up code")
-                } else {
-                    logger.info("could not release the start-up code's mappings (madvise refused)")
-                }
+            if !settled, StartupCode.settled(status) {
+                settled = true
+                settledWaiters.forEach { $0.resume() }
+                settledWaiters = []
             }
             let plugin = status[plugin: event.plugin]
             if live {
@@ -157,6 +157,24 @@ actor StatusDisplay {
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
+        }
+    }
+
+    /// Returns once no plugin is idle or starting any more (never when no plugin is activated).
+    func untilSettled() async {
+        if settled { return }
+        await withCheckedContinuation { settledWaiters.append($0) }
+    }
+
+    /// Once the plugins settled and the host had `StartupCode.delay` to finish what follows
+    /// (status writes, the display, first health checks), drops the mappings of the start-up code.
+    func releaseStartupCode() async {
+        await untilSettled()
+        guard (try? await Task.sleep(for: StartupCode.delay)) != nil else { return }
+        if let bytes = StartupCode.release() {
+            logger.info("released the mappings of \(bytes / 1024) KiB of start-up code")
+        } else {
+            logger.info("could not release the start-up code's mappings (madvise refused)")
         }
     }
 
