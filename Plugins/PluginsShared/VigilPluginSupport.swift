@@ -27,15 +27,21 @@ enum VigilPluginSupport {
     /// (Vigil's: `"Vigil"`), searched in `package` and its dependencies, breadth first. (Plugin
     /// products are not among a package's `products` here.)
     static func vigilPackageDirectory(in package: Package, product: String) -> URL? {
+        packages(from: package).first { $0.products.contains { $0.name == product } }?.directoryURL
+    }
+
+    /// `package` and every package it depends on, directly or not, breadth first, each once.
+    static func packages(from package: Package) -> [Package] {
         var queue = [package]
         var seen = Set<String>()
+        var out: [Package] = []
         while !queue.isEmpty {
             let next = queue.removeFirst()
             guard seen.insert(next.id).inserted else { continue }
-            if next.products.contains(where: { $0.name == product }) { return next.directoryURL }
+            out.append(next)
             queue.append(contentsOf: next.dependencies.map(\.package))
         }
-        return nil
+        return out
     }
 
     /// The `plugin_paths` written at the top level of a `vigil.toml` (default `["manifests"]`).
@@ -165,15 +171,7 @@ enum VigilPluginSupport {
 
     /// The tool's executable product in `package` or one of its dependencies.
     static func toolProduct(in package: Package) -> (any Product)? {
-        var queue = [package]
-        var seen = Set<String>()
-        while !queue.isEmpty {
-            let next = queue.removeFirst()
-            guard seen.insert(next.id).inserted else { continue }
-            if let product = next.products.first(where: { $0.name == toolName }) { return product }
-            queue.append(contentsOf: next.dependencies.map(\.package))
-        }
-        return nil
+        packages(from: package).lazy.compactMap { $0.products.first { $0.name == toolName } }.first
     }
 
     /// The source files of `product`'s modules and of the modules they depend on, and the
