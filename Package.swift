@@ -24,8 +24,8 @@ let package = Package(
         // The example third-party plugin, as the shared library its signed manifest names.
         .library(name: "VigilHeartbeatExample", type: .dynamic, targets: ["VigilHeartbeatExample"]),
         .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
-        // The tool Vigil's SwiftPM plugins run (`vigil check`, `vigil plugin trust`), built as a product
-        // of the host's build by the command plugins: see VigilPluginSupport.builtTool.
+        // The tool Vigil's SwiftPM plugins run (`vigil check`, `vigil plugin trust`): the build check's
+        // copy, which the command plugins reuse (or build as a product): see VigilPluginSupport.builtTool.
         .executable(name: "vigil-plugin-tool", targets: ["vigil-plugin-tool"]),
     ],
     dependencies: [
@@ -148,8 +148,8 @@ let package = Package(
                 permissions: [
                     .writeToPackageDirectory(reason: "Records the plugin's key under [trusted_plugins] in vigil.toml.")
                 ])),
-        // The command plugins build the `vigil` product through the package manager rather than
-        // naming it as a tool dependency: see VigilPluginSupport.builtTool.
+        // The command plugins name no tool dependency (SwiftPM would plan the whole build again for
+        // each command): they run the build check's copy, see VigilPluginSupport.builtTool.
         .plugin(
             name: "VigilCheckCommand",
             capability: .command(

@@ -27,15 +27,21 @@ enum VigilPluginSupport {
     /// (Vigil's: `"Vigil"`), searched in `package` and its dependencies, breadth first. (Plugin
     /// products are not among a package's `products` here.)
     static func vigilPackageDirectory(in package: Package, product: String) -> URL? {
+        packages(from: package).first { $0.products.contains { $0.name == product } }?.directoryURL
+    }
+
+    /// `package` and every package it depends on, directly or not, breadth first, each once.
+    static func packages(from package: Package) -> [Package] {
         var queue = [package]
         var seen = Set<String>()
+        var out: [Package] = []
         while !queue.isEmpty {
             let next = queue.removeFirst()
             guard seen.insert(next.id).inserted else { continue }
-            if next.products.contains(where: { $0.name == product }) { return next.directoryURL }
+            out.append(next)
             queue.append(contentsOf: next.dependencies.map(\.package))
         }
-        return nil
+        return out
     }
 
     /// The `plugin_paths` written at the top level of a `vigil.toml` (default `["manifests"]`).
@@ -111,22 +117,102 @@ enum VigilPluginSupport {
     /// runtime (Sources/VigilPluginTool).
     static let toolName = "vigil-plugin-tool"
 
-    /// The plugins' tool for a command plugin, built like the host's own code.
+    /// The file in the build check's work directory that records where SwiftPM built the tool.
+    static let toolRecordName = "vigil-plugin-tool.path"
+
+    /// Records where SwiftPM built the build check's `tool`, in the build check's `workDirectory`
+    /// (under the build directory, never the package), for the command plugins (``builtTool``).
+    /// Rewritten only when it changes.
+    static func recordTool(_ tool: URL, in workDirectory: URL) {
+        let record = workDirectory.appendingPathComponent(toolRecordName)
+        let text = tool.standardizedFileURL.path + "\n"
+        if (try? String(contentsOf: record, encoding: .utf8)) == text { return }
+        try? FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
+        try? Data(text.utf8).write(to: record, options: .atomic)
+    }
+
+    /// The plugins' tool for a command plugin: the build check's copy, which every `swift build` of
+    /// a package that applies `VigilBuildCheck` brings up to date, when it is newer than every
+    /// source file and source directory of the tool's modules; otherwise a copy built now.
     ///
-    /// A command plugin could name the tool as a dependency, but SwiftPM then builds it (and
-    /// Vigil's modules under it, C++ included) as a *host tool* in the main build database, while
-    /// `swift build` builds the same host-tool files for the build-tool plugin in a second
-    /// database: each sees the other's outputs as changed and compiles them again, on every switch
-    /// between `swift build` and `swift package`. Built as a product of the host's build instead,
-    /// the tool shares the modules the host app already compiled, so with nothing changed there is
-    /// nothing to build.
-    static func builtTool(_ packageManager: PackageManager) throws -> URL {
+    /// A command plugin that names the tool as a dependency, or asks `packageManager` to build it,
+    /// makes every `swift package vigil-*` plan the whole build again, which compiles the build
+    /// check's copy again (SwiftPM builds a build-tool plugin's tool in a database of its own,
+    /// `plugin-tools.db`, and again in the main one, each seeing the other's outputs as changed);
+    /// `packageManager.build` also builds the tool's dependencies with parameters of its own, so the
+    /// next `swift build` recompiles the host's modules above them. Taking the copy the build
+    /// already made plans and builds nothing.
+    static func builtTool(context: PluginContext, packageManager: PackageManager) throws -> URL {
+        if let tool = recordedTool(context: context) { return tool }
         let result = try packageManager.build(
             .product(toolName), parameters: .init(configuration: .debug, logging: .concise))
         guard result.succeeded, let tool = result.builtArtifacts.first(where: { $0.kind == .executable })?.url else {
             throw ToolBuildFailed(log: result.logText)
         }
         return tool
+    }
+
+    /// The tool a `swift build` recorded (``recordTool``) for this package's build directory, if it
+    /// is at least as new as its sources.
+    static func recordedTool(context: PluginContext) -> URL? {
+        guard let product = toolProduct(in: context.package) else { return nil }
+        // A command plugin works in <build>/plugins/<plugin>/outputs, the build check in
+        // <build>/plugins/outputs/<package>/<target>/destination/VigilBuildCheck.
+        let outputs = context.pluginWorkDirectoryURL.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("outputs")
+        let inputs = sourceEntries(of: product)
+        return records(under: outputs).lazy.compactMap { record -> URL? in
+            guard let text = try? String(contentsOf: record, encoding: .utf8) else { return nil }
+            let tool = URL(fileURLWithPath: text.trimmingCharacters(in: .whitespacesAndNewlines))
+            guard FileManager.default.isExecutableFile(atPath: tool.path) else { return nil }
+            return isUpToDate(tool, with: inputs) ? tool : nil
+        }.first
+    }
+
+    /// The tool's executable product in `package` or one of its dependencies.
+    static func toolProduct(in package: Package) -> (any Product)? {
+        packages(from: package).lazy.compactMap { $0.products.first { $0.name == toolName } }.first
+    }
+
+    /// The source files of `product`'s modules and of the modules they depend on, and the
+    /// directories holding them (a directory changes when a file in it is added or removed).
+    static func sourceEntries(of product: any Product) -> [URL] {
+        var seen = Set<String>()
+        var entries: [URL] = []
+        var directories = Set<String>()
+        for target in product.targets + product.targets.flatMap(\.recursiveTargetDependencies) {
+            guard seen.insert(target.id).inserted, let module = target as? any SourceModuleTarget else { continue }
+            for file in module.sourceFiles where file.type == .source {
+                entries.append(file.url)
+                let directory = file.url.deletingLastPathComponent()
+                if directories.insert(directory.path).inserted { entries.append(directory) }
+            }
+        }
+        return entries
+    }
+
+    /// Whether `tool` is at least as new as every one of `inputs` (a missing input is a change).
+    static func isUpToDate(_ tool: URL, with inputs: [URL]) -> Bool {
+        guard let built = modificationDate(tool) else { return false }
+        return inputs.allSatisfy { input in modificationDate(input).map { $0 <= built } ?? false }
+    }
+
+    private static func modificationDate(_ url: URL) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+    }
+
+    /// Every ``toolRecordName`` file within a few levels under `directory`.
+    private static func records(under directory: URL) -> [URL] {
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: directory, includingPropertiesForKeys: [.isDirectoryKey], options: [.skipsHiddenFiles])
+        else { return [] }
+        var found: [URL] = []
+        for case let url as URL in enumerator {
+            if url.lastPathComponent == toolRecordName { found.append(url) }
+            if enumerator.level >= 5 { enumerator.skipDescendants() }
+        }
+        return found
     }
 
     /// Building the tool failed; the build log says why.

@@ -22,6 +22,10 @@ import PackagePlugin
 @main
 struct VigilBuildCheck: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) async throws -> [Command] {
+        // SwiftPM built the tool before it ran this plugin, even if the plan fails below; the
+        // command plugins run this copy rather than building one of their own.
+        let tool = try context.tool(named: VigilPluginSupport.toolName)
+        VigilPluginSupport.recordTool(tool.url, in: context.pluginWorkDirectoryURL)
         guard let config = VigilPluginSupport.findConfig(startingAt: context.package.directoryURL) else {
             // An error, not a warning: SwiftPM re-plans after a planning error, so the check starts
             // with the first build after vigil.toml appears. A warning would plan no check and stay so.
@@ -31,7 +35,6 @@ struct VigilBuildCheck: BuildToolPlugin {
                     + "of Vigil's docs/host-guide.md), or remove the plugin from target '\(target.name)'")
             return []
         }
-        let tool = try context.tool(named: VigilPluginSupport.toolName)
         let command = Self.command(
             tool: tool.url, config: config, package: context.package.directoryURL,
             firstParty: VigilPluginSupport.vigilPackageDirectory(in: context.package, product: "Vigil")?

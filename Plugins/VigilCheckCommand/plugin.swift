@@ -6,7 +6,7 @@ import PackagePlugin
 @main
 struct VigilCheckCommand: CommandPlugin {
     func performCommand(context: PluginContext, arguments: [String]) async throws {
-        let tool = try VigilPluginSupport.builtTool(packageManager)
+        let tool = try VigilPluginSupport.builtTool(context: context, packageManager: packageManager)
         var arguments = arguments
         if !arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) {
             guard let config = VigilPluginSupport.findConfig(startingAt: context.package.directoryURL) else {

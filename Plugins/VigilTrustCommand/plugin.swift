@@ -11,7 +11,7 @@ import PackagePlugin
 @main
 struct VigilTrustCommand: CommandPlugin {
     func performCommand(context: PluginContext, arguments: [String]) async throws {
-        let tool = try VigilPluginSupport.builtTool(packageManager)
+        let tool = try VigilPluginSupport.builtTool(context: context, packageManager: packageManager)
         var arguments = arguments
         if !arguments.contains(where: { $0 == "--config" || $0.hasPrefix("--config=") }) {
             // The nearest vigil.toml, or a new one at the package root.

@@ -6,9 +6,9 @@ import VigilTestSupport
 /// package by path, built with the real `swift build` and driven with the real `swift package`.
 ///
 /// One temporary host package serves every step. The plugins' tool (`vigil-plugin-tool`: the
-/// checks, without the runtime) is compiled twice: once as the build-tool plugin's host tool, once
-/// as the product the command plugins run (in a real host, which links Vigil, the second shares the
-/// app's own build); each later step is incremental. On a 2-core VM shared with five other builds it took 28 minutes.
+/// checks, without the runtime) is compiled once, as the build-tool plugin's host tool, and the
+/// command plugins run that copy; each later step is incremental. On a 2-core VM shared with five
+/// other builds it took 28 minutes.
 /// 1. no `vigil.toml`: the build fails instead of planning no check;
 /// 2. `vigil.toml` created afterwards with a wrong trusted key: the build runs the check and fails,
 ///    at the `[trusted_plugins]` line, with a message for a typed key and the `swift package` remedy;
@@ -16,7 +16,8 @@ import VigilTestSupport
 ///    (`script`) asks, and `n` declines while `y` trusts;
 /// 4. `vigil-check` reports a worker command that does not exist as a located error, its lines and
 ///    its summary in order in one redirected stream; the build reports it as a warning, with the
-///    background_modes warning, and succeeds;
+///    background_modes warning, and succeeds; after another `vigil-check`, the next build compiles
+///    and links nothing;
 /// 5. a plugin directory that appears after the build was planned fails the build until SwiftPM
 ///    plans again.
 @Suite("Vigil's SwiftPM plugins in a host package")
@@ -91,6 +92,29 @@ struct BuildPluginTests {
         }
 
         func config() throws -> String { String(decoding: try dir.read(configPath), as: UTF8.self) }
+
+        /// The modification time of every object file, module and executable SwiftPM built for the
+        /// package (not the compiled SwiftPM plugins, nor the checkouts).
+        func builtFiles() throws -> [String: Date] {
+            let scratch = URL(fileURLWithPath: dir.url("scratch"))
+            let fm = FileManager.default
+            var files: [String: Date] = [:]
+            for top in try fm.contentsOfDirectory(atPath: scratch.path)
+            where !["plugins", "checkouts", "repositories", "artifacts"].contains(top) {
+                guard let walk = fm.enumerator(atPath: scratch.appendingPathComponent(top).path) else { continue }
+                for case let relative as String in walk {
+                    let path = scratch.appendingPathComponent(top).appendingPathComponent(relative).path
+                    let name = (relative as NSString).lastPathComponent
+                    let built =
+                        [".o", ".swiftmodule", ".so", ".a"].contains { name.hasSuffix($0) }
+                        || (!name.contains(".") && fm.isExecutableFile(atPath: path))
+                    let attributes = try fm.attributesOfItem(atPath: path)
+                    guard built, attributes[.type] as? FileAttributeType == .typeRegular else { continue }
+                    files[path] = attributes[.modificationDate] as? Date
+                }
+            }
+            return files
+        }
 
         static func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
     }
@@ -199,6 +223,18 @@ struct BuildPluginTests {
         #expect(
             warnings.contains { $0.text.contains("command \"/nonexistent/signerd\" does not exist") },
             "no worker command warning in:\n\(built.output)")
+
+        // 4c. A plugin command plans and builds nothing, so the next build compiles and links nothing:
+        // the command runs the build check's copy of the tool (the old one built the tool through
+        // SwiftPM, which compiled it again, and the next build compiled it once more).
+        let settled = try host.builtFiles()
+        let again = try await host.run("package", ["vigil-check"])
+        #expect(again.output.contains("vigil check found errors"), "\(again.output)")
+        let rebuilt = try await host.run("build", [])
+        #expect(rebuilt.status == 0, "\(rebuilt.output)")
+        let compiled = try host.builtFiles().filter { settled[$0.key] != $0.value }.keys.sorted()
+        #expect(!settled.isEmpty)
+        #expect(compiled.isEmpty, "vigil-check and the build after it compiled or linked: \(compiled)")
 
         // 5. A plugin directory that appears after SwiftPM planned the build: the check runs (its
         // directory changed) and fails, because it could not run again when those files change —
