@@ -706,7 +706,8 @@ public actor VigilHost: Service {
     /// The plugin's state directory from the host's one environment (the account's home
     /// directory when the environment names none).
     private func stateDirectory(for name: String) -> String {
-        options.environment.pluginStateDirectory(name) ?? NSHomeDirectory() + "/.local/state/vigil/plugins/\(name)"
+        options.environment.pluginStateDirectory(name)
+            ?? (HostEnvironment.accountHomeDirectory ?? "/") + ".local/state/vigil/plugins/\(name)"
     }
 
     /// Plugin `name` (slot `index`) failed to be created or to start with `error`: logs it and

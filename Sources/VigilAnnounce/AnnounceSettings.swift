@@ -1,3 +1,5 @@
+import VigilAudio
+import VigilDBus
 public import VigilPlugin
 
 /// The `[announce]` table of `vigil.toml`: the default policy and how prompts play.
@@ -33,7 +35,8 @@ public struct AnnounceSettings: Sendable, Hashable {
     public var role: String
     /// MPRIS player names (the part after `org.mpris.MediaPlayer2.`) that `pause-spoken` pauses.
     public var players: [String]
-    /// The D-Bus address `pause-spoken` talks to; `nil` for the session bus.
+    /// The D-Bus address `pause-spoken` talks to: the session bus's, which a host fills from its
+    /// environment (`VigilHost` does); `nil` when there is none.
     public var sessionBus: String?
     /// The espeak-ng voice.
     public var voice: String
@@ -41,7 +44,9 @@ public struct AnnounceSettings: Sendable, Hashable {
     public var wordsPerMinute: Int
     /// The sink prompts play to; `nil` for the server's default sink.
     public var sink: String?
-    /// The sound server; `nil` for libpulse's usual choice (`$PULSE_SERVER`, then the user's socket).
+    /// The sound server (a libpulse server string); `nil` for the system-wide socket only. A host
+    /// fills it from its environment (`VigilHost` does: `pulse_server`, else the addresses
+    /// `HostEnvironment.soundServerAddresses` names).
     public var pulseServer: String?
 
     /// Creates settings; the defaults are those of an empty `[announce]` table.
@@ -144,6 +149,16 @@ public struct AnnounceSettings: Sendable, Hashable {
 }
 
 extension AnnounceSettings {
+    /// These settings with what `environment` says filled in where they name nothing: the sound
+    /// server (its ``HostEnvironment/soundServerAddresses`` and the system-wide socket) and the
+    /// session bus. The announcer itself never reads the process environment.
+    public func filled(from environment: HostEnvironment) -> AnnounceSettings {
+        var settings = self
+        settings.pulseServer = pulseServer ?? SoundServer.serverList(environment.soundServerAddresses)
+        settings.sessionBus = sessionBus ?? DBusBus.session.resolve(environment: environment.variables)
+        return settings
+    }
+
     /// True for a bus-name tail: dot-separated elements of ASCII letters, digits, `_` and `-`,
     /// none empty or starting with a digit.
     static func isPlayerName(_ name: String) -> Bool {

@@ -3,6 +3,7 @@ import Foundation
 import Vigil
 import VigilCheckCommands
 import VigilCore
+import VigilPlugin
 
 /// `vigil status`: the status the running host(s) of this user publish under `$XDG_RUNTIME_DIR/vigil/`.
 struct Status: AsyncParsableCommand {
@@ -23,7 +24,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let directory: RuntimeDirectory?
         do {
-            directory = try RuntimeDirectory.resolve(environment: ProcessInfo.processInfo.environment, create: false)
+            directory = try RuntimeDirectory.resolve(environment: CLI.environment.variables, create: false)
         } catch {
             if json { print("[]") }  // still one JSON document: no host could be read
             CLI.printError("error: \(error.message)")

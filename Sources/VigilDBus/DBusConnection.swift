@@ -36,11 +36,12 @@ public final class DBusConnection: Sendable {
 
     deinit { loop.close() }
 
-    /// Connects to `bus` (its address resolved in `environment`) and says hello.
+    /// Connects to `bus` (its address resolved in `environment`, the host's variables: nothing here
+    /// reads the process environment, so `.session` needs `environment` to name one) and says hello.
     /// - Throws: ``DBusError/Code/noBus`` when there is no such bus, ``DBusError/Code/connectFailed``
     ///   when it cannot be reached.
     public static func connect(
-        to bus: DBusBus, environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger
+        to bus: DBusBus, environment: [String: String] = [:], logger: Logger
     ) async throws(DBusError) -> DBusConnection {
         guard let address = bus.resolve(environment: environment) else {
             throw DBusError(

@@ -29,7 +29,7 @@ final class SilentEngine: KeepAlivePlugin {
         var logger = context.logger
         logger[metadataKey: "audio.mode"] = "\(settings.mode.rawValue)"
         let playback = PlaybackStream(
-            configuration: settings.playbackConfiguration(hostName: context.hostName),
+            configuration: settings.playbackConfiguration(hostName: context.hostName, environment: context.environment),
             source: settings.signal,
             logger: logger
         ) { event in

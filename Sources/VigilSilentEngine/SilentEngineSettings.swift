@@ -58,10 +58,12 @@ struct SilentEngineSettings: Sendable, Hashable {
             noiseLevel: noiseLevel)
     }
 
-    /// The playback configuration for a host named `hostName`.
-    func playbackConfiguration(hostName: String) -> PlaybackConfiguration {
+    /// The playback configuration for a host named `hostName` in `environment` (where the sound
+    /// server is when `pulse_server` is unset).
+    func playbackConfiguration(hostName: String, environment: HostEnvironment) -> PlaybackConfiguration {
         PlaybackConfiguration(
-            device: device, pulseServer: pulseServer, bufferMilliseconds: bufferMilliseconds,
+            device: device, pulseServer: pulseServer, soundServerAddresses: environment.soundServerAddresses,
+            bufferMilliseconds: bufferMilliseconds,
             healthCheckSeconds: healthCheckSeconds, retryInitialMilliseconds: retryInitialMilliseconds,
             retryMaxMilliseconds: retryMaxMilliseconds, retryBudget: retryBudget,
             applicationName: "\(hostName) (Vigil keep-alive)")

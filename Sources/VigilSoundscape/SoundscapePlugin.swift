@@ -96,7 +96,8 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 
         let reporter = context.reporter
         let stream = PlaybackStream(
-            configuration: settings.playbackConfiguration(hostName: context.hostName), source: mixer.source,
+            configuration: settings.playbackConfiguration(hostName: context.hostName, environment: context.environment),
+            source: mixer.source,
             logger: logger,
             onEvent: { event in
                 switch event {

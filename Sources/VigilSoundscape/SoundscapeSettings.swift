@@ -83,10 +83,12 @@ struct SoundscapeSettings: Sendable {
         retryBudget = try settings.integer("retry_budget", default: 0, in: 0...1_000_000)
     }
 
-    /// The playback configuration for a host named `hostName`.
-    func playbackConfiguration(hostName: String) -> PlaybackConfiguration {
+    /// The playback configuration for a host named `hostName` in `environment` (where the sound
+    /// server is when `pulse_server` is unset).
+    func playbackConfiguration(hostName: String, environment: HostEnvironment) -> PlaybackConfiguration {
         var configuration = PlaybackConfiguration(
-            device: device, pulseServer: pulseServer, bufferMilliseconds: bufferMilliseconds,
+            device: device, pulseServer: pulseServer, soundServerAddresses: environment.soundServerAddresses,
+            bufferMilliseconds: bufferMilliseconds,
             healthCheckSeconds: healthCheckSeconds, retryInitialMilliseconds: retryInitialMilliseconds,
             retryMaxMilliseconds: retryMaxMilliseconds, retryBudget: retryBudget,
             applicationName: "\(hostName) (Vigil soundscape)")

@@ -26,8 +26,12 @@ struct SilentEngineSettingsTests {
         #expect(s.pulseServer == nil)
         #expect(s.bufferMilliseconds == 2000)
         #expect(s.retryBudget == 0)
-        let configuration = s.playbackConfiguration(hostName: "my-signer")
+        let environment = HostEnvironment(variables: ["PULSE_SERVER": "unix:/a unix:/b", "XDG_RUNTIME_DIR": "/run/x"])
+        let configuration = s.playbackConfiguration(hostName: "my-signer", environment: environment)
         #expect(configuration.applicationName == "my-signer (Vigil keep-alive)")
+        // Where the server is comes from the host's environment, and libpulse is told explicitly.
+        #expect(configuration.soundServerAddresses == ["unix:/a", "unix:/b", "unix:/run/x/pulse/native"])
+        #expect(configuration.serverList == "unix:/a unix:/b unix:/run/x/pulse/native unix:/run/pulse/native")
         #expect(configuration.retryMaxMilliseconds == 3000)
         #expect(configuration.healthCheckSeconds == 30)
     }

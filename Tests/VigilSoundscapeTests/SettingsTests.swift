@@ -33,7 +33,9 @@ struct SettingsTests {
         #expect(defaults.soundscape == "ocean-waves")
         #expect(defaults.volume == 0.3)
         #expect(defaults.mediaRole == "music")
-        #expect(defaults.playbackConfiguration(hostName: "h").streamProperties == ["media.role": "music"])
+        #expect(
+            defaults.playbackConfiguration(hostName: "h", environment: HostEnvironment(variables: [:])).streamProperties
+                == ["media.role": "music"])
     }
 
     @Test("presets, an explicit volume and user files are read; bad values are refused naming the key")
