@@ -50,7 +50,7 @@ public final class DBusConnection: Sendable {
         }
         guard let loop = BusLoop(name: "vigil-dbus", logger: logger) else {
             throw DBusError(
-                code: .connectFailed, errno: Glibc.errno, message: "cannot create the bus thread's wake-up pipe")
+                code: .connectFailed, cause: .current("pipe"), message: "cannot create the bus thread's wake-up pipe")
         }
         let result: Result<String, DBusError> =
             await loop.run { loop in
@@ -67,7 +67,7 @@ public final class DBusConnection: Sendable {
                     if let handle { sd_bus_flush_close_unref(handle) }
                     return .failure(
                         DBusError(
-                            code: .connectFailed, errno: -r,
+                            code: .connectFailed, cause: SystemCallError("sd_bus_start", errno: -r),
                             message: "cannot connect to the \(bus) at \(address): \(String(cString: strerror(-r)))"))
                 }
                 loop.bus = handle
@@ -402,7 +402,7 @@ final class BusLoop: @unchecked Sendable {
             continuation.resume(
                 returning: .failure(
                     DBusError(
-                        code: .invalidMessage, errno: -r,
+                        code: .invalidMessage, cause: SystemCallError("sd_bus_message_append", errno: -r),
                         message: "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path): "
                             + String(cString: strerror(-r)))))
             return
@@ -422,7 +422,7 @@ final class BusLoop: @unchecked Sendable {
             call.finish(
                 .failure(
                     DBusError(
-                        code: .disconnected, errno: -r,
+                        code: .disconnected, cause: SystemCallError("sd_bus_call_async", errno: -r),
                         message: "cannot send \(member): \(String(cString: strerror(-r)))")))
         }
     }
@@ -466,7 +466,7 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .registrationFailed, errno: -r,
+                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_match", errno: -r),
                     message: "the bus refused the match rule \(rule): \(String(cString: strerror(-r)))"))
         }
         let id = newID()
@@ -494,7 +494,7 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .registrationFailed, errno: -r,
+                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_object", errno: -r),
                     message: "cannot export an object at \(object.path): \(String(cString: strerror(-r)))"))
         }
         let id = newID()
@@ -515,7 +515,7 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .invalidMessage, errno: -r,
+                    code: .invalidMessage, cause: SystemCallError("sd_bus_send", errno: -r),
                     message: "cannot send the signal \(interface).\(member): \(String(cString: strerror(-r)))"))
         }
         return .success(())
