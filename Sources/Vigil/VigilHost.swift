@@ -559,7 +559,7 @@ public actor VigilHost: Service {
         case .resumeFailed(let reason):
             logger.error("[\(name)] gave up: \(reason)", metadata: ["plugin.name": "\(name)"])
             let failure = PluginFailure(
-                code: "resume-failed", message: "[\(name)] gave up after an interruption: \(reason)")
+                code: .plugin(.resumeFailed), plugin: name, message: "gave up after an interruption: \(reason)")
             slots[index].needsRelease = true
             transition(index, to: .failed(failure), event: .resumeFailed(reason: reason))
         case .detailsChanged:
@@ -714,19 +714,14 @@ public actor VigilHost: Service {
     /// records the failure (as a failed resume when `resuming`).
     private func fail(_ index: Int, _ name: String, _ error: any Error, resuming: Bool) {
         let failure = Self.failure(from: error, plugin: name)
-        logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
+        logger.error("\(failure)", metadata: ["plugin.name": "\(name)"])
         transition(
             index, to: .failed(failure), event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
     }
 
     static func failure(from error: any Error, plugin: String) -> PluginFailure {
-        if let error = error as? PluginError {
-            return PluginFailure(code: error.code.description, message: error.description)
-        }
-        if let error = error as? SharedLibraryError {
-            return PluginFailure(code: error.code.description, message: error.description)
-        }
-        return PluginFailure(
-            code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").description)
+        if let error = error as? PluginError { return PluginFailure(error, plugin: plugin) }
+        if let error = error as? SharedLibraryError { return PluginFailure(error, plugin: plugin) }
+        return PluginFailure(PluginError.startFailed(plugin: plugin, reason: "\(error)"), plugin: plugin)
     }
 }

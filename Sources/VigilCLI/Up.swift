@@ -137,7 +137,7 @@ actor StatusDisplay {
                 if case .failed(let failure) = event.state {
                     lastReason[event.plugin] =
                         "\(event.plugin): failed: "
-                        + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
+                        + failure.message
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
@@ -163,7 +163,7 @@ actor StatusDisplay {
             }.joined(separator: "\n")
         case .failed(let failure):
             reason =
-                "\(plugin.name): failed: " + failure.message.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+                "\(plugin.name): failed: " + failure.message
         default: reason = nil
         }
         guard let reason else {
@@ -180,7 +180,7 @@ actor StatusDisplay {
         case .started: "\(event.plugin): running"
         case .stopped: "\(event.plugin): stopped"
         case .failed(let failure):
-            "\(event.plugin): failed: " + failure.message.replacingOccurrences(of: "[\(event.plugin)] ", with: "")
+            "\(event.plugin): failed: " + failure.message
         case .blocked: "\(event.plugin): blocked"
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
@@ -221,7 +221,7 @@ actor StatusDisplay {
                 }
             var text =
                 plugin.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  "
-                + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+                + plugin.state.description
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
                 separator: " ")
             if !details.isEmpty { text += "  [\(details)]" }
