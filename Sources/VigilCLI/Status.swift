@@ -67,7 +67,7 @@ struct Status: AsyncParsableCommand {
         let now = Date().timeIntervalSince1970
         for plugin in host.plugins {
             var line = "  " + plugin.name.padding(toLength: width, withPad: " ", startingAt: 0)
-            line += "  " + plugin.state.description.replacingOccurrences(of: "[\(plugin.name)] ", with: "")
+            line += "  " + plugin.state.description
             line += "  (since \(Self.duration(now - plugin.since)) ago)"
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }
