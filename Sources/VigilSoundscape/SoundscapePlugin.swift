@@ -174,7 +174,9 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 
     func details() async -> [String: String] {
         guard let r = running.withLock({ $0 }) else {
-            return ["state": "stopped", "soundscape": settings.soundscape, "device": settings.device ?? "auto"]
+            return [
+                "state": "stopped", "soundscape": settings.soundscape, "device": settings.playback.device ?? "auto",
+            ]
         }
         let state = r.controller.current
         let status = r.stream.status
@@ -183,7 +185,7 @@ final class SoundscapeKeeper: KeepAlivePlugin {
             "soundscape": state.soundscape,
             "volume": Self.twoDecimals(state.volume),
             "playback": state.playback.rawValue.lowercased(),
-            "device": status.device ?? settings.device ?? "auto",
+            "device": status.device ?? settings.playback.device ?? "auto",
             "buffer_ms": "\(status.bufferMilliseconds)",
             "underruns": "\(status.underruns)",
             "interruptions": "\(status.interruptions)",
