@@ -40,7 +40,7 @@ struct Status: AsyncParsableCommand {
             }
         }
         if let config = options.config {
-            let wanted = HostConfiguration(path: config).path
+            let wanted = HostConfiguration(path: config, environment: CLI.environment).path
             hosts = hosts.filter { $0.configPath == wanted }
         }
         if json {
