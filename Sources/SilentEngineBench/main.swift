@@ -77,7 +77,7 @@ let context = PluginContext(
         case .detailsChanged: break
         }
     },
-    stateDirectory: "/tmp")
+    stateDirectory: "/tmp", environment: .current)  // this tool's main: the process environment, read once
 
 let plugin: any KeepAlivePlugin
 do {

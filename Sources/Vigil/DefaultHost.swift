@@ -42,7 +42,9 @@ func sharedHost(
         if let current {
             if let configPath {
                 let wanted = try VigilHost.resolveConfigPath(configPath)
-                if let running = current.configPath, HostConfiguration(path: wanted).path != running {
+                if let running = current.configPath,
+                    HostConfiguration(path: wanted, environment: options.environment).path != running
+                {
                     throw VigilError(
                         code: .configuration,
                         message: "the shared Vigil host already runs from \(running), not \(wanted) — call "

@@ -1,19 +1,79 @@
 public import VigilCore
+public import VigilLibraryCheck
+public import VigilPlugin
 
-/// Why a plugin failed: a stable code and a message with the cause and the remedy.
-public struct PluginFailure: Sendable, Hashable, CustomStringConvertible {
-    /// A stable code such as `start-failed`, `invalid-setting`, `untrusted-key` or `resume-failed`.
-    public let code: String
-    /// The message: the cause and the remedy.
-    public let message: String
+/// Why a plugin failed: the typed code of the refusal or error behind it, the plugin, a message
+/// with the cause and the remedy (without the plugin's name, which is a field), and that error.
+///
+/// The description (`[plugin] message`) is rendered from the fields; nothing strips it again.
+public struct PluginFailure: StructuredError, Hashable {
+    /// The code of the error behind a failure; its description is the code's stable spelling.
+    public enum Code: Sendable, Hashable, CustomStringConvertible {
+        /// Refused before it got an instance: signature, trust, rollback, manifest (``CoreError``).
+        case refused(CoreError.Code)
+        /// The plugin's own error: a bad setting, an unknown entry, a failed start or resume.
+        case plugin(PluginErrorCode)
+        /// Its shared library was refused (``SharedLibraryError``).
+        case sharedLibrary(SharedLibraryErrorCode)
 
-    /// Creates a failure.
-    public init(code: String, message: String) {
-        self.code = code
-        self.message = message
+        /// The code spelled `text` (as a status file has it), or `nil` when it is none of them.
+        public init?(_ text: String) {
+            if let kind = CoreError.Code.Kind(rawValue: text) {
+                self = .refused(CoreError.Code(kind))
+            } else if let code = PluginErrorCode(rawValue: text) {
+                self = .plugin(code)
+            } else if let code = SharedLibraryErrorCode(rawValue: text) {
+                self = .sharedLibrary(code)
+            } else {
+                return nil
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .refused(let code): code.description
+            case .plugin(let code): code.rawValue
+            case .sharedLibrary(let code): code.rawValue
+            }
+        }
     }
 
-    public var description: String { message }
+    /// What kind of failure.
+    public let code: Code
+    /// The plugin that failed.
+    public let plugin: String?
+    /// The cause and the remedy.
+    public let message: String
+    /// The error behind the failure, when it is known (a ``CoreError``, ``PluginError``…).
+    public let cause: ErrorCause?
+
+    /// Creates a failure.
+    public init(code: Code, plugin: String?, message: String, cause: ErrorCause? = nil) {
+        self.code = code
+        self.plugin = plugin
+        self.message = message
+        self.cause = cause
+    }
+
+    /// The failure `error` stands for: its code, plugin, message and the error itself.
+    public init(_ error: PluginError, plugin: String) {
+        self.init(
+            code: .plugin(error.code), plugin: error.plugin ?? plugin, message: error.message, cause: ErrorCause(error))
+    }
+
+    /// The failure `error` stands for: its code, plugin, message and the error itself.
+    public init(_ error: CoreError, plugin: String) {
+        self.init(
+            code: .refused(error.code), plugin: error.plugin ?? plugin, message: error.message, cause: ErrorCause(error)
+        )
+    }
+
+    /// The failure `error` stands for: its code, plugin, message and the error itself.
+    public init(_ error: SharedLibraryError, plugin: String) {
+        self.init(
+            code: .sharedLibrary(error.code), plugin: error.plugin ?? plugin, message: error.message,
+            cause: ErrorCause(error))
+    }
 }
 
 /// Where a plugin is in its life cycle.

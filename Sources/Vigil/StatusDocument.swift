@@ -138,7 +138,7 @@ extension HostStatus {
                 switch plugin.state {
                 case .interrupted(let reason): entry.reason = reason
                 case .failed(let failure):
-                    entry.error = .init(code: failure.code, message: failure.message)
+                    entry.error = .init(code: failure.code.description, message: failure.message)
                     entry.reason = failure.message
                 case .blocked(let unmet):
                     entry.unmet = unmet.map {
@@ -174,6 +174,19 @@ extension HostStatus {
                 message: "status schema \"\(document.schema)\" is not \(StatusDocument.schema) — "
                     + "the running host and this `vigil` are different versions")
         }
+        // A failed plugin's code, typed: one this `vigil` does not know is refused, not guessed.
+        var codes: [String: PluginFailure.Code] = [:]
+        for plugin in document.plugins where plugin.state == "failed" {
+            let text = plugin.error?.code ?? ""
+            guard let code = PluginFailure.Code(text) else {
+                throw VigilError(
+                    code: .statusUnreadable,
+                    message:
+                        "plugin \(plugin.name) failed with the error code \"\(text)\", which this `vigil` does not "
+                        + "know — the running host and this `vigil` are different versions")
+            }
+            codes[plugin.name] = code
+        }
         self.init(
             pid: document.pid, hostName: document.host, configPath: document.config,
             plugins: document.plugins.map { plugin in
@@ -184,9 +197,12 @@ extension HostStatus {
                     case "stopping": .stopping
                     case "interrupted": .interrupted(reason: plugin.reason ?? "")
                     case "failed":
-                        .failed(
-                            PluginFailure(
-                                code: plugin.error?.code ?? "unknown", message: plugin.error?.message ?? ""))
+                        if let code = codes[plugin.name] {
+                            .failed(
+                                PluginFailure(code: code, plugin: plugin.name, message: plugin.error?.message ?? ""))
+                        } else {
+                            .idle  // not reached: every failed plugin's code was read above
+                        }
                     case "blocked": .blocked((plugin.unmet ?? []).map(Self.unmet(from:)))
                     default: .idle
                     }

@@ -30,10 +30,13 @@ extension VigilHost {
         _ = try? await announcer.recoverPending()
     }
 
+    /// The announcer of a host with `options`: the sound server and the session bus are those of
+    /// the host's environment (unless `[announce]` names a server), its state in the host's state
+    /// directory.
     static func makeAnnouncer(options: Options, logger: Logger) -> Announcer {
-        let base =
-            options.environment.vigilStateDirectory ?? FileManager.default.temporaryDirectory.path
-            + "/vigil-\(getuid())"
-        return Announcer(settings: options.announce, stateDirectory: base + "/announce", logger: logger)
+        let environment = options.environment
+        let settings = options.announce.filled(from: environment)
+        let base = environment.vigilStateDirectory ?? environment.temporaryDirectory + "/vigil-\(getuid())"
+        return Announcer(settings: settings, stateDirectory: base + "/announce", logger: logger)
     }
 }

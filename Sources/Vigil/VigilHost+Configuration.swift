@@ -73,16 +73,21 @@ extension VigilHost {
     /// for a shared library one over its verified bytes (checked again; mapped when it starts).
     private static func entry(for item: HostPlan.Item, registry: PluginRegistry) -> Entry {
         switch item.outcome {
-        case .unavailable(let version, let code, let message):
-            return .unavailable(
-                .init(name: item.name, version: version, failure: PluginFailure(code: code, message: message)))
+        case .unavailable(let version, let refusal):
+            let failure: PluginFailure =
+                switch refusal {
+                case .core(let error): PluginFailure(error, plugin: item.name)
+                case .sharedLibrary(let error): PluginFailure(error, plugin: item.name)
+                case .plugin(let error): PluginFailure(error, plugin: item.name)
+                }
+            return .unavailable(.init(name: item.name, version: version, failure: failure))
         case .ready(let ready):
             let implementation: PluginImplementation
             if ready.loaded.manifest.sharedLibrary != nil {
                 do throws(SharedLibraryError) {
                     implementation = try SharedLibraryPlugins.implementation(for: ready.loaded)
                 } catch {
-                    let failure = PluginFailure(code: error.code.description, message: error.description)
+                    let failure = PluginFailure(error, plugin: item.name)
                     return .unavailable(.init(name: item.name, version: ready.version, failure: failure))
                 }
             } else if let registered = registry.implementation(for: ready.loaded.manifest.entry) {
@@ -91,7 +96,7 @@ extension VigilHost {
                 // HostPlan looked the entry up in this registry: not reached.
                 let error = PluginError.unknownEntry(
                     plugin: item.name, entry: ready.loaded.manifest.entry, known: registry.entries)
-                let failure = PluginFailure(code: error.code.description, message: error.message)
+                let failure = PluginFailure(error, plugin: item.name)
                 return .unavailable(.init(name: item.name, version: ready.version, failure: failure))
             }
             return .ready(

@@ -563,7 +563,7 @@ public actor VigilHost: Service {
         case .resumeFailed(let reason):
             logger.error("[\(name)] gave up: \(reason)", metadata: ["plugin.name": "\(name)"])
             let failure = PluginFailure(
-                code: "resume-failed", message: "[\(name)] gave up after an interruption: \(reason)")
+                code: .plugin(.resumeFailed), plugin: name, message: "gave up after an interruption: \(reason)")
             slots[index].needsRelease = true
             transition(index, to: .failed(failure), event: .resumeFailed(reason: reason))
         case .detailsChanged:
@@ -710,27 +710,22 @@ public actor VigilHost: Service {
     /// The plugin's state directory from the host's one environment (the account's home
     /// directory when the environment names none).
     private func stateDirectory(for name: String) -> String {
-        options.environment.pluginStateDirectory(name) ?? FileManager.default.homeDirectoryForCurrentUser.path
-            + "/.local/state/vigil/plugins/\(name)"
+        options.environment.pluginStateDirectory(name)
+            ?? (HostEnvironment.accountHomeDirectory ?? "/") + ".local/state/vigil/plugins/\(name)"
     }
 
     /// Plugin `name` (slot `index`) failed to be created or to start with `error`: logs it and
     /// records the failure (as a failed resume when `resuming`).
     private func fail(_ index: Int, _ name: String, _ error: any Error, resuming: Bool) {
         let failure = Self.failure(from: error, plugin: name)
-        logger.error("\(failure.message)", metadata: ["plugin.name": "\(name)"])
+        logger.error("\(failure)", metadata: ["plugin.name": "\(name)"])
         transition(
             index, to: .failed(failure), event: resuming ? .resumeFailed(reason: failure.message) : .failed(failure))
     }
 
     static func failure(from error: any Error, plugin: String) -> PluginFailure {
-        if let error = error as? PluginError {
-            return PluginFailure(code: error.code.description, message: error.description)
-        }
-        if let error = error as? SharedLibraryError {
-            return PluginFailure(code: error.code.description, message: error.description)
-        }
-        return PluginFailure(
-            code: "start-failed", message: PluginError.startFailed(plugin: plugin, reason: "\(error)").description)
+        if let error = error as? PluginError { return PluginFailure(error, plugin: plugin) }
+        if let error = error as? SharedLibraryError { return PluginFailure(error, plugin: plugin) }
+        return PluginFailure(PluginError.startFailed(plugin: plugin, reason: "\(error)"), plugin: plugin)
     }
 }

@@ -1,3 +1,5 @@
+import VigilAudio
+import VigilDBus
 public import VigilPlugin
 
 /// The `[announce]` table of `vigil.toml`: the default policy and how prompts play.
@@ -33,7 +35,8 @@ public struct AnnounceSettings: Sendable, Hashable {
     public var role: String
     /// MPRIS player names (the part after `org.mpris.MediaPlayer2.`) that `pause-spoken` pauses.
     public var players: [String]
-    /// The D-Bus address `pause-spoken` talks to; `nil` for the session bus.
+    /// The D-Bus address `pause-spoken` talks to: the session bus's, which a host fills from its
+    /// environment (`VigilHost` does); `nil` when there is none.
     public var sessionBus: String?
     /// The espeak-ng voice.
     public var voice: String
@@ -41,7 +44,9 @@ public struct AnnounceSettings: Sendable, Hashable {
     public var wordsPerMinute: Int
     /// The sink prompts play to; `nil` for the server's default sink.
     public var sink: String?
-    /// The sound server; `nil` for libpulse's usual choice (`$PULSE_SERVER`, then the user's socket).
+    /// The sound server (a libpulse server string); `nil` for the system-wide socket only. A host
+    /// fills it from its environment (`VigilHost` does: `pulse_server`, else the addresses
+    /// `HostEnvironment.soundServerAddresses` names).
     public var pulseServer: String?
 
     /// Creates settings; the defaults are those of an empty `[announce]` table.
@@ -69,81 +74,68 @@ public struct AnnounceSettings: Sendable, Hashable {
         "pulse_server",
     ]
 
-    /// Reads an `[announce]` table (`nil`: the defaults).
-    /// - Throws: ``AnnounceError/Code/invalidSettings`` naming the key, the problem and the fix.
+    /// Reads an `[announce]` table (`nil`: the defaults) with the plugins' one settings reader.
+    /// - Throws: ``AnnounceError/Code/invalidSettings`` naming the key, the problem and the fix,
+    ///   with the reader's ``PluginError`` as its cause.
     public init(table: [String: SettingValue]?) throws(AnnounceError) {
         self.init()
         guard let table else { return }
-        func fail(_ key: String, _ problem: String) -> AnnounceError {
-            AnnounceError(code: .invalidSettings, message: "[announce] \(key): \(problem)")
+        do {
+            try read(PluginSettings(pluginName: "announce", values: table))
+        } catch let error as PluginError {
+            throw AnnounceError(code: .invalidSettings, message: error.message, cause: ErrorCause(error))
+        } catch {
+            throw AnnounceError(code: .invalidSettings, message: "[announce]: \(error)")
         }
-        func string(_ key: String) throws(AnnounceError) -> String? {
-            guard let value = table[key] else { return nil }
-            guard case .string(let s) = value, !s.isEmpty, !s.contains("\0") else {
-                throw fail(key, "expected a non-empty string, found \(value.kindName)")
-            }
-            return s
-        }
-        func integer(_ key: String, _ range: ClosedRange<Int>) throws(AnnounceError) -> Int? {
-            guard let value = table[key] else { return nil }
-            guard case .integer(let i) = value, range.contains(i) else {
-                throw fail(key, "expected an integer from \(range.lowerBound) to \(range.upperBound), found \(value)")
-            }
-            return i
-        }
-        for key in table.keys.sorted() where !Self.keys.contains(key) {
-            throw fail(key, "unknown key — [announce] takes \(Self.keys.joined(separator: ", "))")
-        }
-        var level = AnnouncementPolicy.defaultDuckLevel
-        if let value = table["duck_level"] {
-            switch value {
-            case .double(let d) where (0...1).contains(d): level = d
-            case .integer(let i) where (0...1).contains(i): level = Double(i)
-            default:
-                throw fail("duck_level", "expected a number from 0 to 1 (0.3 is WirePlumber's level), found \(value)")
-            }
-        }
-        switch try string("policy") ?? "duck" {
+    }
+
+    private mutating func read(_ settings: PluginSettings) throws {
+        try settings.refuseUnknownKeys(known: Self.keys, kind: "key")
+        let level = try settings.number("duck_level", in: 0...1) ?? AnnouncementPolicy.defaultDuckLevel
+        switch try settings.choice("policy", default: "duck", from: ["duck", "pause-spoken", "mix"]) {
         case "duck": policy = .duck(level: level)
         case "pause-spoken": policy = .pauseSpoken
-        case "mix": policy = .mix
-        case let other: throw fail("policy", "\"\(other)\" is not a policy — use duck, pause-spoken or mix")
+        default: policy = .mix
         }
-        if let ramp = try integer("ramp_ms", 0...1000) { rampMilliseconds = ramp }
-        if let mode = try string("ducking") {
-            guard let parsed = Ducking(rawValue: mode) else {
-                throw fail("ducking", "\"\(mode)\" is not a mode — use auto or client")
-            }
-            ducking = parsed
-        }
-        if let role = try string("role") {
+        rampMilliseconds = try settings.integer("ramp_ms", in: 0...1000) ?? rampMilliseconds
+        ducking = Ducking(
+            rawValue: try settings.choice("ducking", default: ducking.rawValue, from: ["auto", "client"]))!
+        if let role = try settings.nonEmptyString("role") {
             guard role.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
-                throw fail("role", "\"\(role)\" is not a media role — use one of event, a11y, phone, music…")
+                throw settings.invalid(
+                    "role", "\"\(role)\" is not a media role — use one of event, a11y, phone, music…")
             }
             self.role = role
         }
-        if let value = table["players"] {
-            guard case .array(let items) = value else { throw fail("players", "expected an array of player names") }
-            var names: [String] = []
-            for item in items {
+        if let items = try settings.array("players") {
+            players = try items.map { item in
                 guard case .string(let name) = item, Self.isPlayerName(name) else {
-                    throw fail(
+                    throw settings.invalid(
                         "players",
-                        "\(item) is not an MPRIS player name — give the part after org.mpris.MediaPlayer2., for example \"mpv\""
-                    )
+                        "\(item) is not an MPRIS player name — give the part after org.mpris.MediaPlayer2., "
+                            + "for example \"mpv\"")
                 }
-                names.append(name)
+                return name
             }
-            players = names
         }
-        if let voice = try string("voice") { self.voice = voice }
-        if let rate = try integer("words_per_minute", 80...450) { wordsPerMinute = rate }
-        sink = try string("sink")
-        pulseServer = try string("pulse_server")
+        voice = try settings.nonEmptyString("voice") ?? voice
+        wordsPerMinute = try settings.integer("words_per_minute", in: 80...450) ?? wordsPerMinute
+        sink = try settings.nonEmptyString("sink")
+        pulseServer = try settings.nonEmptyString("pulse_server")
     }
 }
 
 extension AnnounceSettings {
+    /// These settings with what `environment` says filled in where they name nothing: the sound
+    /// server (its ``HostEnvironment/soundServerAddresses`` and the system-wide socket) and the
+    /// session bus. The announcer itself never reads the process environment.
+    public func filled(from environment: HostEnvironment) -> AnnounceSettings {
+        var settings = self
+        settings.pulseServer = pulseServer ?? SoundServer.serverList(environment.soundServerAddresses)
+        settings.sessionBus = sessionBus ?? DBusBus.session.resolve(environment: environment.variables)
+        return settings
+    }
+
     /// True for a bus-name tail: dot-separated elements of ASCII letters, digits, `_` and `-`,
     /// none empty or starting with a digit.
     static func isPlayerName(_ name: String) -> Bool {

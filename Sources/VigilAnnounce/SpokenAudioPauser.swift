@@ -21,12 +21,19 @@ struct SpokenAudioPauser {
     static let path = "/org/mpris/MediaPlayer2"
     static let player = "org.mpris.MediaPlayer2.Player"
 
-    /// Connects to `bus` (an address, or the session bus).
+    /// Connects to `bus`, the session bus's address (``AnnounceSettings/sessionBus``, which a host
+    /// fills from its environment; `nil`: there is none).
     static func connect(bus: String?, players: [String], logger: Logger) async throws(AnnounceError)
         -> SpokenAudioPauser
     {
+        guard let bus else {
+            throw AnnounceError(
+                code: .sessionBus,
+                message: "pause-spoken needs the session bus, but the host's environment names none — "
+                    + "set DBUS_SESSION_BUS_ADDRESS for the host (or run it in a user session)")
+        }
         do throws(DBusError) {
-            let connection = try await DBusConnection.connect(to: bus.map { .address($0) } ?? .session, logger: logger)
+            let connection = try await DBusConnection.connect(to: .address(bus), logger: logger)
             return SpokenAudioPauser(connection: connection, players: players, logger: logger)
         } catch {
             throw AnnounceError(code: .sessionBus, message: "pause-spoken needs the session bus: \(error.message)")

@@ -13,9 +13,21 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     public var device: String?
 
     /// The PulseAudio server to connect to (for example `unix:/run/user/1000/pulse/native`), or
-    /// `nil` for libpulse's usual choice (`$PULSE_SERVER`, then the user's runtime socket).
+    /// `nil` for the first of ``soundServerAddresses`` and the system-wide socket that answers.
     /// Only used when the device is `pulse` or `pulse:SINK`.
     public var pulseServer: String?
+
+    /// Where the sound server is when ``pulseServer`` is unset: the addresses the host's
+    /// environment names (`HostEnvironment.soundServerAddresses`: each `$PULSE_SERVER` entry,
+    /// then `$XDG_RUNTIME_DIR/pulse/native`), tried in order before the system-wide
+    /// `unix:/run/pulse/native`. The playback layer never reads the process environment, so a
+    /// host passes its own here.
+    public var soundServerAddresses: [String]
+
+    /// The server string libpulse connects to: ``pulseServer``, else ``soundServerAddresses`` and
+    /// the system-wide socket (never `NULL`, with which libpulse would read the process's
+    /// `PULSE_SERVER` itself).
+    public var serverList: String { pulseServer ?? SoundServer.serverList(soundServerAddresses) }
 
     /// How much audio is queued ahead, in milliseconds (100–10000). On the sound server, the
     /// server asks for more each time its sink pulls a block (with a 2000 ms buffer, every 1.75 s;
@@ -54,6 +66,7 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     public init(
         device: String? = nil,
         pulseServer: String? = nil,
+        soundServerAddresses: [String] = [],
         bufferMilliseconds: Int = 2000,
         healthCheckSeconds: Int = 30,
         retryInitialMilliseconds: Int = 100,
@@ -63,6 +76,7 @@ public struct PlaybackConfiguration: Sendable, Hashable {
     ) {
         self.device = device
         self.pulseServer = pulseServer
+        self.soundServerAddresses = soundServerAddresses
         self.bufferMilliseconds = bufferMilliseconds
         self.healthCheckSeconds = healthCheckSeconds
         self.retryInitialMilliseconds = retryInitialMilliseconds
@@ -94,6 +108,11 @@ public struct PlaybackConfiguration: Sendable, Hashable {
         }
         if let pulseServer {
             try check(!pulseServer.isEmpty && !pulseServer.contains("\""), "PulseAudio server \"\(pulseServer)\"")
+        }
+        for address in soundServerAddresses {
+            try check(
+                !address.isEmpty && !address.contains(" ") && !address.contains("\0"),
+                "sound server address \"\(address)\"; give one address per entry")
         }
         try check(!applicationName.isEmpty, "empty application name")
         for (key, value) in streamProperties {

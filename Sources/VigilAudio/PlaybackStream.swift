@@ -135,7 +135,8 @@ public final class PlaybackStream: Sendable {
     public var status: Status { shared.withLock { $0.status } }
 
     /// The device `start()` opens: the configured one, else `pulse` when a PulseAudio server is
-    /// configured or a sound server is reachable, else `default`. `pulse` and `pulse:SINK` use
+    /// configured or a sound server is reachable (at one of the configuration's
+    /// ``PlaybackConfiguration/soundServerAddresses`` or the system-wide socket), else `default`. `pulse` and `pulse:SINK` use
     /// the ``Backend/pulseAudio`` backend, every other name ``Backend/alsa``.
     ///
     /// The choice is made once per `start()`: while the server is down for a restart the stream
@@ -143,7 +144,7 @@ public final class PlaybackStream: Sendable {
     public var resolvedDevice: String {
         if let device = configuration.device { return device }
         if configuration.pulseServer != nil { return "pulse" }
-        return SoundServer.isReachable() ? "pulse" : "default"
+        return SoundServer.isReachable(addresses: configuration.soundServerAddresses) ? "pulse" : "default"
     }
 
     /// Opens the output, fills its buffer and returns once it plays: on an ALSA PCM once the PCM

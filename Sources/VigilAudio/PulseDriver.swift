@@ -197,7 +197,7 @@ final class PulseDriver: PlaybackDriver {
         }
         pa_context_set_state_callback(
             context, { _, userdata in PulseDriver.from(userdata).contextStateChanged() }, userdata)
-        if pa_context_connect(context, configuration.pulseServer, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+        if pa_context_connect(context, configuration.serverList, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
             let error = pulseError(.openFailed, "pa_context_connect", pa_context_errno(context))
             close()
             throw error
@@ -556,7 +556,7 @@ final class PulseDriver: PlaybackDriver {
         let text = String(cString: pa_strerror(code))
         let errnoValue: Int32
         let remedy: String
-        let server = configuration.pulseServer.map { "at \($0)" } ?? "for this user"
+        let server = "at \(configuration.serverList)"
         switch UInt32(bitPattern: code) {
         case PA_ERR_CONNECTIONREFUSED.rawValue, PA_ERR_INVALIDSERVER.rawValue:
             errnoValue = ECONNREFUSED

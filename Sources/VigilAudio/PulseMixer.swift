@@ -123,7 +123,7 @@ public final class PulseMixer {
     /// How long one request may take, in microseconds.
     public var timeoutMicroseconds: UInt64 = 5_000_000
 
-    private let server: String?
+    private let server: String
     private let applicationName: String
     private let logger: Logger
     private let mainloop: OpaquePointer
@@ -132,10 +132,11 @@ public final class PulseMixer {
     private var subscribed = false
     private var changes: [SinkInputChange] = []
 
-    /// Creates a mixer for `server` (`nil`: libpulse's usual choice, `$PULSE_SERVER` then the
-    /// user's socket). Nothing connects until ``connect()``.
+    /// Creates a mixer for `server`, a libpulse server string (`nil`: the system-wide socket
+    /// only; a host passes the address its environment names, see
+    /// ``SoundServer/serverList(_:)``). Nothing connects until ``connect()``.
     public init(server: String?, applicationName: String, logger: Logger) {
-        self.server = server
+        self.server = server ?? SoundServer.systemAddress
         self.applicationName = applicationName
         self.logger = logger
         mainloop = pa_mainloop_new()!
@@ -637,7 +638,7 @@ public final class PulseMixer {
 
     private func error(_ kind: AudioError.Code, _ function: String, _ code: Int32) -> AudioError {
         let text = String(cString: pa_strerror(code))
-        let at = server.map { "at \($0)" } ?? "for this user"
+        let at = "at \(server)"
         let errnoValue: Int32
         let remedy: String
         switch UInt32(bitPattern: code) {

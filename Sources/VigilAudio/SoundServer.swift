@@ -1,25 +1,26 @@
 import VigilBase
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Finds out whether a PulseAudio-compatible sound server (PulseAudio or pipewire-pulse) answers.
+/// Finds out whether a PulseAudio-compatible sound server (PulseAudio or pipewire-pulse) answers,
+/// and tells libpulse where to connect.
+///
+/// Nothing here reads the process environment: the addresses come from the host's environment
+/// (its `HostEnvironment.soundServerAddresses`), and libpulse is always given an explicit server
+/// string, so it never falls back to the process's own `PULSE_SERVER` or `XDG_RUNTIME_DIR`.
 public enum SoundServer {
-    /// True when a sound server accepts connections: at `server` if given (a `unix:PATH` or a
-    /// plain path; other forms are assumed reachable), else at `$PULSE_SERVER`, else at
-    /// `$XDG_RUNTIME_DIR/pulse/native` or the system-wide `/run/pulse/native`.
-    public static func isReachable(server: String? = nil) -> Bool {
-        if let server { return canConnect(to: server) }
-        if let env = getenv("PULSE_SERVER"), env.pointee != 0 {
-            return canConnect(to: String(cString: env))
-        }
-        var candidates: [String] = []
-        if let runtime = getenv("XDG_RUNTIME_DIR"), runtime.pointee != 0 {
-            candidates.append(String(cString: runtime) + "/pulse/native")
-        }
-        candidates.append("/run/pulse/native")
-        return candidates.contains { canConnect(to: $0) }
+    /// The system-wide socket, tried after the addresses a host's environment names.
+    public static let systemAddress = "unix:/run/pulse/native"
+
+    /// The server string for libpulse (`pa_context_connect`): `addresses`, then
+    /// ``systemAddress``, space-separated (libpulse tries each in turn).
+    public static func serverList(_ addresses: [String]) -> String {
+        (addresses + [systemAddress]).joined(separator: " ")
+    }
+
+    /// True when a sound server accepts connections at one of `addresses` (`unix:PATH` or a
+    /// plain path; other forms are assumed reachable and left to libpulse) or at
+    /// ``systemAddress``.
+    public static func isReachable(addresses: [String]) -> Bool {
+        (addresses + [systemAddress]).contains { canConnect(to: $0) }
     }
 
     private static func canConnect(to server: String) -> Bool {

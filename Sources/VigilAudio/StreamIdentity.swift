@@ -51,6 +51,8 @@ enum StreamIdentity {
     {
         try lock.withLock { _ throws(AudioError) -> T in
             var saved: [(String, String)] = []
+            // The one place below the CLI that touches the process environment, and only to keep
+            // libpulse from reading it: the host's own values never come from here.
             var entry = environ
             while let cString = entry.pointee {
                 let pair = String(cString: cString)

@@ -93,7 +93,8 @@ struct Announce: AsyncParsableCommand {
     private func perform(logger: Logger) async -> Result<Void, AnnounceError> {
         let settings: AnnounceSettings
         do throws(AnnounceError) {
-            settings = try loadSettings()
+            // The sound server and session bus of the CLI's one environment, unless [announce] names them.
+            settings = try loadSettings().filled(from: CLI.environment)
         } catch {
             return .failure(error)
         }

@@ -7,6 +7,7 @@ import UnixSignals
 import Vigil
 import VigilCheckCommands
 import VigilCore
+import VigilPlugin
 import VigilSupervisorEngine
 
 #if canImport(Glibc)
@@ -93,7 +94,8 @@ struct Run: AsyncParsableCommand {
             stopGrace: .milliseconds(Int64(stopGrace * 1000)))
         let supervisor: Supervisor
         do {
-            supervisor = try Supervisor(workers: [spec], configuration: configuration, logger: logger)
+            supervisor = try Supervisor(
+                workers: [spec], configuration: configuration, environment: CLI.environment.variables, logger: logger)
         } catch let error as SupervisorError {
             printError("vigil run: \(error.message)")
             throw ExitCode.failure

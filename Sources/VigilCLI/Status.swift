@@ -3,6 +3,7 @@ import FoundationEssentials
 import Vigil
 import VigilCheckCommands
 import VigilCore
+import VigilPlugin
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +28,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let directory: RuntimeDirectory?
         do {
-            directory = try RuntimeDirectory.resolve(environment: ProcessInfo.processInfo.environment, create: false)
+            directory = try RuntimeDirectory.resolve(environment: CLI.environment.variables, create: false)
         } catch {
             if json { print("[]") }  // still one JSON document: no host could be read
             CLI.printError("error: \(error.message)")
@@ -43,7 +44,7 @@ struct Status: AsyncParsableCommand {
             }
         }
         if let config = options.config {
-            let wanted = HostConfiguration(path: config).path
+            let wanted = HostConfiguration(path: config, environment: CLI.environment).path
             hosts = hosts.filter { $0.configPath == wanted }
         }
         if json {
@@ -70,7 +71,7 @@ struct Status: AsyncParsableCommand {
         let now = Date().timeIntervalSince1970
         for plugin in host.plugins {
             var line = "  " + TextFormat.padded(plugin.name, to: width)
-            line += "  " + plugin.state.description.replacing("[\(plugin.name)] ", with: "")
+            line += "  " + plugin.state.description
             line += "  (since \(Self.duration(now - plugin.since)) ago)"
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }

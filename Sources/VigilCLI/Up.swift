@@ -153,7 +153,7 @@ actor StatusDisplay {
                 if case .failed(let failure) = event.state {
                     lastReason[event.plugin] =
                         "\(event.plugin): failed: "
-                        + failure.message.replacing("[\(event.plugin)] ", with: "")
+                        + failure.message
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
@@ -197,7 +197,7 @@ actor StatusDisplay {
             }.joined(separator: "\n")
         case .failed(let failure):
             reason =
-                "\(plugin.name): failed: " + failure.message.replacing("[\(plugin.name)] ", with: "")
+                "\(plugin.name): failed: " + failure.message
         default: reason = nil
         }
         guard let reason else {
@@ -214,7 +214,7 @@ actor StatusDisplay {
         case .started: "\(event.plugin): running"
         case .stopped: "\(event.plugin): stopped"
         case .failed(let failure):
-            "\(event.plugin): failed: " + failure.message.replacing("[\(event.plugin)] ", with: "")
+            "\(event.plugin): failed: " + failure.message
         case .blocked: "\(event.plugin): blocked"
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
@@ -255,7 +255,7 @@ actor StatusDisplay {
                 }
             var text =
                 TextFormat.padded(plugin.name, to: nameWidth) + "  "
-                + plugin.state.description.replacing("[\(plugin.name)] ", with: "")
+                + plugin.state.description
             let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
                 separator: " ")
             if !details.isEmpty { text += "  [\(details)]" }

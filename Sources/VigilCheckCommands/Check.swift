@@ -36,8 +36,11 @@ package struct Check: AsyncParsableCommand {
     var buildInputs: String?
 
     package func run() async throws {
-        var report = HostCheck(probeEnvironment: !declarationsOnly).run(configPath: options.config)
-        if let buildInputs { report = report.checkingBuildInputs(listPath: buildInputs) }
+        var report = HostCheck(environment: CLI.environment, probeEnvironment: !declarationsOnly).run(
+            configPath: options.config)
+        if let buildInputs {
+            report = report.checkingBuildInputs(listPath: buildInputs, environment: CLI.environment)
+        }
         if let banner = report.banner { CLI.printError(banner) }
         if json {
             CLI.printJSON(CheckJSON.encode(report))

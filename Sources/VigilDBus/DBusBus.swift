@@ -13,8 +13,9 @@ public enum DBusBus: Sendable, Hashable, CustomStringConvertible {
     /// A bus at an explicit address such as `unix:path=/tmp/bus`.
     case address(String)
 
-    /// The address this bus resolves to in `environment`, or `nil` when there is none (no session bus).
-    public func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    /// The address this bus resolves to in `environment` (the host's variables; nothing here reads
+    /// the process environment), or `nil` when there is none (no session bus).
+    public func resolve(environment: [String: String]) -> String? {
         switch self {
         case .address(let address):
             return address.isEmpty ? nil : address

@@ -37,11 +37,12 @@ public final class DBusConnection: Sendable {
 
     deinit { loop.close() }
 
-    /// Connects to `bus` (its address resolved in `environment`) and says hello.
+    /// Connects to `bus` (its address resolved in `environment`, the host's variables: nothing here
+    /// reads the process environment, so `.session` needs `environment` to name one) and says hello.
     /// - Throws: ``DBusError/Code/noBus`` when there is no such bus, ``DBusError/Code/connectFailed``
     ///   when it cannot be reached.
     public static func connect(
-        to bus: DBusBus, environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger
+        to bus: DBusBus, environment: [String: String] = [:], logger: Logger
     ) async throws(DBusError) -> DBusConnection {
         guard let address = bus.resolve(environment: environment) else {
             throw DBusError(
@@ -50,7 +51,7 @@ public final class DBusConnection: Sendable {
         }
         guard let loop = BusLoop(name: "vigil-dbus", logger: logger) else {
             throw DBusError(
-                code: .connectFailed, errno: Glibc.errno, message: "cannot create the bus thread's wake-up pipe")
+                code: .connectFailed, cause: .current("pipe"), message: "cannot create the bus thread's wake-up pipe")
         }
         let result: Result<String, DBusError> =
             await loop.run { loop in
@@ -67,7 +68,7 @@ public final class DBusConnection: Sendable {
                     if let handle { sd_bus_flush_close_unref(handle) }
                     return .failure(
                         DBusError(
-                            code: .connectFailed, errno: -r,
+                            code: .connectFailed, cause: SystemCallError("sd_bus_start", errno: -r),
                             message: "cannot connect to the \(bus) at \(address): \(String(cString: strerror(-r)))"))
                 }
                 loop.bus = handle
@@ -402,7 +403,7 @@ final class BusLoop: @unchecked Sendable {
             continuation.resume(
                 returning: .failure(
                     DBusError(
-                        code: .invalidMessage, errno: -r,
+                        code: .invalidMessage, cause: SystemCallError("sd_bus_message_append", errno: -r),
                         message: "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path): "
                             + String(cString: strerror(-r)))))
             return
@@ -422,7 +423,7 @@ final class BusLoop: @unchecked Sendable {
             call.finish(
                 .failure(
                     DBusError(
-                        code: .disconnected, errno: -r,
+                        code: .disconnected, cause: SystemCallError("sd_bus_call_async", errno: -r),
                         message: "cannot send \(member): \(String(cString: strerror(-r)))")))
         }
     }
@@ -466,7 +467,7 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .registrationFailed, errno: -r,
+                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_match", errno: -r),
                     message: "the bus refused the match rule \(rule): \(String(cString: strerror(-r)))"))
         }
         let id = newID()
@@ -494,7 +495,7 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .registrationFailed, errno: -r,
+                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_object", errno: -r),
                     message: "cannot export an object at \(object.path): \(String(cString: strerror(-r)))"))
         }
         let id = newID()
@@ -515,7 +516,7 @@ final class BusLoop: @unchecked Sendable {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .invalidMessage, errno: -r,
+                    code: .invalidMessage, cause: SystemCallError("sd_bus_send", errno: -r),
                     message: "cannot send the signal \(interface).\(member): \(String(cString: strerror(-r)))"))
         }
         return .success(())

@@ -1,7 +1,7 @@
 @_exported public import VigilBase
 
 /// A D-Bus failure: what went wrong (``code``), the D-Bus error name when the bus or the peer
-/// sent one, the errno when sd-bus returned one, and where it happened.
+/// sent one, the failed sd-bus or system call with its errno (``cause``), and where it happened.
 public struct DBusError: StructuredError, Hashable {
     /// What kind of failure this is.
     public enum Code: String, ErrorCode {
@@ -28,19 +28,20 @@ public struct DBusError: StructuredError, Hashable {
     public var code: Code
     /// The D-Bus error name (for example `org.freedesktop.DBus.Error.ServiceUnknown`), if any.
     public var name: String?
-    /// The errno sd-bus returned, if any.
-    public var errno: Int32?
+    /// The failed sd-bus or system call and its `Errno` (a ``SystemCallError``), if any.
+    public var cause: ErrorCause?
     /// What happened and, where possible, how to fix it.
     public var message: String
     /// Where the failure was detected.
     public var function: String
 
     public init(
-        code: Code, name: String? = nil, errno: Int32? = nil, message: String, function: String = #function
+        code: Code, name: String? = nil, cause: SystemCallError? = nil, message: String,
+        function: String = #function
     ) {
         self.code = code
         self.name = name
-        self.errno = errno
+        self.cause = cause.map(ErrorCause.init)
         self.message = message
         self.function = function
     }
@@ -50,6 +51,9 @@ public struct DBusError: StructuredError, Hashable {
     public static func refusal(_ name: String, _ message: String, function: String = #function) -> DBusError {
         DBusError(code: .refused, name: name, message: message, function: function)
     }
+
+    /// The failed call, when a system or sd-bus call is the cause.
+    public var systemCall: SystemCallError? { cause?.systemCall }
 
     public var description: String {
         var text = "[\(code)] \(message)"

@@ -122,7 +122,7 @@ enum MessageCoding {
                 guard copy >= 0 else {
                     return .failure(
                         DBusError(
-                            code: .invalidMessage, errno: Glibc.errno,
+                            code: .invalidMessage, cause: .current("fcntl"),
                             message: "cannot duplicate a received file descriptor"))
                 }
                 return .success(.unixFD(copy))
@@ -169,7 +169,7 @@ enum MessageCoding {
 
     static func decodeError(_ r: Int32, function: String = #function) -> DBusError {
         DBusError(
-            code: .invalidMessage, errno: -r,
+            code: .invalidMessage, cause: SystemCallError("sd_bus_message_read", errno: -r),
             message: "malformed D-Bus message: \(String(cString: strerror(-r)))", function: function)
     }
 

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import VigilBase
 public import VigilCore
+public import VigilPlugin
 
 #if canImport(Glibc)
 import Glibc
@@ -64,9 +65,10 @@ public enum BuildInputs {
 extension HostCheck.Report {
     /// This report plus an error when the check reads files that are not in the build's input
     /// list at `listPath` (see ``BuildInputs``); unchanged when the configuration did not load.
-    public func checkingBuildInputs(listPath: String) -> HostCheck.Report {
+    /// `environment` is the one the check ran in (for the first-party manifests directory).
+    public func checkingBuildInputs(listPath: String, environment: HostEnvironment) -> HostCheck.Report {
         guard let configPath,
-            let configuration = try? HostConfiguration.load(path: configPath)
+            let configuration = try? HostConfiguration.load(path: configPath, environment: environment)
         else { return self }
         let problem: String
         do {

@@ -9,8 +9,11 @@ import Glibc
 extension HostCheck {
     /// The location of a plugin's failure: the `[trusted_plugins]` line when the trusted key is
     /// what is wrong (it is the line to fix), else the plugin's entry in `plugins`.
-    static func failureKeyPath(plugin name: String, code: String, configuration: HostConfiguration) -> [String] {
-        if code == CoreError.Code.keyRotation.description, configuration.location(of: ["trusted_plugins", name]) != nil
+    static func failureKeyPath(
+        plugin name: String, refusal: HostPlan.Refusal, configuration: HostConfiguration
+    ) -> [String] {
+        if case .core(let error) = refusal, error.code == .keyRotation,
+            configuration.location(of: ["trusted_plugins", name]) != nil
         {
             return ["trusted_plugins", name]
         }

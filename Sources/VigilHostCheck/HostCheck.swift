@@ -138,14 +138,13 @@ public struct HostCheck: Sendable {
         var blocked: Set<String> = []
         for item in plan.items {
             let location = located(["plugins", item.name])
-            if case .unavailable(_, let code, let message) = item.outcome {
+            if case .unavailable(_, let refusal) = item.outcome {
                 diagnostics.append(
                     .init(
                         severity: .error,
                         location: located(
-                            Self.failureKeyPath(plugin: item.name, code: code, configuration: configuration)),
-                        plugin: item.name,
-                        message: Self.strip(message, item.name)))
+                            Self.failureKeyPath(plugin: item.name, refusal: refusal, configuration: configuration)),
+                        plugin: item.name, message: refusal.message))
             }
             // Requirements of every verified manifest, even one whose entry is unknown.
             for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
@@ -180,12 +179,6 @@ public struct HostCheck: Sendable {
                     (item.name, false, item.directory)
                 }
             }, waiting: waiting, blocked: blocked)
-    }
-
-    /// Drops a leading `[name] ` (the diagnostic prints the plugin itself).
-    static func strip(_ message: String, _ name: String) -> String {
-        let prefix = "[\(name)] "
-        return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
     }
 
     /// A found file's path as a compiler would print it: relative when below the working directory.

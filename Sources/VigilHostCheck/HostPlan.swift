@@ -25,9 +25,29 @@ package struct HostPlan: Sendable {
     /// What became of one activated plugin.
     package enum Outcome: Sendable {
         case ready(Ready)
-        /// It did not verify, its `entry` is unknown, or its shared library was refused: `code`
-        /// and `message` say why (the message with the cause and the remedy).
-        case unavailable(version: String?, code: String, message: String)
+        /// It did not verify, its `entry` is unknown, or its shared library was refused: the
+        /// typed error says why.
+        case unavailable(version: String?, refusal: Refusal)
+    }
+
+    /// Why a plugin is unavailable: the error behind it, kept typed (code, plugin, message,
+    /// cause) so that every report renders it from its fields.
+    package enum Refusal: Sendable {
+        /// Verification, trust, rollback or the manifest.
+        case core(CoreError)
+        /// Its shared library.
+        case sharedLibrary(SharedLibraryError)
+        /// Its `entry` (``PluginError/Code/unknownEntry``).
+        case plugin(PluginError)
+
+        /// The cause and the remedy, without the plugin's name.
+        package var message: String {
+            switch self {
+            case .core(let error): error.message
+            case .sharedLibrary(let error): error.message
+            case .plugin(let error): error.message
+            }
+        }
     }
 
     /// One activated plugin.
@@ -78,13 +98,13 @@ package struct HostPlan: Sendable {
                 // Never parsed further, never instantiated: it stays failed with the core's reason.
                 return Item(
                     name: name,
-                    outcome: .unavailable(version: nil, code: error.code.description, message: error.description),
+                    outcome: .unavailable(version: nil, refusal: .core(error)),
                     trust: nil)
             }
             let manifest = loaded.manifest
-            func unavailable(code: String, message: String) -> Item {
+            func unavailable(_ refusal: Refusal) -> Item {
                 Item(
-                    name: name, outcome: .unavailable(version: "\(manifest.version)", code: code, message: message),
+                    name: name, outcome: .unavailable(version: "\(manifest.version)", refusal: refusal),
                     trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
             }
             if manifest.sharedLibrary != nil {
@@ -93,11 +113,11 @@ package struct HostPlan: Sendable {
                 do throws(SharedLibraryError) {
                     _ = try VerifiedLibrarySet(loaded)
                 } catch {
-                    return unavailable(code: error.code.description, message: error.description)
+                    return unavailable(.sharedLibrary(error))
                 }
             } else if !entries.contains(manifest.entry) {
                 let error = PluginError.unknownEntry(plugin: name, entry: manifest.entry, known: entries.sorted())
-                return unavailable(code: error.code.description, message: error.message)
+                return unavailable(.plugin(error))
             }
             let settings = PluginSettings(
                 pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])

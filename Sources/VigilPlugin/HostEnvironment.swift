@@ -61,6 +61,18 @@ public struct HostEnvironment: Sendable {
     /// `$XDG_RUNTIME_DIR` when it is an absolute path.
     public var runtimeHome: String? { absolute("XDG_RUNTIME_DIR") }
 
+    /// The home directory of this process's account, from the password database (not `$HOME`),
+    /// with a trailing `/`; the fallback when an environment names no state directory.
+    public static var accountHomeDirectory: String? {
+        guard let entry = getpwuid(getuid()), let dir = entry.pointee.pw_dir else { return nil }
+        let path = String(cString: dir)
+        guard path.hasPrefix("/") else { return nil }
+        return path.hasSuffix("/") ? path : path + "/"
+    }
+
+    /// `$TMPDIR` when it is an absolute path, else `/tmp`.
+    public var temporaryDirectory: String { absolute("TMPDIR") ?? "/tmp" }
+
     /// Vigil's state directory (`STATE_HOME/vigil`): rollback records and plugin state.
     public var vigilStateDirectory: String? { stateHome.map { $0 + "/vigil" } }
 

@@ -34,7 +34,7 @@ public struct PluginContext: Sendable {
         logger: Logger,
         reporter: PluginReporter,
         stateDirectory: String,
-        environment: HostEnvironment = .current
+        environment: HostEnvironment
     ) {
         self.environment = environment
         self.pluginName = pluginName

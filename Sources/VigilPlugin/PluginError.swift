@@ -11,6 +11,8 @@ public enum PluginErrorCode: String, ErrorCode {
     case unknownEntry = "unknown-entry"
     /// The plugin could not start.
     case startFailed = "start-failed"
+    /// The plugin lost what it keeps alive and could not get it back (it gave up).
+    case resumeFailed = "resume-failed"
 }
 
 extension PluginError {

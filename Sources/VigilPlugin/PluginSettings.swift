@@ -1,18 +1,49 @@
 /// A plugin's settings: manifest defaults overlaid by the plugin's table in `vigil.toml`.
 ///
-/// The typed accessors throw a ``PluginError`` naming the plugin, the key, what was expected and
-/// what was found, so a plugin validates its settings in one place (its ``PluginImplementation``'s
-/// `make`) and a typo in `vigil.toml` surfaces as a clear `failed` status.
+/// The one reader of settings tables: the typed accessors (with range checks) throw a
+/// ``PluginError`` naming the plugin, the key (with its path inside nested tables, see
+/// ``nested(_:at:)``), what was expected and what was found, so a plugin validates its settings
+/// in one place (its ``PluginImplementation``'s `make`) and a typo in `vigil.toml` surfaces as a
+/// clear `failed` status.
 public struct PluginSettings: Sendable, Hashable {
     /// The plugin these settings belong to, for error messages.
     public let pluginName: String
     /// The merged values.
     public let values: [String: SettingValue]
+    /// The path of this table inside the plugin's settings (`workers[0]`), empty at the top.
+    public let path: String
 
     /// Creates settings for `pluginName`.
     public init(pluginName: String, values: [String: SettingValue]) {
+        self.init(pluginName: pluginName, values: values, path: "")
+    }
+
+    private init(pluginName: String, values: [String: SettingValue], path: String) {
         self.pluginName = pluginName
         self.values = values
+        self.path = path
+    }
+
+    /// The table `values`, found at `path` (`workers[0]`) in these settings, read with the same
+    /// accessors; its errors name keys with that path (`workers[0].command`).
+    public func nested(_ values: [String: SettingValue], at path: String) -> PluginSettings {
+        PluginSettings(pluginName: pluginName, values: values, path: qualified(path))
+    }
+
+    /// `key` with this table's path in front.
+    public func qualified(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    /// A ``PluginError/Code/invalidSetting`` error for `key` (qualified with this table's path).
+    public func invalid(_ key: String, _ reason: String) -> PluginError {
+        PluginError.invalidSetting(plugin: pluginName, key: qualified(key), reason: reason)
+    }
+
+    /// Throws for the first key (in name order) that is not one of `known`, calling it an
+    /// unknown `kind` (`setting`, `worker key`).
+    public func refuseUnknownKeys(known: some Collection<String>, kind: String = "setting") throws {
+        for key in values.keys.sorted() where !known.contains(key) {
+            throw invalid(key, "unknown \(kind); known: \(known.sorted().joined(separator: ", "))")
+        }
     }
 
     /// Merges `overrides` over `defaults`; nested tables merge key by key.
@@ -49,6 +80,15 @@ public struct PluginSettings: Sendable, Hashable {
         return s
     }
 
+    /// A string setting that is not empty and holds no NUL, or `nil` when absent.
+    public func nonEmptyString(_ key: String) throws -> String? {
+        guard let value = values[key] else { return nil }
+        guard case .string(let s) = value, !s.isEmpty, !s.contains("\0") else {
+            throw mismatch(key, expected: "a non-empty string", found: value)
+        }
+        return s
+    }
+
     /// An integer setting, or `nil` when absent.
     public func integer(_ key: String) throws -> Int? {
         guard let value = values[key] else { return nil }
@@ -58,13 +98,12 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// An integer setting within `range`, or `defaultValue` when absent.
     public func integer(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
-        let value = try integer(key) ?? defaultValue
-        guard range.contains(value) else {
-            throw PluginError.invalidSetting(
-                plugin: pluginName, key: key,
-                reason: "\(value) is out of range; use a value from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return value
+        try checked(key, try integer(key) ?? defaultValue, in: range)
+    }
+
+    /// An integer setting within `range`, or `nil` when absent.
+    public func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
+        try integer(key).map { value throws in try checked(key, value, in: range) }
     }
 
     /// A number setting (an integer is accepted too), or `nil` when absent.
@@ -79,11 +118,18 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// A number setting within `range`, or `defaultValue` when absent.
     public func number(_ key: String, default defaultValue: Double, in range: ClosedRange<Double>) throws -> Double {
-        let value = try number(key) ?? defaultValue
+        try checked(key, try number(key) ?? defaultValue, in: range)
+    }
+
+    /// A number setting within `range`, or `nil` when absent.
+    public func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
+        try number(key).map { value throws in try checked(key, value, in: range) }
+    }
+
+    /// `value` when `range` holds it; else the error naming `key` and the range.
+    private func checked<T: Comparable>(_ key: String, _ value: T, in range: ClosedRange<T>) throws -> T {
         guard range.contains(value) else {
-            throw PluginError.invalidSetting(
-                plugin: pluginName, key: key,
-                reason: "\(value) is out of range; use a value from \(range.lowerBound) to \(range.upperBound)")
+            throw invalid(key, "\(value) is out of range; use a value from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }
@@ -99,9 +145,7 @@ public struct PluginSettings: Sendable, Hashable {
     public func choice(_ key: String, default defaultValue: String, from choices: [String]) throws -> String {
         let value = try string(key, default: defaultValue)
         guard choices.contains(value) else {
-            throw PluginError.invalidSetting(
-                plugin: pluginName, key: key,
-                reason: "\"\(value)\" is not one of \(choices.map { "\"\($0)\"" }.joined(separator: ", "))")
+            throw invalid(key, "\"\(value)\" is not one of \(choices.map { "\"\($0)\"" }.joined(separator: ", "))")
         }
         return value
     }
@@ -121,8 +165,6 @@ public struct PluginSettings: Sendable, Hashable {
     }
 
     private func mismatch(_ key: String, expected: String, found: SettingValue) -> PluginError {
-        .invalidSetting(
-            plugin: pluginName, key: key,
-            reason: "expected \(expected), found \(found.kindName) \(found)")
+        invalid(key, "expected \(expected), found \(found.kindName) \(found)")
     }
 }

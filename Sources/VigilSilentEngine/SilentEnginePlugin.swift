@@ -29,7 +29,7 @@ final class SilentEngine: KeepAlivePlugin {
         var logger = context.logger
         logger[metadataKey: "audio.mode"] = "\(settings.mode.rawValue)"
         let playback = PlaybackStream(
-            configuration: settings.playbackConfiguration(hostName: context.hostName),
+            configuration: settings.playbackConfiguration(hostName: context.hostName, environment: context.environment),
             source: settings.signal,
             logger: logger
         ) { event in
@@ -67,11 +67,11 @@ final class SilentEngine: KeepAlivePlugin {
         }
         guard let status = stream.withLock({ $0?.status }) else {
             details["state"] = "stopped"
-            details["device"] = settings.device ?? "auto"
+            details["device"] = settings.playback.device ?? "auto"
             return details
         }
         details["state"] = status.state.rawValue
-        details["device"] = status.device ?? settings.device ?? "auto"
+        details["device"] = status.device ?? settings.playback.device ?? "auto"
         if let backend = status.backend { details["backend"] = backend.rawValue }
         details["buffer_ms"] = "\(status.bufferMilliseconds)"
         details["frames_written"] = "\(status.framesWritten)"

@@ -5,50 +5,43 @@ import VigilPlugin
 /// `[silent-engine]` table of `vigil.toml`.
 struct SilentEngineSettings: Sendable, Hashable {
     var mode: SilentSignal.Mode
-    var device: String?
-    var pulseServer: String?
-    var bufferMilliseconds: Int
+    /// `device`, `pulse_server`, `buffer_ms`, `health_check_s` and the `retry_*` keys.
+    var playback: PlaybackSettings
     var sineFrequency: Double
     var sineAmplitude: Double
     var noiseLevel: Double
     var fluctuateRate: Double
-    var healthCheckSeconds: Int
-    var retryInitialMilliseconds: Int
-    var retryMaxMilliseconds: Int
-    var retryBudget: Int
+
+    /// Every setting's default, in one place. The signed manifest
+    /// (`manifests/silent-engine/plugin.json`) ships the same ``defaults``, which a test checks.
+    enum Default {
+        static let mode = SilentSignal.Mode.zero
+        static let playback = PlaybackSettings.Defaults(bufferMilliseconds: 2000, retryMaxMilliseconds: 3000)
+        static let sineFrequency = 30
+        static let sineAmplitude = 0.01
+        static let noiseLevel = 0.001
+        static let fluctuateRate = 50
+    }
+
+    /// The defaults as settings values (what the manifest's `settings` holds).
+    static var defaults: [String: SettingValue] {
+        Default.playback.values.merging([
+            "mode": .string(Default.mode.rawValue), "sine_frequency_hz": .integer(Default.sineFrequency),
+            "sine_amplitude": .double(Default.sineAmplitude), "noise_level": .double(Default.noiseLevel),
+            "fluctuate_rate_hz": .integer(Default.fluctuateRate),
+        ]) { _, new in new }
+    }
 
     /// Reads every key; throws ``PluginError/Code/invalidSetting`` naming the first bad one.
     init(_ settings: PluginSettings) throws {
-        mode = SilentSignal.Mode(
-            rawValue: try settings.choice("mode", default: "zero", from: SilentSignal.Mode.allCases.map(\.rawValue)))!
-        let device = try settings.string("device", default: "")
-        if device.contains("\"") || device.contains("\0") {
-            throw PluginError.invalidSetting(
-                plugin: settings.pluginName, key: "device",
-                reason:
-                    "\"\(device)\" is not an ALSA PCM name; use \"\" (automatic), \"pulse\", \"default\" or a name from `aplay -L`"
-            )
-        }
-        self.device = device.isEmpty ? nil : device
-        let server = try settings.string("pulse_server", default: "")
-        if server.contains("\"") {
-            throw PluginError.invalidSetting(
-                plugin: settings.pluginName, key: "pulse_server",
-                reason:
-                    "\"\(server)\" is not a PulseAudio server address; use \"\" or e.g. \"unix:/run/user/1000/pulse/native\""
-            )
-        }
-        pulseServer = server.isEmpty ? nil : server
-        bufferMilliseconds = try settings.integer("buffer_ms", default: 2000, in: 100...10_000)
-        sineFrequency = try settings.number("sine_frequency_hz", default: 30, in: 1...20_000)
-        sineAmplitude = try settings.number("sine_amplitude", default: 0.01, in: 0.0001...1)
-        noiseLevel = try settings.number("noise_level", default: 0.001, in: 0.0001...1)
-        fluctuateRate = try settings.number("fluctuate_rate_hz", default: 50, in: 1...1000)
-        healthCheckSeconds = try settings.integer("health_check_s", default: 30, in: 1...3600)
-        retryInitialMilliseconds = try settings.integer("retry_initial_ms", default: 100, in: 10...60_000)
-        retryMaxMilliseconds = try settings.integer(
-            "retry_max_ms", default: 3000, in: retryInitialMilliseconds...600_000)
-        retryBudget = try settings.integer("retry_budget", default: 0, in: 0...1_000_000)
+        let modes = SilentSignal.Mode.allCases.map(\.rawValue)
+        mode = SilentSignal.Mode(rawValue: try settings.choice("mode", default: Default.mode.rawValue, from: modes))!
+        playback = try PlaybackSettings(settings, defaults: Default.playback)
+        sineFrequency = try settings.number(
+            "sine_frequency_hz", default: Double(Default.sineFrequency), in: 1...20_000)
+        sineAmplitude = try settings.number("sine_amplitude", default: Default.sineAmplitude, in: 0.0001...1)
+        noiseLevel = try settings.number("noise_level", default: Default.noiseLevel, in: 0.0001...1)
+        fluctuateRate = try settings.number("fluctuate_rate_hz", default: Double(Default.fluctuateRate), in: 1...1000)
     }
 
     /// The signal these settings ask for.
@@ -58,12 +51,15 @@ struct SilentEngineSettings: Sendable, Hashable {
             noiseLevel: noiseLevel)
     }
 
-    /// The playback configuration for a host named `hostName`.
-    func playbackConfiguration(hostName: String) -> PlaybackConfiguration {
+    /// The playback configuration for a host named `hostName` in `environment` (where the sound
+    /// server is when `pulse_server` is unset).
+    func playbackConfiguration(hostName: String, environment: HostEnvironment) -> PlaybackConfiguration {
         PlaybackConfiguration(
-            device: device, pulseServer: pulseServer, bufferMilliseconds: bufferMilliseconds,
-            healthCheckSeconds: healthCheckSeconds, retryInitialMilliseconds: retryInitialMilliseconds,
-            retryMaxMilliseconds: retryMaxMilliseconds, retryBudget: retryBudget,
+            device: playback.device, pulseServer: playback.pulseServer,
+            soundServerAddresses: environment.soundServerAddresses, bufferMilliseconds: playback.bufferMilliseconds,
+            healthCheckSeconds: playback.healthCheckSeconds,
+            retryInitialMilliseconds: playback.retryInitialMilliseconds,
+            retryMaxMilliseconds: playback.retryMaxMilliseconds, retryBudget: playback.retryBudget,
             applicationName: "\(hostName) (Vigil keep-alive)")
     }
 }

@@ -49,7 +49,7 @@ public final class SoundFile {
                 code: code == ENOENT || code == ENOTDIR ? .notFound : .unreadable, path: path,
                 message: code == ENOENT || code == ENOTDIR
                     ? "no such file; check the path" : "cannot open: \(String(cString: strerror(code)))",
-                errno: code)
+                cause: SystemCallError("open", errno: code))
         }
         var st = stat()
         if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {

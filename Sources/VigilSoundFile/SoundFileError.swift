@@ -29,18 +29,23 @@ public struct SoundFileError: StructuredError, Hashable {
     public var path: String
     /// What happened and how to fix it.
     public var message: String
-    /// The errno, when the system reported one.
-    public var errno: Int32?
+    /// The failed system call and its `Errno` (a ``SystemCallError``), when the system reported one.
+    public var cause: ErrorCause?
     /// Where the failure was detected.
     public var function: String
 
-    public init(code: Code, path: String, message: String, errno: Int32? = nil, function: String = #function) {
+    public init(
+        code: Code, path: String, message: String, cause: SystemCallError? = nil, function: String = #function
+    ) {
         self.code = code
         self.path = path
         self.message = message
-        self.errno = errno
+        self.cause = cause.map(ErrorCause.init)
         self.function = function
     }
+
+    /// The failed call, when a system call is the cause.
+    public var systemCall: SystemCallError? { cause?.systemCall }
 
     public var description: String { "[\(code)] \(path): \(message)" }
 }

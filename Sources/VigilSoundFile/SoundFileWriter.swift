@@ -74,9 +74,10 @@ public final class SoundFileWriter {
         let rc = sf_close(handle)
         self.handle = nil
         guard rc == 0, rename(partialPath, path) == 0 else {
-            let code = Glibc.errno
+            let failure = SystemCallError.current(rc == 0 ? "rename" : "sf_close")
             unlink(partialPath)
-            throw SoundFileError(code: .writeFailed, path: path, message: "cannot complete the file", errno: code)
+            throw SoundFileError(
+                code: .writeFailed, path: path, message: "cannot complete the file: \(failure.reason)", cause: failure)
         }
     }
 }

@@ -100,7 +100,8 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 
         let reporter = context.reporter
         let stream = PlaybackStream(
-            configuration: settings.playbackConfiguration(hostName: context.hostName), source: mixer.source,
+            configuration: settings.playbackConfiguration(hostName: context.hostName, environment: context.environment),
+            source: mixer.source,
             logger: logger,
             onEvent: { event in
                 switch event {
@@ -177,7 +178,9 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 
     func details() async -> [String: String] {
         guard let r = running.withLock({ $0 }) else {
-            return ["state": "stopped", "soundscape": settings.soundscape, "device": settings.device ?? "auto"]
+            return [
+                "state": "stopped", "soundscape": settings.soundscape, "device": settings.playback.device ?? "auto",
+            ]
         }
         let state = r.controller.current
         let status = r.stream.status
@@ -186,7 +189,7 @@ final class SoundscapeKeeper: KeepAlivePlugin {
             "soundscape": state.soundscape,
             "volume": Self.twoDecimals(state.volume),
             "playback": state.playback.rawValue.lowercased(),
-            "device": status.device ?? settings.device ?? "auto",
+            "device": status.device ?? settings.playback.device ?? "auto",
             "buffer_ms": "\(status.bufferMilliseconds)",
             "underruns": "\(status.underruns)",
             "interruptions": "\(status.interruptions)",

@@ -23,18 +23,13 @@ struct SupervisorSettings: Sendable, Equatable {
     ]
 
     init(_ settings: PluginSettings) throws {
-        let plugin = settings.pluginName
-        for key in settings.values.keys where !Self.keys.contains(key) {
-            throw PluginError.invalidSetting(
-                plugin: plugin, key: key,
-                reason: "unknown setting; known: \(Self.keys.sorted().joined(separator: ", "))")
-        }
+        try settings.refuseUnknownKeys(known: Self.keys)
         let initial = try settings.integer("backoff_initial_ms", default: 100, in: 0...3_600_000)
         let cap = try settings.integer("backoff_max_ms", default: 30_000, in: 0...86_400_000)
         guard cap >= initial else {
-            throw PluginError.invalidSetting(
-                plugin: plugin, key: "backoff_max_ms",
-                reason: "\(cap) is below backoff_initial_ms (\(initial)); the cap must be at least the first delay")
+            throw settings.invalid(
+                "backoff_max_ms",
+                "\(cap) is below backoff_initial_ms (\(initial)); the cap must be at least the first delay")
         }
         configuration = SupervisorConfiguration(
             backoffInitial: .milliseconds(initial),
@@ -49,46 +44,34 @@ struct SupervisorSettings: Sendable, Equatable {
 
         var workers: [WorkerSpec] = []
         for (index, value) in (try settings.array("workers") ?? []).enumerated() {
-            workers.append(try Self.worker(value, index: index, plugin: plugin))
+            workers.append(try Self.worker(value, at: "workers[\(index)]", in: settings))
         }
         do {
             try Supervisor.validate(workers)
         } catch let error as SupervisorError {
-            throw PluginError.invalidSetting(plugin: plugin, key: "workers", reason: error.message)
+            throw settings.invalid("workers", error.message)
         }
         self.workers = workers
     }
 
-    private static func worker(_ value: SettingValue, index: Int, plugin: String) throws -> WorkerSpec {
-        let at = "workers[\(index)]"
+    private static func worker(_ value: SettingValue, at: String, in settings: PluginSettings) throws -> WorkerSpec {
         guard case .table(let table) = value else {
-            throw PluginError.invalidSetting(
-                plugin: plugin, key: at,
-                reason: "expected a table like { name = \"web\", command = \"/usr/bin/web\" }, found \(value.kindName)")
+            throw settings.invalid(
+                at, "expected a table like { name = \"web\", command = \"/usr/bin/web\" }, found \(value.kindName)")
         }
-        // The worker's keys, checked with the same typed accessors as top-level settings.
-        let fields = PluginSettings(pluginName: plugin, values: table)
-        func fail(_ key: String, _ reason: String) -> PluginError {
-            PluginError.invalidSetting(plugin: plugin, key: "\(at).\(key)", reason: reason)
-        }
-        func qualified<T>(_ body: () throws -> T) throws -> T {
-            do { return try body() } catch let error as PluginError {
-                // Re-key the message to workers[i].key.
-                throw PluginError(
-                    code: error.code, message: error.message.replacingFirst("setting `", with: "setting `\(at)."))
-            }
-        }
-        for key in table.keys where !workerKeys.contains(key) {
-            throw fail(key, "unknown worker key; known: \(workerKeys.sorted().joined(separator: ", "))")
-        }
-        guard let name = try qualified({ try fields.string("name") }) else {
+        // The worker's keys, read by the same reader as top-level settings; its errors name
+        // `workers[i].key`.
+        let fields = settings.nested(table, at: at)
+        func fail(_ key: String, _ reason: String) -> PluginError { fields.invalid(key, reason) }
+        try fields.refuseUnknownKeys(known: workerKeys, kind: "worker key")
+        guard let name = try fields.string("name") else {
             throw fail("name", "missing; every worker needs a unique name")
         }
-        guard let command = try qualified({ try fields.string("command") }), !command.isEmpty else {
+        guard let command = try fields.string("command"), !command.isEmpty else {
             throw fail("command", "missing; give the program to run, e.g. command = \"/usr/bin/signerd\"")
         }
         var arguments: [String] = []
-        let rawArguments: [SettingValue] = try qualified { try fields.array("args") } ?? []
+        let rawArguments: [SettingValue] = try fields.array("args") ?? []
         for (i, argument) in rawArguments.enumerated() {
             guard case .string(let s) = argument else {
                 throw fail("args", "element \(i) is \(argument.kindName) \(argument); arguments must be strings")
@@ -96,32 +79,25 @@ struct SupervisorSettings: Sendable, Equatable {
             arguments.append(s)
         }
         var environment: [String: String] = [:]
-        let rawEnvironment: [String: SettingValue] = try qualified { try fields.table("env") } ?? [:]
+        let rawEnvironment: [String: SettingValue] = try fields.table("env") ?? [:]
         for (key, entry) in rawEnvironment {
             guard case .string(let s) = entry else {
                 throw fail("env.\(key)", "expected a string, found \(entry.kindName) \(entry); quote the value")
             }
             environment[key] = s
         }
-        let restart = try qualified {
-            try fields.choice("restart", default: "on-failure", from: WorkerSpec.RestartPolicy.allCases.map(\.rawValue))
-        }
-        let readiness = try qualified {
-            try fields.choice("type", default: "simple", from: WorkerSpec.ReadinessType.allCases.map(\.rawValue))
-        }
-        let failureAction = try qualified {
-            try fields.choice(
-                "failure_action", default: "none", from: WorkerSpec.FailureAction.allCases.map(\.rawValue))
-        }
-        let watchdog = try qualified { try fields.number("watchdog_sec") }
+        let restart = try fields.choice(
+            "restart", default: "on-failure", from: WorkerSpec.RestartPolicy.allCases.map(\.rawValue))
+        let readiness = try fields.choice(
+            "type", default: "simple", from: WorkerSpec.ReadinessType.allCases.map(\.rawValue))
+        let failureAction = try fields.choice(
+            "failure_action", default: "none", from: WorkerSpec.FailureAction.allCases.map(\.rawValue))
+        let watchdog = try fields.number("watchdog_sec")
         if let watchdog, !(watchdog > 0 && watchdog <= 86_400) {
             throw fail("watchdog_sec", "\(watchdog) is out of range; use more than 0 and at most 86400 seconds")
         }
-        let oom = try qualified { try fields.integer("oom_score_adj") }
-        if let oom, !(-1000...1000).contains(oom) {
-            throw fail("oom_score_adj", "\(oom) is out of range; use a value from -1000 to 1000")
-        }
-        let directory = try qualified { try fields.string("working_directory") }
+        let oom = try fields.integer("oom_score_adj", in: -1000...1000)
+        let directory = try fields.string("working_directory")
         if let directory, !directory.hasPrefix("/") {
             throw fail("working_directory", "\"\(directory)\" is not an absolute path")
         }
@@ -130,14 +106,5 @@ struct SupervisorSettings: Sendable, Equatable {
             workingDirectory: directory, restart: WorkerSpec.RestartPolicy(rawValue: restart)!,
             readiness: WorkerSpec.ReadinessType(rawValue: readiness)!, watchdogSeconds: watchdog,
             oomScoreAdjust: oom, failureAction: WorkerSpec.FailureAction(rawValue: failureAction)!)
-    }
-}
-
-extension String {
-    fileprivate func replacingFirst(_ target: String, with replacement: String) -> String {
-        guard let range = firstRange(of: target) else { return self }
-        var result = self
-        result.replaceSubrange(range, with: replacement)
-        return result
     }
 }

@@ -35,7 +35,8 @@ public final class Supervisor: Sendable {
     /// - Parameters:
     ///   - workers: what to run; names must be unique.
     ///   - configuration: backoff, start limit and stop grace.
-    ///   - environment: the environment workers inherit (default: this process's). `NOTIFY_SOCKET`,
+    ///   - environment: the environment workers inherit: the host's (a plugin's
+    ///     `PluginContext.environment`, the CLI's own); the engine never reads the process's. `NOTIFY_SOCKET`,
     ///     `WATCHDOG_*` and `LISTEN_*` are removed; each worker's own variables are added.
     ///   - runtimeDirectory: where the private 0700 directory for the notify sockets is made
     ///     (default: `$XDG_RUNTIME_DIR/vigil`, else the temporary directory).
@@ -45,7 +46,7 @@ public final class Supervisor: Sendable {
     public init(
         workers: [WorkerSpec],
         configuration: SupervisorConfiguration = SupervisorConfiguration(),
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String],
         runtimeDirectory: String? = nil,
         logger: Logger,
         onEvent: @escaping @Sendable (SupervisorEvent) -> Void = { _ in }

@@ -55,7 +55,10 @@ struct AnnounceSettingsTests {
             Issue.record("accepted \(table)")
         } catch {
             #expect(error.code == .invalidSettings)
-            #expect(error.message.hasPrefix("[announce] \(key):"), "\(error.message)")
+            // Read by the plugins' one reader: the key, the problem and the table to fix.
+            #expect(error.message.hasPrefix("setting `\(key)`: "), "\(error.message)")
+            #expect(error.message.hasSuffix("fix it in the [announce] table of vigil.toml"), "\(error.message)")
+            #expect((error.cause?.error as? PluginError)?.code == .invalidSetting)
         }
     }
 

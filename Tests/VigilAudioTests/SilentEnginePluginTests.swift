@@ -17,7 +17,7 @@ struct SilentEnginePluginTests {
         let context = PluginContext(
             pluginName: "silent-engine", hostName: "plugin-tests",
             settings: PluginSettings(
-                pluginName: "silent-engine", defaults: SilentEngineSettingsTests.manifestDefaults, overrides: values),
+                pluginName: "silent-engine", defaults: SilentEngineSettings.defaults, overrides: values),
             logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: server.directory.path)
         return try SilentEnginePlugin.implementation.make(context)
     }
@@ -145,7 +145,7 @@ struct DroppingServerTests {
             let context = PluginContext(
                 pluginName: "silent-engine", hostName: "drop-tests",
                 settings: PluginSettings(
-                    pluginName: "silent-engine", defaults: SilentEngineSettingsTests.manifestDefaults,
+                    pluginName: "silent-engine", defaults: SilentEngineSettings.defaults,
                     overrides: [
                         "pulse_server": .string("unix:" + socket), "retry_initial_ms": .integer(50),
                         "retry_max_ms": .integer(400),

@@ -1,33 +1,38 @@
 import Testing
 import VigilAudio
 import VigilPlugin
+import VigilTestSupport
 
 @testable import VigilSilentEngine
 
 @Suite("silent-engine settings")
 struct SilentEngineSettingsTests {
-    /// The defaults in silent-engine's signed manifest.
-    static let manifestDefaults: [String: SettingValue] = [
-        "mode": .string("zero"), "device": .string(""), "buffer_ms": .integer(2000),
-        "sine_frequency_hz": .integer(30), "sine_amplitude": .double(0.01), "noise_level": .double(0.001),
-        "fluctuate_rate_hz": .integer(50), "health_check_s": .integer(30), "retry_initial_ms": .integer(100),
-        "retry_max_ms": .integer(3000), "retry_budget": .integer(0),
-    ]
-
     static func settings(_ overrides: [String: SettingValue]) -> PluginSettings {
-        PluginSettings(pluginName: "silent-engine", defaults: manifestDefaults, overrides: overrides)
+        PluginSettings(pluginName: "silent-engine", defaults: SilentEngineSettings.defaults, overrides: overrides)
+    }
+
+    @Test("the signed manifest ships exactly the defaults the code has (one place: the code)")
+    func shippedManifestAgreesWithTheCode() throws {
+        #expect(try ShippedManifest.settings("silent-engine") == SilentEngineSettings.defaults)
+        // With no defaults at all (a host without the manifest's), the code's apply.
+        let bare = try SilentEngineSettings(PluginSettings(pluginName: "silent-engine", values: [:]))
+        #expect(bare == (try SilentEngineSettings(Self.settings([:]))))
     }
 
     @Test("the manifest defaults give zero mode on an automatic device with a 2 s buffer")
     func defaults() throws {
         let s = try SilentEngineSettings(Self.settings([:]))
         #expect(s.mode == .zero)
-        #expect(s.device == nil)
-        #expect(s.pulseServer == nil)
-        #expect(s.bufferMilliseconds == 2000)
-        #expect(s.retryBudget == 0)
-        let configuration = s.playbackConfiguration(hostName: "my-signer")
+        #expect(s.playback.device == nil)
+        #expect(s.playback.pulseServer == nil)
+        #expect(s.playback.bufferMilliseconds == 2000)
+        #expect(s.playback.retryBudget == 0)
+        let environment = HostEnvironment(variables: ["PULSE_SERVER": "unix:/a unix:/b", "XDG_RUNTIME_DIR": "/run/x"])
+        let configuration = s.playbackConfiguration(hostName: "my-signer", environment: environment)
         #expect(configuration.applicationName == "my-signer (Vigil keep-alive)")
+        // Where the server is comes from the host's environment, and libpulse is told explicitly.
+        #expect(configuration.soundServerAddresses == ["unix:/a", "unix:/b", "unix:/run/x/pulse/native"])
+        #expect(configuration.serverList == "unix:/a unix:/b unix:/run/x/pulse/native unix:/run/pulse/native")
         #expect(configuration.retryMaxMilliseconds == 3000)
         #expect(configuration.healthCheckSeconds == 30)
     }
@@ -48,7 +53,7 @@ struct SilentEngineSettingsTests {
             ("retry_initial_ms", .integer(1), "out of range"),
             ("retry_max_ms", .integer(50), "out of range"),
             ("retry_budget", .integer(-1), "out of range"),
-            ("device", .string("bad\"name"), "not an ALSA PCM name"),
+            ("device", .string("bad\"name"), "is not an output name"),
             ("pulse_server", .string("x\"y"), "not a PulseAudio server address"),
         ])
     func invalid(key: String, value: SettingValue, expected: String) throws {

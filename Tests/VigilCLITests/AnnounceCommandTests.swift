@@ -26,7 +26,8 @@ struct AnnounceCommandTests {
         #expect(document?["ok"] as? Bool == false)
         let error = document?["error"] as? [String: Any]
         #expect(error?["code"] as? String == "invalid-settings")
-        #expect((error?["message"] as? String)?.contains("[announce] duck_level") == true, "\(output.stdout)")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("`duck_level`") && message.contains("[announce]"), "\(output.stdout)")
     }
 
     @Test("no sound server: exit 69 and one JSON document")

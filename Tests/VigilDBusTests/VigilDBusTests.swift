@@ -84,11 +84,13 @@ struct VigilDBusTests {
         } catch {
             #expect(error.code == .noBus)
         }
-        do throws(DBusError) {
+        let refused = await #expect(throws: DBusError.self) {
             _ = try await DBusConnection.connect(to: .address("unix:path=/nonexistent/bus"), logger: logger)
-        } catch {
-            #expect(error.code == .connectFailed)
         }
+        #expect(refused?.code == .connectFailed)
+        // sd-bus's errno is a typed cause (the call and its Errno), as in the other modules.
+        #expect(refused?.systemCall == SystemCallError("sd_bus_start", errno: ENOENT))
+        #expect(refused?.cause?.error is SystemCallError)
         #expect(DBusBus.system.resolve(environment: [:]) == "unix:path=/run/dbus/system_bus_socket")
         #expect(DBusBus.system.resolve(environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/x"]) == "unix:path=/x")
     }

@@ -164,7 +164,7 @@ struct NativePluginFixture {
 extension HostStatus {
     /// The failure code of `name`, or `nil` when it did not fail.
     func failureCode(_ name: String) -> String? {
-        if case .failed(let failure) = self[plugin: name]?.state { return failure.code }
+        if case .failed(let failure) = self[plugin: name]?.state { return failure.code.description }
         return nil
     }
 

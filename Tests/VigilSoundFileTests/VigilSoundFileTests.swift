@@ -108,6 +108,9 @@ struct VigilSoundFileTests {
             } catch {
                 #expect(error.code == code, "\(path): \(error)")
                 #expect(error.path == path)
+                // The errno stays typed: the failed call and its Errno, not a number in the text.
+                let cause = code == .notFound ? SystemCallError("open", errno: ENOENT) : nil
+                #expect(error.systemCall == cause, "\(path): \(String(describing: error.cause))")
             }
         }
         // A WAV header with no frames is empty, not a crash.

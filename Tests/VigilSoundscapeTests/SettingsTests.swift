@@ -15,25 +15,14 @@ struct SettingsTests {
 
     @Test("the signed manifest's settings are the ones the tests use, and give ocean-waves at Med")
     func manifestDefaultsMatch() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-            "../../manifests/soundscape/plugin.json")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
-        let settings = try #require(json["settings"] as? [String: Any])
-        #expect(Set(settings.keys) == Set(manifestDefaults.keys))
-        for (key, value) in manifestDefaults {
-            switch value {
-            case .string(let s): #expect(settings[key] as? String == s, "\(key)")
-            case .integer(let i): #expect((settings[key] as? NSNumber)?.intValue == i, "\(key)")
-            case .bool(let b): #expect(settings[key] as? Bool == b, "\(key)")
-            case .table(let t): #expect((settings[key] as? [String: Any])?.isEmpty == t.isEmpty, "\(key)")
-            default: Issue.record("unexpected default \(key)")
-            }
-        }
+        #expect(try ShippedManifest.settings("soundscape") == manifestDefaults)
         let defaults = try Self.settings([:])
         #expect(defaults.soundscape == "ocean-waves")
         #expect(defaults.volume == 0.3)
         #expect(defaults.mediaRole == "music")
-        #expect(defaults.playbackConfiguration(hostName: "h").streamProperties == ["media.role": "music"])
+        #expect(
+            defaults.playbackConfiguration(hostName: "h", environment: HostEnvironment(variables: [:])).streamProperties
+                == ["media.role": "music"])
     }
 
     @Test("presets, an explicit volume and user files are read; bad values are refused naming the key")

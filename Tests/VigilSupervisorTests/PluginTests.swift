@@ -26,8 +26,9 @@ func makePlugin(
     let context = PluginContext(
         pluginName: "supervisor", hostName: "test-host",
         settings: PluginSettings(pluginName: "supervisor", defaults: manifestDefaults, overrides: overrides),
-        logger: testLogger(), reporter: events.reporter, stateDirectory: "/nonexistent")
-    return try SupervisorPlugin.implementation(environment: environment).make(context)
+        logger: testLogger(), reporter: events.reporter, stateDirectory: "/nonexistent",
+        environment: HostEnvironment(variables: environment))
+    return try SupervisorPlugin.implementation.make(context)
 }
 
 /// The test environment without any session bus or systemd (tests pass what they need explicitly).

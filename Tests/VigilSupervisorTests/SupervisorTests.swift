@@ -102,10 +102,12 @@ struct SupervisorTests {
         #expect(throws: SupervisorError.self) {
             try Supervisor(
                 workers: [WorkerSpec(name: "a", command: "x"), WorkerSpec(name: "a", command: "y")],
-                logger: testLogger())
+                environment: [:], logger: testLogger())
         }
         let error = #expect(throws: SupervisorError.self) {
-            try Supervisor(workers: [WorkerSpec(name: "w", command: "x", oomScoreAdjust: 2000)], logger: testLogger())
+            try Supervisor(
+                workers: [WorkerSpec(name: "w", command: "x", oomScoreAdjust: 2000)], environment: [:],
+                logger: testLogger())
         }
         #expect(error?.message.contains("oom_score_adj") == true)
     }

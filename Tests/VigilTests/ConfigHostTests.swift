@@ -74,8 +74,11 @@ struct ConfigHostTests {
                 Issue.record("expected bad to be failed, got \(String(describing: status[plugin: "bad"]))")
                 return
             }
-            #expect(failure.code == "invalid-signature")
-            #expect(failure.message.hasPrefix("[bad] "))
+            #expect(failure.code == .refused(.invalidSignature))
+            // The plugin is a field, rendered once (the description), not baked into the message.
+            #expect(failure.plugin == "bad" && !failure.message.hasPrefix("[bad] "))
+            #expect(failure.description == "[bad] " + failure.message)
+            #expect((failure.cause?.error as? CoreError)?.code == .invalidSignature, "the refusal stays typed")
             #expect(status[plugin: "good"]?.state == .running)
             await host.stop()
             #expect(await host.status()[plugin: "bad"]?.state.name == "failed")
@@ -106,11 +109,11 @@ struct ConfigHostTests {
         func failure(_ name: String) -> PluginFailure? {
             if case .failed(let f) = status[plugin: name]?.state { f } else { nil }
         }
-        #expect(failure("stranger")?.code == "untrusted-key")
+        #expect(failure("stranger")?.code == .refused(.untrustedKey))
         #expect(failure("stranger")?.message.contains("vigil plugin trust stranger") == true)
-        #expect(failure("odd")?.code == "unknown-entry")
+        #expect(failure("odd")?.code == .plugin(.unknownEntry))
         #expect(failure("odd")?.message.contains("\"no-such-entry\"") == true)
-        #expect(failure("raw")?.code == "not-signed")
+        #expect(failure("raw")?.code == .refused(.notSigned))
         #expect(ledger.snapshot.made == 0)
         await host.stop()
     }

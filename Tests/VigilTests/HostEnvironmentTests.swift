@@ -1,7 +1,10 @@
 import Foundation
 import Synchronization
 import Testing
+import VigilAnnounce
+import VigilAudio
 import VigilCore
+import VigilDBus
 import VigilHostCheck
 import VigilPlugin
 import VigilTestSupport
@@ -66,6 +69,86 @@ struct HostEnvironmentTests {
         }
     }
 
+    /// The built-in plugins and the announcer, in a host whose injected environment names a sound
+    /// server and a session bus of the test's own while this process's variables name neither:
+    /// each reaches the injected ones (the silent engine and the soundscape play on that server,
+    /// the soundscape's MPRIS player and pause-spoken use that bus, supervised workers inherit
+    /// exactly those variables). Code reading the process environment would find no server and
+    /// no bus (or other ones) and fail here.
+    @Test func builtinPluginsReachTheInjectedSoundServerAndSessionBus() async throws {
+        try await RuntimeFixtures.withTempDirectory { directory in
+            try await PulseAudioServer.with { pulse in
+                let bus = try DBusDaemon()
+                defer { bus.stop() }
+                let own = ProcessInfo.processInfo.environment
+                #expect(own["PULSE_SERVER"] != pulse.address && own["XDG_RUNTIME_DIR"] != pulse.directory.path)
+                #expect(own["DBUS_SESSION_BUS_ADDRESS"] != bus.address)
+                // Only the runtime directory names the server: the plugins must derive its socket.
+                let variables = [
+                    "XDG_RUNTIME_DIR": pulse.directory.path, "DBUS_SESSION_BUS_ADDRESS": bus.address,
+                    "XDG_STATE_HOME": directory.path + "/state", "HOME": directory.path, "PATH": "/usr/bin:/bin",
+                ]
+                let seen = directory.path + "/worker-environment"
+                let workers = SettingValue.array([
+                    .table([
+                        "name": .string("recorder"), "command": .string("/bin/sh"),
+                        "args": .array([
+                            .string("-c"),
+                            .string(
+                                #"printf '%s|%s' "$XDG_RUNTIME_DIR" "$DBUS_SESSION_BUS_ADDRESS" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 600"#
+                            ),
+                            .string(seen),
+                        ]),
+                    ])
+                ])
+                func builtin(_ name: String, _ values: [String: SettingValue]) throws -> VigilHost.PreparedPlugin {
+                    VigilHost.PreparedPlugin(
+                        name: name, version: "1.0.0", requirements: [],
+                        settings: PluginSettings(pluginName: name, values: values),
+                        implementation: try #require(PluginRegistry.builtin.implementation(for: name)))
+                }
+                let host = try VigilHost(
+                    plugins: [
+                        try builtin("silent-engine", [:]),
+                        try builtin("soundscape", ["mpris": .bool(true), "control_socket": .bool(false)]),
+                        try builtin("supervisor", ["workers": workers]),
+                    ],
+                    hostName: "injected",
+                    options: VigilHost.Options(
+                        publishStatus: false, environment: HostEnvironment(variables: variables),
+                        announce: AnnounceSettings(policy: .pauseSpoken)),
+                    logger: TestPlugins.quietLogger)
+                let status = await host.keepAlive()
+                for name in ["silent-engine", "soundscape", "supervisor"] {
+                    #expect(
+                        status[plugin: name]?.state == .running, "\(name): \(String(describing: status[plugin: name]))")
+                }
+                _ = try await pulse.waitForSinkInput { $0.applicationName == "injected (Vigil keep-alive)" }
+                _ = try await pulse.waitForSinkInput { $0.applicationName == "injected (Vigil soundscape)" }
+
+                let client = try await DBusConnection.connect(
+                    to: .address(bus.address), logger: TestPlugins.quietLogger)
+                let names = try await client.call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus", member: "ListNames")
+                await client.close()
+                let players = (names.first?.array ?? []).compactMap(\.string).filter {
+                    $0.hasPrefix("org.mpris.MediaPlayer2.vigil.")
+                }
+                #expect(players.count == 1, "the soundscape's MPRIS player on the injected bus: \(players)")
+
+                // pause-spoken connects to the injected bus, the prompt plays on the injected server.
+                let report = try await host.announce(.play(.silence(seconds: 0.2)))
+                #expect(report.policy == .pauseSpoken)
+
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: seen) })
+                let inherited = try String(contentsOfFile: seen, encoding: .utf8)
+                #expect(inherited == pulse.directory.path + "|" + bus.address)
+                await host.stop()
+            }
+        }
+    }
+
     @Test func derivedDirectoriesAndPathLookup() throws {
         let env = HostEnvironment(variables: [
             "HOME": "/home/a", "XDG_RUNTIME_DIR": "/run/user/1", "PATH": "/usr/bin:/bin",
@@ -74,6 +157,8 @@ struct HostEnvironmentTests {
         #expect(env.configHome == "/home/a/.config")
         #expect(env.vigilStateDirectory == "/home/a/.local/state/vigil")
         #expect(env.soundServerAddresses == ["unix:/run/user/1/pulse/native"])
+        #expect(
+            env.temporaryDirectory == "/tmp", "no TMPDIR in the injected variables: /tmp, whatever this process has")
         #expect(env.executablePath(named: "sh") != nil)
         #expect(env.executablePath(named: "no-such-vigil-tool") == nil)
         let relative = HostEnvironment(variables: ["XDG_STATE_HOME": "relative", "HOME": ""])

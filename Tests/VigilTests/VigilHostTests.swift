@@ -124,8 +124,9 @@ struct VigilHostTests {
             Issue.record("bad should have failed, got \(String(describing: status[plugin: "bad"]?.state))")
             return
         }
-        #expect(failure.code == "start-failed")
-        #expect(failure.message == "[bad] could not start: the test told it to fail — nothing to fix")
+        #expect(failure.code == .plugin(.startFailed))
+        #expect(failure.message == "could not start: the test told it to fail — nothing to fix")
+        #expect(failure.description == "[bad] could not start: the test told it to fail — nothing to fix")
         #expect(bad.snapshot.stopCalls == 1)  // stop() after a start that threw
         #expect(bad.snapshot.live == 0)
 
@@ -151,14 +152,15 @@ struct VigilHostTests {
             plugins: [TestPlugins.prepared("s", ledger: ledger, settings: ["mode": .string("loud")])],
             options: TestPlugins.noPublish, logger: TestPlugins.quietLogger)
         let status = await host.keepAlive()
+        let message =
+            "setting `mode`: \"loud\" is not one of \"zero\", \"sine\" — fix it in the [s] table of vigil.toml"
+        let error = PluginError(code: .invalidSetting, plugin: "s", message: message)
         #expect(
             status[plugin: "s"]?.state
                 == .failed(
                     PluginFailure(
-                        code: "invalid-setting",
-                        message:
-                            "[s] setting `mode`: \"loud\" is not one of \"zero\", \"sine\" — fix it in the [s] table of vigil.toml"
-                    )))
+                        code: .plugin(.invalidSetting), plugin: "s", message: message, cause: ErrorCause(error))
+                ))
         #expect(ledger.snapshot.made == 0)
     }
 
@@ -195,7 +197,7 @@ struct VigilHostTests {
             Issue.record("expected failed after resumeFailed")
             return
         }
-        #expect(failure.code == "resume-failed")
+        #expect(failure.code == .plugin(.resumeFailed) && failure.plugin == "e")
         // Stays stopped until the next keepAlive(), which makes a fresh instance.
         #expect(ledger.snapshot.made == 1)
         let again = await host.keepAlive()

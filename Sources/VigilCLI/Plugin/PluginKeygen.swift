@@ -4,6 +4,7 @@ import VigilBase
 import VigilCheckCommands
 import VigilCore
 import VigilCrypto
+import VigilPlugin
 
 /// `vigil plugin keygen --name NAME [--dir DIR] [--force]`.
 struct PluginKeygen: ParsableCommand {
@@ -67,13 +68,11 @@ struct PluginKeygen: ParsableCommand {
     }
 
     static func defaultDirectory() throws(CoreError) -> String {
-        if let config = getenv("XDG_CONFIG_HOME").map({ String(cString: $0) }), config.hasPrefix("/") {
-            return config + "/vigil/keys"
+        guard let config = CLI.environment.configHome else {
+            throw CoreError(
+                code: .ioFailure, message: "neither XDG_CONFIG_HOME nor HOME is an absolute path; pass --dir")
         }
-        guard let home = getenv("HOME").map({ String(cString: $0) }), !home.isEmpty else {
-            throw CoreError(code: .ioFailure, message: "HOME is not set; pass --dir")
-        }
-        return home + "/.config/vigil/keys"
+        return config + "/vigil/keys"
     }
 
     /// mkdir -p with 0700 for the directories it creates.

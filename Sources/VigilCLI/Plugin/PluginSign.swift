@@ -3,6 +3,7 @@ import Glibc
 import VigilCheckCommands
 import VigilCore
 import VigilCrypto
+import VigilPlugin
 
 /// `vigil plugin sign PLUGIN_DIR --key SECRET_KEY`.
 struct PluginSign: ParsableCommand {
@@ -61,8 +62,8 @@ struct PluginSign: ParsableCommand {
             return try MinisignSecretKey(fileContents: text, password: nil)
         } catch  where error.code == .encryptedKeyNeedsPassword {
             let password: String
-            if let env = getenv("VIGIL_KEY_PASSWORD") {
-                password = String(cString: env)
+            if let env = CLI.environment.variables["VIGIL_KEY_PASSWORD"] {
+                password = env
             } else if isatty(0) == 1, let typed = getpass("Password for \(path): ") {
                 password = String(cString: typed)
             } else {

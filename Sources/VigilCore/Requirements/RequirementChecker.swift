@@ -24,7 +24,7 @@ public struct RequirementChecker: Sendable {
     public var environment: Environment
 
     /// Creates a checker for a host's declarations and an environment.
-    public init(declarations: HostDeclarations, environment: Environment = .current) {
+    public init(declarations: HostDeclarations, environment: Environment) {
         self.declarations = declarations
         self.environment = environment
     }

@@ -1,4 +1,5 @@
 public import VigilCrypto
+import VigilPlugin
 
 /// What `vigil plugin list` reports for one plugin: where it is, whether its signature verifies
 /// and with which key, whether it is trusted, and how its requirements compare with `[host]`.
@@ -123,7 +124,9 @@ public struct PluginInspection: Sendable {
         }
         if let manifest {
             report.version = "\(manifest.version)"
-            let checker = RequirementChecker(declarations: configuration.host)
+            // Declarations only (nothing is probed here), so no environment is needed.
+            let checker = RequirementChecker(
+                declarations: configuration.host, environment: RequirementChecker.Environment(variables: [:]))
             report.requirements = manifest.hostRequirements.map { r in
                 let state =
                     !r.isDeclaration ? "probed-at-start" : checker.check(r) == nil ? "declared" : "undeclared"
