@@ -44,6 +44,27 @@ struct HostCommandTests {
                 #expect(r.status == 0, "\(r.stderr)")
             }
         }
+
+        /// Plugin `name`'s entry in `vigil status --json` (of the host `pid`, or the first host),
+        /// once `match` holds; `nil` when it does not within `timeout` seconds.
+        func pluginStatus(
+            _ name: String, pid: Int32? = nil, timeout: Double = 20,
+            where match: ([String: Any]) -> Bool = { _ in true }
+        ) async throws -> [String: Any]? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                let r = try await vigil("status", "--json")
+                if let hosts = try? HostCommandTests.json(r.stdout) as? [[String: Any]],
+                    let host = pid.map({ pid in hosts.first { $0["pid"] as? Int == Int(pid) } }) ?? hosts.first,
+                    let plugin = (host["plugins"] as? [[String: Any]])?.first(where: { $0["name"] as? String == name }),
+                    match(plugin)
+                {
+                    return plugin
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return nil
+        }
     }
 
     static func json(_ text: String) throws -> Any {
