@@ -20,9 +20,7 @@ struct PauseSpokenTests {
 
     @Test("a playing player is paused for the prompt and resumed after; a paused one is left paused")
     func pausesAndResumes() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-announce") { server, state in
             let bus = try DBusDaemon()
             defer { bus.stop() }
             var environment = ProcessInfo.processInfo.environment
