@@ -7,9 +7,7 @@ import VigilTestSupport
 /// `pause-spoken` against real MPRIS players on a private dbus-daemon, read back with playerctl.
 @Suite("Announcements pause spoken audio", .serialized)
 struct PauseSpokenTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-        "Fixtures/mpris_player.py"
-    ).path
+    static let fixture = RuntimeFixtures.fixtureScript("mpris_player.py")
 
     static func status(_ player: String, bus: DBusDaemon) -> String? {
         var environment = ProcessInfo.processInfo.environment

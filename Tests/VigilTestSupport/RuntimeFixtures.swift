@@ -26,6 +26,12 @@ public enum RuntimeFixtures {
         return try await body(dir)
     }
 
+    /// The path of `name` in `Tests/VigilTestSupport/Fixtures`: the D-Bus service stand-ins
+    /// (logind, an MPRIS player, a notification server) and the module they share.
+    public static func fixtureScript(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/\(name)").path
+    }
+
     /// Finds an executable on PATH.
     public static func which(_ name: String) -> String? {
         for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
