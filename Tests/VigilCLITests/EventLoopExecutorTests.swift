@@ -15,14 +15,6 @@ struct EventLoopExecutorTests {
         }
     }
 
-    static func pluginState(_ project: HostCommandTests.Project) async throws -> String? {
-        let status = try await project.vigil("status", "--json")
-        guard status.status == 0, let hosts = try? HostCommandTests.json(status.stdout) as? [[String: Any]],
-            let plugins = hosts.first?["plugins"] as? [[String: Any]]
-        else { return nil }
-        return plugins.first?["state"] as? String
-    }
-
     @Test(
         "vigil up re-probes on the event loop's timers: the sound server appears late, silent-engine starts; one loop thread"
     )
@@ -41,24 +33,14 @@ struct EventLoopExecutorTests {
         defer { child.terminate(grace: 2) }
 
         // Blocked first: the host waits for the server and re-probes after each `Task.sleep`.
-        var state: String?
-        var deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, child.isRunning, state != "blocked" {
-            state = try await Self.pluginState(project)
-            if state != "blocked" { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let blocked = try await project.pluginStatus("silent-engine") { $0["state"] as? String == "blocked" }
         #expect(
-            state == "blocked",
+            blocked != nil,
             "stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
 
         // A re-probe (a delayed job, run by the event loop's timer) finds the server.
         try await server.start()
-        deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, child.isRunning, state != "running" {
-            state = try await Self.pluginState(project)
-            if state != "running" { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(state == "running")
+        #expect(try await project.pluginStatus("silent-engine") { $0["state"] as? String == "running" } != nil)
 
         // Exactly one event loop thread: the singleton group, sized to one loop. No worker of a
         // libdispatch global queue ("com.apple.root.default-qos", cut to 15 characters): those are
