@@ -158,7 +158,7 @@ let package = Package(
         // Tests.
         .target(
             name: "VigilTestSupport", dependencies: ["VigilPlugin", log], path: "Tests/VigilTestSupport",
-            exclude: ["Fixtures"],  // the logind stand-in script, run through #filePath
+            exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "VigilSupervisorTests",
             dependencies: ["VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport"],
-            exclude: ["Fixtures"], swiftSettings: strictSettings),
+            swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests",
             dependencies: [
@@ -252,7 +252,6 @@ let package = Package(
                 "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilPlugin", "VigilSpeech", "VigilSilentEngine",
                 "VigilTestSupport", log,
             ],
-            exclude: ["Fixtures"],  // the MPRIS player script, run through #filePath
             swiftSettings: strictSettings),
         // Fuzzing (docs/fuzzing.md): a harness for every parser that sees untrusted bytes, and the
         // `vigil-fuzz` driver — libFuzzer when scripts/fuzz.sh builds it with `-sanitize=fuzzer`,

@@ -201,14 +201,7 @@ final class AnnounceEngine: @unchecked Sendable {
 
     /// Holds the cross-process announce lock while `body` runs.
     private func locked<T>(_ body: () throws(AnnounceError) -> T) throws(AnnounceError) -> T {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw AnnounceError(
-                code: .journal,
-                message: "cannot create the state directory \(directory): \(error) — check its permissions")
-        }
+        try DuckJournal.makeStateDirectory(directory)
         let path = directory + "/announce.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {

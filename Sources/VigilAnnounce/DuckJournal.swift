@@ -56,17 +56,23 @@ package struct DuckJournal: Codable, Sendable, Hashable {
 
     static func path(in directory: String) -> String { directory + "/" + fileName }
 
-    /// Writes the journal to `directory` (created 0700 if missing).
-    func write(to directory: String) throws(AnnounceError) {
+    /// Creates the announcer's state directory (0700) if it is missing; `consequence` ends the
+    /// error's message.
+    static func makeStateDirectory(_ directory: String, consequence: String? = nil) throws(AnnounceError) {
         do {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw AnnounceError(
                 code: .journal,
-                message: "cannot create the state directory \(directory) for the duck journal: \(error) — "
-                    + "check its permissions; nothing was lowered")
+                message: "cannot create the state directory \(directory): \(error) — check its permissions"
+                    + (consequence.map { "; \($0)" } ?? ""))
         }
+    }
+
+    /// Writes the journal to `directory` (created 0700 if missing).
+    func write(to directory: String) throws(AnnounceError) {
+        try Self.makeStateDirectory(directory, consequence: "nothing was lowered")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data

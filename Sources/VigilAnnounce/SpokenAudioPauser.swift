@@ -66,35 +66,30 @@ struct SpokenAudioPauser {
 
     /// Pauses every configured player that is playing; returns their bus names.
     func pausePlaying() async throws(AnnounceError) -> [String] {
-        var paused: [String] = []
-        for name in try await busNames() where await status(name) == "Playing" {
-            do throws(DBusError) {
-                _ = try await connection.call(
-                    destination: name, path: Self.path, interface: Self.player, member: "Pause", timeout: .seconds(2))
-                paused.append(name)
-            } catch {
-                logger.warning(
-                    "Cannot pause an MPRIS player",
-                    metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
-            }
-        }
-        return paused
+        await send("Pause", to: try await busNames(), whenStatus: "Playing", failure: "Cannot pause an MPRIS player")
     }
 
     /// Resumes the players in `names` that are still paused; returns those resumed.
     func resume(_ names: [String]) async -> [String] {
-        var resumed: [String] = []
-        for name in names where await status(name) == "Paused" {
+        await send("Play", to: names, whenStatus: "Paused", failure: "Cannot resume an MPRIS player")
+    }
+
+    /// Calls the player method `member` on each of `names` whose status is `status`; returns those
+    /// that answered (a failure is logged as `failure` and skipped).
+    private func send(_ member: String, to names: [String], whenStatus status: String, failure: String) async
+        -> [String]
+    {
+        var done: [String] = []
+        for name in names where await self.status(name) == status {
             do throws(DBusError) {
                 _ = try await connection.call(
-                    destination: name, path: Self.path, interface: Self.player, member: "Play", timeout: .seconds(2))
-                resumed.append(name)
+                    destination: name, path: Self.path, interface: Self.player, member: member, timeout: .seconds(2))
+                done.append(name)
             } catch {
                 logger.warning(
-                    "Cannot resume an MPRIS player",
-                    metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
+                    "\(failure)", metadata: ["announce.player": "\(name)", "announce.error": "\(error)"])
             }
         }
-        return resumed
+        return done
     }
 }

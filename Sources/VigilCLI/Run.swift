@@ -158,16 +158,7 @@ struct Run: AsyncParsableCommand {
             printError("error: \(error)")
             throw ExitCode.failure
         }
-        var lock: ConfigLock?
-        if let directory = host.runtimeDirectory, let config = host.configPath {
-            do {
-                lock = try ConfigLock.acquire(configPath: config, in: directory)
-            } catch {
-                printError("error: \(error.message)")
-                throw ExitCode(Up.configInUseExit)
-            }
-        }
-        return (host, lock)
+        return (host, try Up.lockConfig(of: host))
     }
 
     static func workerName(for program: String) -> String {

@@ -54,16 +54,7 @@ struct Up: AsyncParsableCommand {
             CLI.printError("error: \(error.message)")
             throw ExitCode.failure
         }
-        // One host per vigil.toml: a second `vigil up` would run every worker twice.
-        var lock: ConfigLock?
-        if let directory = host.runtimeDirectory, let config = host.configPath {
-            do {
-                lock = try ConfigLock.acquire(configPath: config, in: directory)
-            } catch {
-                CLI.printError("error: \(error.message)")
-                throw ExitCode(Self.configInUseExit)
-            }
-        }
+        let lock = try Self.lockConfig(of: host)
         defer { withExtendedLifetime(lock) {} }
         if let banner = host.unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(host.unsafePlugins) {
             CLI.printError(banner)
@@ -98,6 +89,18 @@ struct Up: AsyncParsableCommand {
 
     /// The exit status when another host already runs the same vigil.toml.
     static let configInUseExit: Int32 = 75
+
+    /// Takes `host`'s vigil.toml lock (one host per vigil.toml: a second would run every worker
+    /// twice); nil when the host has no config file or runtime directory. Exits 75 when it is held.
+    static func lockConfig(of host: VigilHost) throws -> ConfigLock? {
+        guard let directory = host.runtimeDirectory, let config = host.configPath else { return nil }
+        do {
+            return try ConfigLock.acquire(configPath: config, in: directory)
+        } catch {
+            CLI.printError("error: \(error.message)")
+            throw ExitCode(configInUseExit)
+        }
+    }
 }
 
 /// Prints a host's plugins: a live block of status lines on a terminal, plain event lines otherwise.

@@ -33,6 +33,7 @@ public final class SoundscapeController: Sendable {
     private let analyses: [String: FileAnalysis]
     private let logger: Logger
     private let onPreferences: @Sendable (SoundscapePreferences) -> Void
+    private let onChange: @Sendable () -> Void
 
     private static let registry = Mutex<SoundscapeController?>(nil)
 
@@ -44,13 +45,15 @@ public final class SoundscapeController: Sendable {
     init(
         soundscapes: [Soundscape], analyses: [String: FileAnalysis], preferences: SoundscapePreferences,
         mixer: SoundscapeMixer,
-        logger: Logger, onPreferences: @escaping @Sendable (SoundscapePreferences) -> Void
+        logger: Logger, onPreferences: @escaping @Sendable (SoundscapePreferences) -> Void,
+        onChange: @escaping @Sendable () -> Void
     ) {
         self.soundscapes = soundscapes
         self.analyses = analyses
         self.mixer = mixer
         self.logger = logger
         self.onPreferences = onPreferences
+        self.onChange = onChange
         state = Mutex(State(soundscape: preferences.soundscape, volume: preferences.volume, paused: preferences.paused))
         mixer.update {
             $0.volume = preferences.volume
@@ -63,7 +66,7 @@ public final class SoundscapeController: Sendable {
     package convenience init(soundscapes: [Soundscape], preferences: SoundscapePreferences, logger: Logger) {
         self.init(
             soundscapes: soundscapes, analyses: [:], preferences: preferences, mixer: SoundscapeMixer(), logger: logger,
-            onPreferences: { _ in })
+            onPreferences: { _ in }, onChange: {})
     }
 
     /// The current state.
@@ -112,7 +115,8 @@ public final class SoundscapeController: Sendable {
         for continuation in subscribers { continuation.finish() }
     }
 
-    /// Applies `body` to the state, then tells subscribers and (when `persist`) saves the preferences.
+    /// Applies `body` to the state, then tells subscribers and the plugin (whose status follows)
+    /// and (when `persist`) saves the preferences.
     private func change(persist: Bool = true, _ body: (inout State) throws(SoundscapeError) -> Void)
         throws(SoundscapeError)
     {
@@ -123,6 +127,7 @@ public final class SoundscapeController: Sendable {
             return (self.snapshot(s), preferences, Array(s.subscribers.values))
         }
         for continuation in subscribers { continuation.yield(snapshot) }
+        onChange()
         if persist { onPreferences(preferences) }
     }
 

@@ -87,9 +87,11 @@ final class SoundscapeKeeper: KeepAlivePlugin {
 
         let writer = PreferenceWriter(store: store)
         let mixer = SoundscapeMixer()
+        let reporter = context.reporter
+        // Every change (through the control channel, MPRIS or the host app) refreshes `vigil status`.
         let controller = SoundscapeController(
             soundscapes: soundscapes, analyses: analyses, preferences: preferences, mixer: mixer, logger: logger,
-            onPreferences: { writer.save($0) })
+            onPreferences: { writer.save($0) }, onChange: { reporter.report(.detailsChanged) })
         if warning != nil { writer.save(preferences) }
         do {
             try controller.startPlaying()
@@ -98,7 +100,6 @@ final class SoundscapeKeeper: KeepAlivePlugin {
             throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
         }
 
-        let reporter = context.reporter
         let stream = PlaybackStream(
             configuration: settings.playbackConfiguration(hostName: context.hostName, environment: context.environment),
             source: mixer.source,

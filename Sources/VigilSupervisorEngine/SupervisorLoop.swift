@@ -535,11 +535,7 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     private func finish() {
-        for worker in workers where worker.notifyFD >= 0 {
-            close(worker.notifyFD)
-            worker.notifyFD = -1
-            unlink(worker.notifyPath)
-        }
+        closeNotifySockets()  // the directory must be empty to go
         rmdir(runtimeDirectory)
         // The sentinel kills what is left in the tree (a setsid grandchild) and removes it.
         cgroups?.close()
@@ -568,13 +564,18 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     private func releaseDescriptors() {
+        closeNotifySockets()
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    /// Closes and removes the workers' notify sockets that are still open.
+    private func closeNotifySockets() {
         for worker in workers where worker.notifyFD >= 0 {
             close(worker.notifyFD)
             worker.notifyFD = -1
             unlink(worker.notifyPath)
         }
-        close(epollFD)
-        close(wakeFD)
     }
 }
 

@@ -53,6 +53,17 @@ func makeAnnouncer(
     return Announcer(settings: settings, stateDirectory: directory + "/announce", logger: quietLogger)
 }
 
+/// A silent keep-alive stream (2 s buffer, like the silent engine's) started on `server`.
+func startKeepAlive(_ server: some SoundServerFixture) async throws -> PlaybackStream {
+    let keepAlive = PlaybackStream(
+        configuration: PlaybackConfiguration(
+            device: "pulse", pulseServer: server.address, bufferMilliseconds: 2000,
+            applicationName: "announce-tests (Vigil keep-alive)"),
+        source: ZeroSource(), logger: quietLogger)
+    try await keepAlive.start()
+    return keepAlive
+}
+
 /// Starts `announcement` in a task and waits for its first sample.
 func startAnnouncement(
     _ announcer: Announcer, _ announcement: Announcement, watcher: AnnouncementWatcher

@@ -25,9 +25,7 @@ struct CrashRecoveryTests {
         "SIGKILL of `vigil announce` mid-prompt, then a host start: volume and stream-restore entry are back",
         arguments: [true, false])
     func killedMidPrompt(playerStillPlaying: Bool) async throws {
-        try await PulseAudioServer.with(modules: DuckingTests.modules) { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PulseAudioServer.with(modules: DuckingTests.modules, directory: "vigil-announce") { server, state in
             let player = try server.playTone(role: "music")
             defer { player.signal(SIGKILL); player.wait() }
             let first = try await server.waitForSinkInput { $0.role == "music" }

@@ -17,9 +17,7 @@ struct DuckingTests {
         modules: [String] = Self.modules,
         _ body: (PulseAudioServer, TestDirectory, SinkInputSnapshot) async throws -> Void
     ) async throws {
-        try await PulseAudioServer.with(modules: modules) { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PulseAudioServer.with(modules: modules, directory: "vigil-announce") { server, state in
             let player = try server.playTone(role: "music")
             defer { player.signal(SIGKILL); player.wait() }
             let music = try await server.waitForSinkInput { $0.role == "music" }
@@ -80,9 +78,7 @@ struct DuckingTests {
 
     @Test("a stream that starts during the prompt is ducked too and restored")
     func lateStream() async throws {
-        try await PulseAudioServer.with(modules: Self.modules) { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PulseAudioServer.with(modules: Self.modules, directory: "vigil-announce") { server, state in
             let first = try server.playTone(role: "music")
             defer { first.signal(SIGKILL); first.wait() }
             _ = try await server.waitForSinkInput { $0.role == "music" }
@@ -107,15 +103,8 @@ struct DuckingTests {
 
     @Test("the silent keep-alive is never ducked and keeps the sink RUNNING through the prompt")
     func keepAliveUntouched() async throws {
-        try await PulseAudioServer.with(modules: Self.modules) { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
-            let keepAlive = PlaybackStream(
-                configuration: PlaybackConfiguration(
-                    device: "pulse", pulseServer: server.address, bufferMilliseconds: 2000,
-                    applicationName: "announce-tests (Vigil keep-alive)"),
-                source: ZeroSource(), logger: quietLogger)
-            try await keepAlive.start()
+        try await PulseAudioServer.with(modules: Self.modules, directory: "vigil-announce") { server, state in
+            let keepAlive = try await startKeepAlive(server)
             defer { Task { await keepAlive.stop() } }
             #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
             let player = try server.playTone(role: "music")
@@ -161,9 +150,7 @@ struct DuckingTests {
 
     @Test("spoken text is audible and lasts as long as the words take")
     func speech() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-announce") { server, state in
             let announcer = makeAnnouncer(server, directory: state.path)
             let watcher = AnnouncementWatcher(announcer)
             let text = "Attention please. A signing request is waiting for your approval at the front desk."
@@ -184,15 +171,8 @@ struct DuckingTests {
 struct PromptPlaybackTests {
     @Test("a 1 s tone prompt is heard whole, with the keep-alive's 2 s buffer on the sink")
     func heardWhole() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
-            let keepAlive = PlaybackStream(
-                configuration: PlaybackConfiguration(
-                    device: "pulse", pulseServer: server.address, bufferMilliseconds: 2000,
-                    applicationName: "announce-tests (Vigil keep-alive)"),
-                source: ZeroSource(), logger: quietLogger)
-            try await keepAlive.start()
+        try await PulseAudioServer.with(directory: "vigil-announce") { server, state in
+            let keepAlive = try await startKeepAlive(server)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
             let announcer = makeAnnouncer(server, directory: state.path)
             async let capture = server.captureMonitor(seconds: 3)

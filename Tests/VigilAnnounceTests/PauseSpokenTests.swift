@@ -7,9 +7,7 @@ import VigilTestSupport
 /// `pause-spoken` against real MPRIS players on a private dbus-daemon, read back with playerctl.
 @Suite("Announcements pause spoken audio", .serialized)
 struct PauseSpokenTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-        "Fixtures/mpris_player.py"
-    ).path
+    static let fixture = RuntimeFixtures.fixtureScript("mpris_player.py")
 
     static func status(_ player: String, bus: DBusDaemon) -> String? {
         var environment = ProcessInfo.processInfo.environment
@@ -20,9 +18,7 @@ struct PauseSpokenTests {
 
     @Test("a playing player is paused for the prompt and resumed after; a paused one is left paused")
     func pausesAndResumes() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-announce") { server, state in
             let bus = try DBusDaemon()
             defer { bus.stop() }
             var environment = ProcessInfo.processInfo.environment

@@ -9,9 +9,7 @@ import VigilTestSupport
 struct PipeWireDuckingTests {
     @Test("a music stream is lowered during the prompt and put back after")
     func duckAndRestore() async throws {
-        try await PipeWireServer.with { server in
-            let state = try TestDirectory("vigil-announce")
-            defer { state.remove() }
+        try await PipeWireServer.with(directory: "vigil-announce") { server, state in
             let player = try server.playTone(role: "music")
             defer { player.signal(SIGKILL); player.wait() }
             // pipewire-pulse lists a new stream before its volume is applied (all channels 0 for

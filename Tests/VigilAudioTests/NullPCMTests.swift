@@ -7,12 +7,18 @@ import Testing
 /// release everything.
 @Suite("Playback on the null PCM")
 struct NullPCMTests {
+    /// A stream of zeros on the `null` PCM, started.
+    func startedOnNull(bufferMilliseconds: Int) async throws -> PlaybackStream {
+        let stream = PlaybackStream(
+            configuration: PlaybackConfiguration(device: "null", bufferMilliseconds: bufferMilliseconds),
+            source: ZeroSource(), logger: quietLogger)
+        try await stream.start()
+        return stream
+    }
+
     @Test("paces itself by the wall clock instead of spinning")
     func pacing() async throws {
-        let stream = PlaybackStream(
-            configuration: PlaybackConfiguration(device: "null", bufferMilliseconds: 400), source: ZeroSource(),
-            logger: quietLogger)
-        try await stream.start()
+        let stream = try await startedOnNull(bufferMilliseconds: 400)
         let tid = try #require(stream.status.writerThreadID)
         let cpuBefore = try #require(ProcSelf.threadCPUNanoseconds(tid))
         let framesBefore = stream.status.framesWritten
@@ -33,10 +39,7 @@ struct NullPCMTests {
 
     @Test("reports the buffer it got and counts frames")
     func statusAfterStart() async throws {
-        let stream = PlaybackStream(
-            configuration: PlaybackConfiguration(device: "null", bufferMilliseconds: 1000), source: ZeroSource(),
-            logger: quietLogger)
-        try await stream.start()
+        let stream = try await startedOnNull(bufferMilliseconds: 1000)
         let status = stream.status
         await stream.stop()
         #expect(status.state == .running)
@@ -49,10 +52,7 @@ struct NullPCMTests {
 
     @Test("stop() returns promptly, twice, and start() twice opens one stream")
     func stopIsPromptAndIdempotent() async throws {
-        let stream = PlaybackStream(
-            configuration: PlaybackConfiguration(device: "null", bufferMilliseconds: 10_000), source: ZeroSource(),
-            logger: quietLogger)
-        try await stream.start()
+        let stream = try await startedOnNull(bufferMilliseconds: 10_000)
         let tid = try #require(stream.status.writerThreadID)
         try await stream.start()
         #expect(stream.status.writerThreadID == tid)

@@ -117,9 +117,7 @@ struct DroppingServerTests {
     @Test("start() rides out a server that drops every connection, retries with backoff, resumes on a real server")
     func acceptThenDrop() async throws {
         let python = try #require(RuntimeFixtures.which("python3"))
-        try await PulseAudioServer.with { server in
-            let dir = try TestDirectory("vigil-drop")
-            defer { dir.remove() }
+        try await PulseAudioServer.with(directory: "vigil-drop") { server, dir in
             let socket = dir.url("native")
             let accepts = dir.url("accepts")
             // Accepts every connection and closes it at once; counts them.

@@ -5,6 +5,30 @@ import VigilTestSupport
 /// `vigil announce`: usage, settings and server errors, and a real spoken prompt.
 @Suite("vigil announce", .serialized)
 struct AnnounceCommandTests {
+    /// Runs `vigil announce ARGUMENTS --json` against `server` while `seconds` of its monitor are
+    /// recorded; returns the exit status, the recording and the JSON document.
+    static func announce(
+        _ arguments: [String], on server: PulseAudioServer, recording seconds: Double, in sandbox: CLISandbox
+    ) async throws -> (status: Int32, samples: [Int16], document: [String: Any]?) {
+        var environment = server.environment
+        environment["XDG_STATE_HOME"] = sandbox.dir.url("state")
+        let out = sandbox.dir.url("announce.json")
+        // The monitor carries what the sink mixes, when it mixes it: record from before the prompt.
+        async let capture = server.captureMonitor(seconds: seconds)
+        #expect(
+            try await RuntimeFixtures.waitUntil(timeout: 10) {
+                !(try server.pactl(["list", "short", "source-outputs"]).isEmpty)
+            })
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let cli = try ChildProcess(
+            VigilExecutable.path, ["announce"] + arguments + ["--json"], environment: environment, stdout: out)
+        let status = await blockingCall { cli.wait() }
+        let samples = try await capture
+        let document =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
+        return (status, samples, document)
+    }
+
     @Test("no prompt is a usage error (64)")
     func usage() async throws {
         let sandbox = try CLISandbox()
@@ -48,28 +72,12 @@ struct AnnounceCommandTests {
         try await PulseAudioServer.with { server in
             let sandbox = try CLISandbox()
             defer { sandbox.remove() }
-            var environment = server.environment
-            environment["XDG_STATE_HOME"] = sandbox.dir.url("state")
-            let out = sandbox.dir.url("announce.json")
-            // The monitor carries what the sink mixes, when it mixes it: record from before the prompt.
-            async let capture = server.captureMonitor(seconds: 6)
-            #expect(
-                try await RuntimeFixtures.waitUntil(timeout: 10) {
-                    !(try server.pactl(["list", "short", "source-outputs"]).isEmpty)
-                })
-            let cli = try ChildProcess(
-                VigilExecutable.path,
-                [
-                    "announce", "--say", "Attention please. The signing service is ready for the next request.",
-                    "--json",
-                ],
-                environment: environment, stdout: out)
-            let status = await blockingCall { cli.wait() }
+            let (status, samples, document) = try await Self.announce(
+                ["--say", "Attention please. The signing service is ready for the next request."], on: server,
+                recording: 6, in: sandbox)
             #expect(status == 0)
-            let rms = AudioAnalysis(interleaved: try await capture, trimSeconds: 0.1).rms
+            let rms = AudioAnalysis(interleaved: samples, trimSeconds: 0.1).rms
             #expect(rms > 0.005, "speech RMS over the recording \(rms)")
-            let document =
-                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
             #expect(document?["ok"] as? Bool == true)
             let seconds = (document?["prompt_seconds"] as? NSNumber)?.doubleValue ?? 0
             // 11 words at 175 a minute: about 3.8 s, with pauses at the full stops.
@@ -85,25 +93,11 @@ struct AnnounceCommandTests {
             let flac = sandbox.dir.url("chime.flac")
             try ChildProcess.run(
                 "/usr/bin/sox", ["-n", "-r", "44100", "-c", "1", flac, "synth", "3", "sine", "660", "vol", "0.5"])
-            var environment = server.environment
-            environment["XDG_STATE_HOME"] = sandbox.dir.url("state")
-            let out = sandbox.dir.url("announce.json")
-            // The monitor carries what the sink mixes, when it mixes it: record from before the prompt.
-            async let capture = server.captureMonitor(seconds: 5)
-            #expect(
-                try await RuntimeFixtures.waitUntil(timeout: 10) {
-                    !(try server.pactl(["list", "short", "source-outputs"]).isEmpty)
-                })
-            try await Task.sleep(nanoseconds: 300_000_000)
-            let cli = try ChildProcess(
-                VigilExecutable.path, ["announce", flac, "--json"], environment: environment, stdout: out)
-            let status = await blockingCall { cli.wait() }
+            let (status, samples, document) = try await Self.announce([flac], on: server, recording: 5, in: sandbox)
             #expect(status == 0)
-            let analysis = AudioAnalysis(interleaved: try await capture)
+            let analysis = AudioAnalysis(interleaved: samples)
             #expect(analysis.peak > 14_000, "tone peak \(analysis.peak)")
             #expect(abs(analysis.zeroCrossingFrequency - 660) < 5, "\(analysis.zeroCrossingFrequency) Hz")
-            let document =
-                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
             #expect(document?["ok"] as? Bool == true)
             #expect((document?["prompt_seconds"] as? NSNumber)?.doubleValue == 3)
         }

@@ -51,24 +51,14 @@ struct EventLoopExecutorTests {
         defer { child.terminate(grace: 2) }
 
         // Blocked first: the host waits for the server and re-probes after each `Task.sleep`.
-        var state: String?
-        var deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, child.isRunning, state != "blocked" {
-            state = try await Self.pluginState(project)
-            if state != "blocked" { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let blocked = try await project.pluginStatus("silent-engine") { $0["state"] as? String == "blocked" }
         #expect(
-            state == "blocked",
+            blocked != nil,
             "stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
 
         // A re-probe (a delayed job, run by the event loop's timer) finds the server.
         try await server.start()
-        deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, child.isRunning, state != "running" {
-            state = try await Self.pluginState(project)
-            if state != "running" { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(state == "running")
+        #expect(try await project.pluginStatus("silent-engine") { $0["state"] as? String == "running" } != nil)
 
         // Exactly one event loop thread: the singleton group, sized to one loop. No worker of a
         // libdispatch global queue ("com.apple.root.default-qos", cut to 15 characters): those are

@@ -44,6 +44,37 @@ struct HostCommandTests {
                 #expect(r.status == 0, "\(r.stderr)")
             }
         }
+
+        /// The host `pid`'s entry (or the first host's) in `vigil status --json`, once `match` holds;
+        /// `nil` when it does not within `timeout` seconds.
+        func hostStatus(
+            pid: Int32? = nil, timeout: Double = 20, where match: ([String: Any]) -> Bool = { _ in true }
+        ) async throws -> [String: Any]? {
+            let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+            while ContinuousClock.now < deadline {
+                let r = try await vigil("status", "--json")
+                if let hosts = try? HostCommandTests.json(r.stdout) as? [[String: Any]],
+                    let host = pid.map({ pid in hosts.first { $0["pid"] as? Int == Int(pid) } }) ?? hosts.first,
+                    match(host)
+                {
+                    return host
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return nil
+        }
+
+        /// Plugin `name`'s entry in ``hostStatus(pid:timeout:where:)``, once `match` holds.
+        func pluginStatus(
+            _ name: String, pid: Int32? = nil, timeout: Double = 20,
+            where match: ([String: Any]) -> Bool = { _ in true }
+        ) async throws -> [String: Any]? {
+            func plugin(_ host: [String: Any]) -> [String: Any]? {
+                (host["plugins"] as? [[String: Any]])?.first { $0["name"] as? String == name }
+            }
+            let host = try await hostStatus(pid: pid, timeout: timeout) { plugin($0).map(match) ?? false }
+            return host.flatMap(plugin)
+        }
     }
 
     static func json(_ text: String) throws -> Any {

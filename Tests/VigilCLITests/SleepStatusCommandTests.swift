@@ -19,20 +19,8 @@ struct SleepStatusCommandTests {
             VigilExecutable.path, ["up", "--config", project.config], environment: environment,
             stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
         defer { child.terminate(grace: 2) }
-        var document: [String: Any]?
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, document == nil, child.isRunning {
-            let status = try await project.vigil("status", "--json")
-            if status.status == 0,
-                let array = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]],
-                let first = array.first, first["sleep"] != nil
-            {
-                document = first
-            } else {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        let found = try #require(document, "vigil up did not publish its status")
+        let found = try #require(
+            try await project.hostStatus { $0["sleep"] != nil }, "vigil up did not publish its status")
         let text = try await project.vigil("status").stdout
         child.signal(SIGTERM)
         _ = await child.waitForExit(timeout: 20)

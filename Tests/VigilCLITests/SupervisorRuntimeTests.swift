@@ -45,21 +45,7 @@ struct SupervisorRuntimeTests {
     static func supervisorStatus(
         _ project: Project, pid: Int32, timeout: Double = 20, where match: ([String: Any]) -> Bool = { _ in true }
     ) async throws -> [String: Any]? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let r = try await project.vigil("status", "--json")
-            if let hosts = try? HostCommandTests.json(r.stdout) as? [[String: Any]],
-                let host = hosts.first(where: { $0["pid"] as? Int == Int(pid) }),
-                let plugin = (host["plugins"] as? [[String: Any]])?.first(where: {
-                    $0["name"] as? String == "supervisor"
-                }),
-                match(plugin)
-            {
-                return plugin
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return nil
+        try await project.pluginStatus("supervisor", pid: pid, timeout: timeout, where: match)
     }
 
     static func details(_ plugin: [String: Any]?) -> [String: Any] { plugin?["details"] as? [String: Any] ?? [:] }

@@ -43,26 +43,18 @@ enum Golden {
     static func legacySignatureFile() throws -> [UInt8] { try TestPaths.fixture("golden-message.txt.legacy.minisig") }
 }
 
-/// A private temporary directory, removed when the body returns or throws.
+/// A private temporary directory (a ``TestDirectory``, 0700), removed when the body returns or throws.
 func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("vigil-crypto-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(
-        at: url, withIntermediateDirectories: false,
-        attributes: [.posixPermissions: 0o700])
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try body(url)
+    let dir = try TestDirectory("vigil-crypto-tests")
+    defer { dir.remove() }
+    return try body(URL(fileURLWithPath: dir.path, isDirectory: true))
 }
 
 /// The same for an async body.
 func withTemporaryDirectory<R>(_ body: (URL) async throws -> R) async throws -> R {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("vigil-crypto-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(
-        at: url, withIntermediateDirectories: false,
-        attributes: [.posixPermissions: 0o700])
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try await body(url)
+    try await RuntimeFixtures.withTempDirectory("vigil-crypto-tests") {
+        try await body(URL(fileURLWithPath: $0.path, isDirectory: true))
+    }
 }
 
 /// Writes `text` to a new file with mode 0600 (secret keys are written here too).

@@ -24,6 +24,17 @@ struct SharedLibraryLoadingTests {
         try f.plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI, settings: settings)
     }
 
+    /// Builds plugins `alpha` and `beta` (both with `soname` or library `file`, when given), lists
+    /// both in vigil.toml and keeps them alive; returns the host and its status.
+    private func keepAliveAlphaAndBeta(_ f: NativePluginFixture, soname: String?? = nil, file: String? = nil)
+        async throws -> (VigilHost, HostStatus)
+    {
+        for name in ["alpha", "beta"] { try await simplePlugin(f, name, soname: soname, file: file) }
+        try f.config(["alpha", "beta"])
+        let host = try f.host()
+        return (host, await host.keepAlive())
+    }
+
     /// Builds and signs plugin `alpha`, whose library needs (`DT_NEEDED`) a helper library that
     /// ships beside it; `listed` are the files the manifest lists as resources (`nil`: both).
     private func pluginWithHelper(_ f: NativePluginFixture, listed: [String]? = nil) async throws {
@@ -259,11 +270,7 @@ struct SharedLibraryLoadingTests {
     func sameFileName() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", file: "libplugin.so")
-        try await simplePlugin(f, "beta", file: "libplugin.so")
-        try f.config(["alpha", "beta"])
-        let host = try f.host()
-        let status = await host.keepAlive()
+        let (host, status) = try await keepAliveAlphaAndBeta(f, file: "libplugin.so")
         #expect(status[plugin: "alpha"]?.details["who"] == "alpha")
         #expect(status[plugin: "beta"]?.details["who"] == "beta")
         #expect(status[plugin: "alpha"]?.details["object"] != status[plugin: "beta"]?.details["object"])
@@ -276,11 +283,7 @@ struct SharedLibraryLoadingTests {
     func sameSonameRefused() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", soname: "libvigiltest-same.so")
-        try await simplePlugin(f, "beta", soname: "libvigiltest-same.so")
-        try f.config(["alpha", "beta"])
-        let host = try f.host()
-        let status = await host.keepAlive()
+        let (host, status) = try await keepAliveAlphaAndBeta(f, soname: "libvigiltest-same.so")
         #expect(status[plugin: "alpha"]?.state == .running)
         #expect(status.failureCode("beta") == "library-soname-conflict")
         #expect(!f.exists(f.sentinel("beta")))

@@ -10,9 +10,7 @@ import VigilTestSupport
 struct CLIAndFilesTests {
     @Test("`vigil soundscape` drives a running host through its socket; exit codes 0, 1, 3, 64; --json is one document")
     func cli() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-soundscape")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path)
             try await plugin.start()
             let socket = ControlChannel.socketPath(stateDirectory: state.path)
@@ -46,12 +44,8 @@ struct CLIAndFilesTests {
 
     @Test("another user cannot use the control channel: the directory stops them, and so does the peer check")
     func otherUser() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-soundscape")
-            defer { state.remove() }
-            let plugin = try makePlugin(server, state: state.path)
-            try await plugin.start()
-            let controller = try #require(SoundscapeController.running)
+        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
+            let (plugin, controller) = try await startPlugin(server, state: state.path)
             let socket = ControlChannel.socketPath(stateDirectory: state.path)
             let script = """
                 import socket, sys
@@ -93,9 +87,7 @@ struct CLIAndFilesTests {
 
     @Test("configured files are measured, listed and played; a bad one is left out and reported")
     func files() async throws {
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-soundscape")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let tone = state.url("tone.ogg")
             let writer = try SoundFileWriter(path: tone, format: .oggVorbis, sampleRate: 44_100, channels: 2)
             try writer.write(

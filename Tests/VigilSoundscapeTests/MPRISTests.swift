@@ -24,9 +24,7 @@ struct MPRISTests {
     func playerctlDrivesIt() async throws {
         let bus = try await startBus()
         defer { bus.stop() }
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-soundscape")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(
                 server, state: state.path, bus: bus, ["soundscape": .string("pink-noise"), "volume": .double(1)])
             try await plugin.start()
@@ -108,9 +106,7 @@ struct MPRISTests {
     func introspection() async throws {
         let bus = try await startBus()
         defer { bus.stop() }
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-soundscape")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path, bus: bus)
             try await plugin.start()
             let name = "org.mpris.MediaPlayer2.vigil.plugin-tests"
@@ -208,9 +204,7 @@ struct MPRISTests {
             squatter.wait()
         }
         #expect(await eventually(10) { (try? playerctl(bus, ["-l"]))?.contains("vigil.plugin-tests") == true })
-        try await PulseAudioServer.with { server in
-            let state = try TestDirectory("vigil-soundscape")
-            defer { state.remove() }
+        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path, bus: bus)
             try await plugin.start()
             #expect(await plugin.details()["mpris"] == "org.mpris.MediaPlayer2.vigil.plugin-tests.instance\(getpid())")

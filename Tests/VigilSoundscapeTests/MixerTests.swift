@@ -14,6 +14,14 @@ final class ConstantVoice: Voice {
 }
 
 /// Renders `frames` frames of the mixer (as the writer thread would, in requests of `request` frames).
+/// A mixer at `volume` playing `voice` (fading in from silence).
+func playing(_ voice: some Voice, volume: Double) -> SoundscapeMixer {
+    let mixer = SoundscapeMixer()
+    mixer.update { $0.volume = volume }
+    mixer.play(voice)
+    return mixer
+}
+
 func mix(_ mixer: SoundscapeMixer, frames: Int, request: Int = 4800) -> [Int16] {
     var out = [Int16](repeating: 0, count: frames * 2)
     var offset = 0
@@ -31,9 +39,7 @@ func mix(_ mixer: SoundscapeMixer, frames: Int, request: Int = 4800) -> [Int16] 
 struct MixerTests {
     @Test("volume changes ramp within 50 ms with no step larger than the ramp allows")
     func volumeRamp() {
-        let mixer = SoundscapeMixer()
-        mixer.update { $0.volume = 0.3 }
-        mixer.play(ConstantVoice(0.5))
+        let mixer = playing(ConstantVoice(0.5), volume: 0.3)
         let start = mix(mixer, frames: 4800)
         // Faded in from silence, reaching 0.3 × 0.5 within 50 ms (2400 frames).
         #expect(start[0] < 100)
@@ -47,9 +53,7 @@ struct MixerTests {
 
     @Test("Off, pause and cork are exact digital silence; the voice resumes afterwards")
     func silence() {
-        let mixer = SoundscapeMixer()
-        mixer.update { $0.volume = 0 }
-        mixer.play(ConstantVoice(0.5))
+        let mixer = playing(ConstantVoice(0.5), volume: 0)
         #expect(mix(mixer, frames: 9600).allSatisfy { $0 == 0 })
         mixer.update { $0.volume = 0.5 }
         #expect(mix(mixer, frames: 4800).last! == Int16(0.25 * 32767))
@@ -68,9 +72,7 @@ struct MixerTests {
 
     @Test("a swap crossfades over 400 ms with equal power, with no gap")
     func crossfade() {
-        let mixer = SoundscapeMixer()
-        mixer.update { $0.volume = 1 }
-        mixer.play(ConstantVoice(0.4))
+        let mixer = playing(ConstantVoice(0.4), volume: 1)
         _ = mix(mixer, frames: 4800)
         mixer.play(ConstantVoice(-0.4))
         let swap = mix(mixer, frames: 24_000).enumerated().filter { $0.offset % 2 == 0 }.map {
@@ -86,9 +88,7 @@ struct MixerTests {
 
     @Test("the sleep timer fades out over its last 30 s, then silence")
     func sleepTimer() {
-        let mixer = SoundscapeMixer()
-        mixer.update { $0.volume = 1 }
-        mixer.play(ConstantVoice(0.5))
+        let mixer = playing(ConstantVoice(0.5), volume: 1)
         _ = mix(mixer, frames: 4800)
         let end = mixer.framesRendered + 40 * 48_000
         mixer.update { $0.sleepEndFrame = end }

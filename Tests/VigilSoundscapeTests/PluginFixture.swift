@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import Testing
 import VigilPlugin
 import VigilTestSupport
 
@@ -42,6 +43,16 @@ func makePlugin(
         reporter: PluginReporter(events.record), stateDirectory: stateDirectory,
         environment: HostEnvironment(variables: environment))
     return try SoundscapeKeeper(context: context)
+}
+
+/// ``makePlugin(_:state:bus:_:events:logger:)``, started; with the controller it registered.
+func startPlugin(
+    _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
+    _ overrides: [String: SettingValue] = [:], events: Events = Events(), logger: Logger = quiet
+) async throws -> (SoundscapeKeeper, SoundscapeController) {
+    let plugin = try makePlugin(server, state: stateDirectory, bus: bus, overrides, events: events, logger: logger)
+    try await plugin.start()
+    return (plugin, try #require(SoundscapeController.running))
 }
 
 /// Waits up to `timeout` seconds for `condition`.

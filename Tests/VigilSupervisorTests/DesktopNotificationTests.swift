@@ -10,17 +10,17 @@ import VigilTestSupport
 struct DesktopNotificationTests {
     @Test("opened low-urgency and resident, updated in place, closed on stop", arguments: [true, false])
     func notificationLifecycle(persistence: Bool) async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         let bus = try await blockingCall { Result { try DBusDaemon() } }.get()
         defer { bus.stop() }
         let server = try await NotificationServer.start(
-            bus: bus, log: dir.file("calls.jsonl"), capabilities: persistence ? ["body", "persistence"] : ["body"])
+            bus: bus, log: dir.url("calls.jsonl"), capabilities: persistence ? ["body", "persistence"] : ["body"])
         defer { server.stop() }
 
         var environment = isolatedEnvironment
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        let go = dir.file("go")
+        let go = dir.url("go")
         let script = """
             systemd-notify --ready --status=warming; while [ ! -e \(go) ]; do sleep 0.02; done; \
             systemd-notify --status=serving; exec sleep 300

@@ -2,22 +2,10 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import VigilTestSupport
 
 @testable import VigilSupervisor
 @testable import VigilSupervisorEngine
-
-/// A private temporary directory, removed by `remove()`.
-struct TestDirectory {
-    let path: String
-    init(_ label: String = "sup") {
-        var template = Array("/tmp/vigil-test-\(label).XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil)
-        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String) -> String { "\(path)/\(name)" }
-}
 
 /// Records supervisor events with their monotonic time.
 final class EventLog: Sendable {
@@ -50,12 +38,7 @@ func testLogger(_ label: String = "vigil.supervisor.test") -> Logger {
 
 /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
 func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
-    let deadline = monotonicNow() + timeout
-    while monotonicNow() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
+    await RuntimeFixtures.waitUntil(timeout: timeout, interval: .milliseconds(20), condition)
 }
 
 /// Whether a process exists and is not a zombie.

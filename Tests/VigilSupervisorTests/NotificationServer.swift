@@ -1,7 +1,7 @@
 import Foundation
 import VigilTestSupport
 
-/// `Fixtures/notification_server.py` on a test bus: owns org.freedesktop.Notifications and
+/// VigilTestSupport's `Fixtures/notification_server.py` on a test bus: owns org.freedesktop.Notifications and
 /// records every call as a JSON line.
 final class NotificationServer: @unchecked Sendable {
     let log: String
@@ -11,10 +11,7 @@ final class NotificationServer: @unchecked Sendable {
         let description: String
     }
 
-    static var script: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/notification_server.py").path
-    }
+    static var script: String { RuntimeFixtures.fixtureScript("notification_server.py") }
 
     /// Starts the server on `bus` advertising `capabilities`; returns once it owns its name.
     static func start(bus: DBusDaemon, log: String, capabilities: [String]) async throws -> NotificationServer {

@@ -108,9 +108,9 @@ struct PluginTests {
 
     @Test("the host's READY=1, STATUS=, watchdog pings and STOPPING=1 reach systemd's socket")
     func hostNotifyAndWatchdog() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let systemd = try NotifySocket(path: dir.file("systemd.notify"))
+        let systemd = try NotifySocket(path: dir.url("systemd.notify"))
         var environment = isolatedEnvironment
         environment["NOTIFY_SOCKET"] = systemd.path
         environment["WATCHDOG_USEC"] = "200000"  // ping every 100 ms
@@ -154,13 +154,13 @@ struct PluginTests {
 
     @Test("worker crashes, recovery and failure are reported to the host and shown in STATUS=")
     func eventsAndStatus() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let systemd = try NotifySocket(path: dir.file("systemd.notify"))
+        let systemd = try NotifySocket(path: dir.url("systemd.notify"))
         var environment = isolatedEnvironment
         environment["NOTIFY_SOCKET"] = systemd.path
         let events = ReportedEvents()
-        let marker = dir.file("ran-once")
+        let marker = dir.url("ran-once")
         // Crashes once, then stays up; a second worker crash-loops into its start limit.
         let plugin = try makePlugin(
             [

@@ -83,10 +83,10 @@ struct ProcessHygieneTests {
 
     @Test("SIGKILL of the host takes every process a worker started: a setsid one and a double-forked one")
     func noOrphansAtAnyDepth() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let detached = dir.file("setsid.pid")
-        let orphaned = dir.file("double.pid")
+        let detached = dir.url("setsid.pid")
+        let orphaned = dir.url("double.pid")
         // One grandchild in a session of its own, one whose parent exits at once (re-parented away).
         let script =
             "setsid sleep 300 & echo $! > \(detached); sh -c 'sleep 301 & echo $! > \(orphaned)'; exec sleep 302"
@@ -115,7 +115,7 @@ struct ProcessHygieneTests {
 
     @Test("1,000 worker crashes leave no zombie and no leaked descriptor")
     func thousandCrashes() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         // Reference: the same binary, same code paths, with a worker that never crashed.
         let steady = try VigilProcess(["run", "--restart", "always", "--", "sleep", "300"])
@@ -124,7 +124,7 @@ struct ProcessHygieneTests {
         let reference = steady.descriptors
         await steady.kill9()
 
-        let counter = dir.file("starts")
+        let counter = dir.url("starts")
         _ = FileManager.default.createFile(atPath: counter, contents: nil)
         let script = "n=$(wc -l < \(counter)); echo >> \(counter); [ \"$n\" -ge 1000 ] && exec sleep 300; exit 1"
         let host = try VigilProcess([

@@ -68,7 +68,7 @@ struct SupervisorFaultTests {
 
     @Test("a worker that cannot be started is failed on its own; the others start; a directory is named as one")
     func spawnFailureIsTheWorkers() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         let events = ReportedEvents()
         let plugin = try makePlugin(
@@ -97,9 +97,9 @@ struct SupervisorFaultTests {
     @Test("a process that joins the worker's process group is not the worker: its READY=1 and STATUS= do not count")
     func processGroupIsNotCredentials() async throws {
         let python = try #require(RuntimeFixtures.which("python3"), "python3 is needed")
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let go = dir.file("go")
+        let go = dir.url("go")
         let script = "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --status=genuine; exec sleep 300"
         let events = EventLog()
         let supervisor = try Supervisor(
@@ -132,7 +132,7 @@ struct SupervisorFaultTests {
     @Test("a worker flooding STATUS= is coalesced: few events, the latest text wins, it is reported as flooding")
     func statusFloodIsCoalesced() async throws {
         let python = try #require(RuntimeFixtures.which("python3"), "python3 is needed")
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         // Sends changing STATUS= as fast as it can for 1.5 s, then a last one, then sleeps.
         let flood = """
@@ -150,7 +150,7 @@ struct SupervisorFaultTests {
             open(os.environ["DONE"], "w").write(str(i))
             time.sleep(300)
             """
-        let done = dir.file("done")
+        let done = dir.url("done")
         let events = EventLog()
         let supervisor = try Supervisor(
             workers: [

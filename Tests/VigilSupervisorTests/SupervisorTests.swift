@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VigilTestSupport
 
 @testable import VigilSupervisor
 @testable import VigilSupervisorEngine
@@ -114,20 +115,20 @@ struct SupervisorTests {
 
     @Test("stop() sends SIGTERM to the whole group, then SIGKILL after the grace period")
     func stopKillsTheGroup() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         // The worker ignores SIGTERM and has a child in its process group.
-        let script = "trap '' TERM; sleep 300 & echo $! > \(dir.file("child")); wait"
+        let script = "trap '' TERM; sleep 300 & echo $! > \(dir.url("child")); wait"
         let supervisor = try Supervisor(
             workers: [WorkerSpec(name: "stubborn", command: "/bin/sh", arguments: ["-c", script])],
             configuration: SupervisorConfiguration(stopGrace: .milliseconds(300)),
             environment: testEnvironment, logger: testLogger())
         try await supervisor.start()
-        #expect(await eventually { FileManager.default.fileExists(atPath: dir.file("child")) })
+        #expect(await eventually { FileManager.default.fileExists(atPath: dir.url("child")) })
         try await Task.sleep(for: .milliseconds(50))
         let child = try #require(
             Int32(
-                String(contentsOfFile: dir.file("child"), encoding: .utf8).trimmingCharacters(
+                String(contentsOfFile: dir.url("child"), encoding: .utf8).trimmingCharacters(
                     in: .whitespacesAndNewlines)))
         let worker = try #require(supervisor.workers.first?.pid)
         #expect(processIsLive(child) && processIsLive(worker))
@@ -144,9 +145,9 @@ struct SupervisorTests {
 
     @Test("workers get their own process group, environment, directory and oom_score_adj")
     func spawnAttributes() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let out = dir.file("out")
+        let out = dir.url("out")
         let script = """
             { ps -o pgid= -p $$ | tr -d ' '; echo "$$"; echo "$GREETING"; pwd; cat /proc/self/oom_score_adj; \
             echo "$NOTIFY_SOCKET"; ls /proc/self/fd | wc -l; grep SigBlk /proc/self/status; } > \(out).tmp; mv \(out).tmp \(out); sleep 300

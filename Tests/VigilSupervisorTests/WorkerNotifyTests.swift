@@ -9,9 +9,9 @@ import VigilTestSupport
 struct WorkerNotifyTests {
     @Test("systemd-notify --ready --status=… as a real worker reaches `ready`")
     func systemdNotifyReady() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let done = dir.file("notified")
+        let done = dir.url("notified")
         // systemd-notify waits for the barrier reply; `touch` shows it returned.
         let script = "systemd-notify --ready --status='warmed up: 3 keys' && touch \(done); exec sleep 300"
         let events = EventLog()
@@ -47,9 +47,9 @@ struct WorkerNotifyTests {
 
     @Test("a datagram from outside the worker's process tree is rejected")
     func foreignSenderRejected() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let go = dir.file("go")
+        let go = dir.url("go")
         let script =
             "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --ready --status=genuine; exec sleep 300"
         let supervisor = try Supervisor(
@@ -74,9 +74,9 @@ struct WorkerNotifyTests {
 
     @Test("a worker that stops its watchdog pings is killed and restarted")
     func watchdogRestart() async throws {
-        let dir = TestDirectory()
+        let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let envFile = dir.file("env")
+        let envFile = dir.url("env")
         // Pings every 0.3 s for ~1.5 s, then hangs. The second run does the same. The margins are
         // wide so that a loaded machine (the whole suite runs in parallel) does not miss a ping.
         let script = """

@@ -8,10 +8,7 @@ public final class LogindStandIn: @unchecked Sendable {
     public let log: String
     private let process: ChildProcess
 
-    public static var script: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/logind_standin.py").path
-    }
+    public static var script: String { RuntimeFixtures.fixtureScript("logind_standin.py") }
 
     /// Starts the stand-in on `bus`; `pulseServer` is where it counts sink inputs when a lock is
     /// released. Returns once it owns org.freedesktop.login1.

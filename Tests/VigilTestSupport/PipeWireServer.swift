@@ -38,6 +38,14 @@ public final class PipeWireServer: SoundServerFixture, @unchecked Sendable {
         return try await body(server)
     }
 
+    /// Like ``with(_:)``, with a fresh ``TestDirectory`` labelled `directory` for the test's own
+    /// files, removed afterwards too.
+    public static func with<T>(
+        directory label: String, _ body: (PipeWireServer, TestDirectory) async throws -> T
+    ) async throws -> T {
+        try await with { server in try await RuntimeFixtures.withTempDirectory(label) { try await body(server, $0) } }
+    }
+
     private func launch(_ path: String, log: String) throws {
         let logPath = directory.appendingPathComponent(log).path
         let process = try ChildProcess(path, [], environment: environment, stdout: logPath, stderr: logPath)

@@ -49,6 +49,17 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
         return try await body(server)
     }
 
+    /// Like ``with(sink:suspendTimeout:modules:_:)``, with a fresh ``TestDirectory`` labelled
+    /// `directory` for the test's own files, removed afterwards too.
+    public static func with<T>(
+        sink: String = "vigil_null", suspendTimeout: Int = 1, modules: [String] = [], directory label: String,
+        _ body: (PulseAudioServer, TestDirectory) async throws -> T
+    ) async throws -> T {
+        try await with(sink: sink, suspendTimeout: suspendTimeout, modules: modules) { server in
+            try await RuntimeFixtures.withTempDirectory(label) { try await body(server, $0) }
+        }
+    }
+
     /// Launches `pulseaudio` and waits (up to 10 s) until it accepts connections.
     public func start() async throws {
         let p = try ChildProcess(

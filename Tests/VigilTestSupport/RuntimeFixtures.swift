@@ -26,6 +26,12 @@ public enum RuntimeFixtures {
         return try await body(dir)
     }
 
+    /// The path of `name` in `Tests/VigilTestSupport/Fixtures`: the D-Bus service stand-ins
+    /// (logind, an MPRIS player, a notification server) and the module they share.
+    public static func fixtureScript(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/\(name)").path
+    }
+
     /// Finds an executable on PATH.
     public static func which(_ name: String) -> String? {
         for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
@@ -35,12 +41,15 @@ public enum RuntimeFixtures {
         return nil
     }
 
-    /// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
-    public static func waitUntil(timeout: Double, _ condition: () throws -> Bool) async rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+    /// Polls `condition` every `interval` until it holds or `timeout` seconds pass on the
+    /// monotonic clock (a wall-clock step cannot cut the wait short or stretch it).
+    public static func waitUntil(
+        timeout: Double, interval: Duration = .milliseconds(50), _ condition: () throws -> Bool
+    ) async rethrows -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+        while ContinuousClock.now < deadline {
             if try condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
+            try? await Task.sleep(for: interval)
         }
         return try condition()
     }

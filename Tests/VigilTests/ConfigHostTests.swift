@@ -17,6 +17,13 @@ struct ConfigHostTests {
                 variables: project.environment, soundDeviceDirectory: "/nonexistent-vigil-snd"))
     }
 
+    /// A host of `project`'s vigil.toml whose only plugin implementation is the test plugin, recording into `ledger`.
+    private func makeHost(_ project: HostProject, ledger: InstanceLedger) throws -> VigilHost {
+        try VigilHost(
+            configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
+            options: options(project), logger: TestPlugins.quietLogger)
+    }
+
     @Test("a trusted plugin runs with manifest settings overlaid by its vigil.toml table and the [host] name")
     func trustedPluginRuns() async throws {
         let project = try HostProject()
@@ -34,9 +41,7 @@ struct ConfigHostTests {
             mode = "sine"
             """)
         let ledger = InstanceLedger()
-        let host = try VigilHost(
-            configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
-            options: options(project), logger: TestPlugins.quietLogger)
+        let host = try makeHost(project, ledger: ledger)
         #expect(host.hostName == "signer-node")
         #expect(host.unsafePlugins.isEmpty)
         let status = try #require(await host.keepAlive()[plugin: "alpha"])
@@ -65,9 +70,7 @@ struct ConfigHostTests {
             bad = "\(bad)"
             """)
         let ledger = InstanceLedger()
-        let host = try VigilHost(
-            configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
-            options: options(project), logger: TestPlugins.quietLogger)
+        let host = try makeHost(project, ledger: ledger)
         for _ in 0..<3 {
             let status = await host.keepAlive()
             guard case .failed(let failure) = status[plugin: "bad"]?.state else {
@@ -102,9 +105,7 @@ struct ConfigHostTests {
             odd = "\(fp)"
             """)
         let ledger = InstanceLedger()
-        let host = try VigilHost(
-            configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
-            options: options(project), logger: TestPlugins.quietLogger)
+        let host = try makeHost(project, ledger: ledger)
         let status = await host.keepAlive()
         func failure(_ name: String) -> PluginFailure? {
             if case .failed(let f) = status[plugin: name]?.state { f } else { nil }
@@ -129,9 +130,7 @@ struct ConfigHostTests {
             acknowledge_unsafe_plugins = ["dev"]
             """)
         let ledger = InstanceLedger()
-        let host = try VigilHost(
-            configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
-            options: options(project), logger: TestPlugins.quietLogger)
+        let host = try makeHost(project, ledger: ledger)
         #expect(host.unsafePlugins == ["dev"])
         #expect(await host.keepAlive()[plugin: "dev"]?.state == .running)
         await host.stop()
@@ -144,9 +143,7 @@ struct ConfigHostTests {
         let fp = try project.signedPlugin("svc", requirements: #"[{"kind": "service", "value": "supervisor"}]"#)
         try project.config("plugins = [\"svc\"]\n[trusted_plugins]\nsvc = \"\(fp)\"\n")
         let ledger = InstanceLedger()
-        let host = try VigilHost(
-            configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
-            options: options(project), logger: TestPlugins.quietLogger)
+        let host = try makeHost(project, ledger: ledger)
         let state = await host.keepAlive()[plugin: "svc"]?.state
         #expect(
             state?.description

@@ -14,7 +14,6 @@ tell whether the audio streams were gone BEFORE the lock was released.
 usage: logind_standin.py LOG_FILE
 Prints "ready" on stdout once the name is owned.
 """
-import json
 import os
 import subprocess
 import sys
@@ -22,8 +21,9 @@ import sys
 import dbus
 import dbus.bus
 import dbus.service
-from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
+
+from dbus_service import append_json_line, serve
 
 MANAGER = "org.freedesktop.login1.Manager"
 CONTROL = "org.vigil.test.LogindStandIn"
@@ -43,8 +43,7 @@ class Manager(dbus.service.Object):
         self.inhibitors = {}  # read fd -> (what, who, why, mode, uid, pid)
 
     def record(self, entry):
-        with open(self.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+        append_json_line(self.log, entry)
 
     @dbus.service.method(MANAGER, in_signature="ssss", out_signature="h", sender_keyword="sender")
     def Inhibit(self, what, who, why, mode, sender=None):
@@ -81,12 +80,9 @@ class Manager(dbus.service.Object):
 
 def main():
     log = sys.argv[1]
-    DBusGMainLoop(set_as_default=True)
-    bus = dbus.bus.BusConnection(os.environ["DBUS_SYSTEM_BUS_ADDRESS"])
-    name = dbus.service.BusName("org.freedesktop.login1", bus, do_not_queue=True)
-    manager = Manager(bus, log)
-    print("ready", flush=True)
-    GLib.MainLoop().run()
+    serve(
+        "org.freedesktop.login1", lambda bus: Manager(bus, log),
+        connect=lambda: dbus.bus.BusConnection(os.environ["DBUS_SYSTEM_BUS_ADDRESS"]))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,12 @@ DBUS_SESSION_BUS_ADDRESS and appends one JSON line per call to the log file.
 usage: notification_server.py LOG_FILE [CAPABILITY ...]
 Prints "ready" on stdout once the name is owned.
 """
-import json
 import sys
 
 import dbus
 import dbus.service
-from dbus.mainloop.glib import DBusGMainLoop
-from gi.repository import GLib
+
+from dbus_service import append_json_line, serve
 
 IFACE = "org.freedesktop.Notifications"
 
@@ -24,8 +23,7 @@ class Server(dbus.service.Object):
         self.next_id = 1
 
     def record(self, entry):
-        with open(self.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+        append_json_line(self.log, entry)
 
     @dbus.service.method(IFACE, in_signature="", out_signature="as")
     def GetCapabilities(self):
@@ -65,12 +63,7 @@ class Server(dbus.service.Object):
 def main():
     log = sys.argv[1]
     capabilities = sys.argv[2:]
-    DBusGMainLoop(set_as_default=True)
-    bus = dbus.SessionBus()
-    name = dbus.service.BusName(IFACE, bus, do_not_queue=True)
-    server = Server(bus, log, capabilities)
-    print("ready", flush=True)
-    GLib.MainLoop().run()
+    serve(IFACE, lambda bus: Server(bus, log, capabilities))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ Player properties, and prints each new PlaybackStatus on a line of its own.
 import sys
 
 import dbus
-import dbus.mainloop.glib
 import dbus.service
-from gi.repository import GLib
+
+from dbus_service import serve
 
 PLAYER = "org.mpris.MediaPlayer2.Player"
 ROOT = "org.mpris.MediaPlayer2"
@@ -74,13 +74,7 @@ class Player(dbus.service.Object):
 
 def main():
     name, status = sys.argv[1], sys.argv[2]
-    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-    bus = dbus.SessionBus()
-    player = Player(bus, name, status)
-    owned = dbus.service.BusName(ROOT + "." + name, bus)
-    print("ready", flush=True)
-    GLib.MainLoop().run()
-    del owned, player
+    serve(ROOT + "." + name, lambda bus: Player(bus, name, status))
 
 
 if __name__ == "__main__":
