@@ -10,7 +10,7 @@ struct EventLoopExecutorTests {
     static func threadNames(of pid: Int32) -> [String] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.compactMap { tid in
-            (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8))?
+            (try? TextFile.read("/proc/\(pid)/task/\(tid)/comm"))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
     }
@@ -49,7 +49,7 @@ struct EventLoopExecutorTests {
         }
         #expect(
             state == "blocked",
-            "stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
+            "stderr: \((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")
 
         // A re-probe (a delayed job, run by the event loop's timer) finds the server.
         try await server.start()

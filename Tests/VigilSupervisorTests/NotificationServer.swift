@@ -42,7 +42,7 @@ final class NotificationServer: @unchecked Sendable {
 
     /// The calls recorded so far.
     var calls: [[String: Any]] {
-        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
+        guard let text = try? TextFile.read(log) else { return [] }
         return text.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }

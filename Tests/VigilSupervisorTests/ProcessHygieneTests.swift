@@ -93,7 +93,7 @@ struct ProcessHygieneTests {
         let host = try VigilProcess(["run", "--", "/bin/sh", "-c", script])
         func pid(_ file: String) -> Int32? {
             Int32(
-                ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(
+                ((try? TextFile.read(file)) ?? "").trimmingCharacters(
                     in: .whitespacesAndNewlines))
         }
         #expect(
@@ -132,7 +132,7 @@ struct ProcessHygieneTests {
             "--start-limit-burst", "0", "--", "/bin/sh", "-c", script,
         ])
         func starts() -> Int {
-            ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").split(
+            ((try? TextFile.read(counter)) ?? "").split(
                 separator: "\n", omittingEmptySubsequences: false
             ).count - 1
         }

@@ -98,9 +98,9 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let child = try ChildProcess(executable, arguments, environment: environment, stdout: out, stderr: err)
         let status = child.wait()
-        let output = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        let output = (try? TextFile.read(out)) ?? ""
         guard status == 0 else {
-            let message = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+            let message = (try? TextFile.read(err)) ?? ""
             throw FixtureError(
                 "\(executable) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(message)")
         }
