@@ -72,7 +72,7 @@ struct SupervisorRuntimeTests {
     }
 
     static func stderr(_ project: Project) -> String {
-        (try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? ""
+        (try? TextFile.read(project.dir.path + "/up.err")) ?? ""
     }
 
     @Test("status follows a restart at once: new pid, restarts = 1; since is RFC 3339, numbers are numbers")
