@@ -157,7 +157,9 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "VigilTestSupport", dependencies: ["VigilPlugin", log], path: "Tests/VigilTestSupport",
+            name: "VigilTestSupport",
+            dependencies: ["VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system")],
+            path: "Tests/VigilTestSupport",
             exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
             swiftSettings: strictSettings),
         .testTarget(

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs Vigil's test suite under ThreadSanitizer and/or AddressSanitizer.
 #
-#   scripts/sanitize.sh [thread|address|all] [--concurrency] [--filter REGEX]… [--skip REGEX]…
+#   scripts/sanitize.sh [thread|address|all] [--concurrency] [--target NAME]… [--filter REGEX]… [--skip REGEX]…
 #
+# Without --concurrency or --filter the whole suite runs, one `swift test` per test target (all
+# of them, or those named with --target), so a crash or a hang in one target loses nothing of
+# the others, and the summary gives each target's time, exit status and report count.
 # --concurrency runs only the suites that exercise Vigil's own threads and actors (the supervisor
 # engine, the host runtime's keepAlive/stop/status, the audio writer thread, the announcer's
 # ducking): what CI runs under ThreadSanitizer (scripts/test.sh with CI=true).
@@ -34,18 +37,28 @@ concurrency=(
 )
 kinds=()
 test_args=()
+targets=()
+filtered=0
 while (($#)); do
   case "$1" in
   thread | address) kinds+=("$1") ;;
   all) kinds+=(thread address) ;;
   --concurrency)
     test_args+=("${concurrency[@]}")
+    filtered=1
     # …and only their test targets are built (Package.swift reads this).
     export VIGIL_TEST_TARGETS=VigilSupervisorTests,VigilTests,VigilAudioTests,VigilAnnounceTests
     ;;
   --filter | --skip)
     (($# >= 2)) || { echo "vigil: $1 needs a regular expression" >&2; exit 64; }
     test_args+=("$1" "$2")
+    [[ $1 == --filter ]] && filtered=1
+    shift
+    ;;
+  --target)
+    (($# >= 2)) || { echo "vigil: --target needs a test target's name" >&2; exit 64; }
+    [[ -d Tests/$2 && $2 == *Tests ]] || { echo "vigil: no test target '$2' in Tests/" >&2; exit 64; }
+    targets+=("$2")
     shift
     ;;
   -h | --help)
@@ -53,13 +66,20 @@ while (($#)); do
     exit 0
     ;;
   *)
-    echo "vigil: unknown argument '$1' (expected thread, address, all, --filter REGEX or --skip REGEX)" >&2
+    echo "vigil: unknown argument '$1' (expected thread, address, all, --concurrency, --target NAME, --filter REGEX or --skip REGEX)" >&2
     exit 64
     ;;
   esac
   shift
 done
 ((${#kinds[@]})) || kinds=(thread address)
+if ((filtered && ${#targets[@]})); then
+  echo "vigil: --target runs whole test targets; it does not combine with --filter or --concurrency" >&2
+  exit 64
+fi
+if ((!filtered && !${#targets[@]})); then
+  for dir in Tests/*Tests; do targets+=("$(basename "$dir")"); done
+fi
 
 scripts/install-deps.sh
 
@@ -74,6 +94,13 @@ test_args+=(--skip BuildPluginTests)
 test_args+=(--skip RestartLeakTests)
 
 suppressions=$PWD/scripts/sanitize
+
+# The number of reports (SUMMARY lines) in the files PREFIX.*.
+count_reports() {
+  local files=("$1".*)
+  [[ -e ${files[0]} ]] || { echo 0; return; }
+  grep -h -c '^SUMMARY: ' "${files[@]}" | awk '{n += $1} END {print n + 0}'
+}
 clang=$(dirname "$(readlink -f "$(command -v swift)")")/clang
 summary=()
 failed=0
@@ -95,10 +122,14 @@ for kind in "${kinds[@]}"; do
   # AddressSanitizer stops at its first error (the code is not built to recover). detect_leaks=1:
   # LeakSanitizer reports only memory that nothing references any more when the process exits;
   # the Swift runtime's metadata and conformance caches stay referenced from globals and are not
-  # reported. What it finds in third-party libraries is suppressed in lsan.supp, each entry
-  # with its reason.
+  # reported. What it finds in third-party libraries is suppressed in lsan.supp (and
+  # Fuzz/lsan.supp), each entry with its reason.
   export ASAN_OPTIONS="halt_on_error=1:exitcode=66:detect_leaks=1:strict_init_order=1:check_initialization_order=1:detect_stack_use_after_return=1:log_path=$reports/address"
-  export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
+  # The fuzz targets' entries (Fuzz/lsan.supp: TOMLKit, libvorbis) hold here too: the tests run
+  # the same libraries on the same kind of input.
+  mkdir -p "$scratch"
+  cat "$suppressions/lsan.supp" Fuzz/lsan.supp >"$scratch/lsan.supp"
+  export LSAN_OPTIONS="suppressions=$PWD/$scratch/lsan.supp:print_suppressions=0"
   preload=
   if [[ $kind == thread ]]; then
     # The Swift runtime's Mutex hands a contended lock over where ThreadSanitizer cannot see it;
@@ -131,18 +162,34 @@ for kind in "${kinds[@]}"; do
   built=$((SECONDS - start))
   echo "vigil: $kind-sanitized build took ${built}s; running the suite serially"
 
+  # One run per target (the whole suite), or one run of the filtered tests.
+  runs=("${targets[@]}")
+  ((${#runs[@]})) || runs=(filtered)
   start=$SECONDS
   status=0
-  LD_PRELOAD=$preload swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" \
-    "${test_args[@]}" || status=$?
+  for run in "${runs[@]}"; do
+    filter=()
+    [[ $run == filtered ]] || filter=(--filter "^$run\\.")
+    echo "vigil: $kind: running ${run/#filtered/the selected tests}"
+    before=$(count_reports "$reports/$kind")
+    run_start=$SECONDS
+    run_status=0
+    LD_PRELOAD=$preload swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" \
+      "${filter[@]}" "${test_args[@]}" || run_status=$?
+    if [[ $run != filtered ]]; then
+      found=$(($(count_reports "$reports/$kind") - before))
+      summary+=("$kind $run: tests $((SECONDS - run_start))s, swift test exit $run_status, $found report(s)")
+      echo "vigil: ${summary[-1]} ($(date -u '+%H:%M UTC'))"
+    fi
+    ((run_status == 0)) || status=$run_status
+  done
   ran=$((SECONDS - start))
 
   shopt -s nullglob
   files=("$reports/$kind".*)
   shopt -u nullglob
-  count=0
+  count=$(count_reports "$reports/$kind")
   if ((${#files[@]})); then
-    count=$(grep -h -c '^SUMMARY: ' "${files[@]}" | awk '{n += $1} END {print n + 0}')
     echo "vigil: $kind sanitizer reports (${#files[@]} files in $reports):"
     grep -h '^SUMMARY: ' "${files[@]}" | sort | uniq -c | sort -rn
   fi

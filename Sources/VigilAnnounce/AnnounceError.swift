@@ -18,6 +18,6 @@ public enum AnnounceErrorCode: String, ErrorCode {
     case sessionBus = "session-bus"
     /// The journal of ducked volumes could not be written or read; nothing was lowered.
     case journal = "journal"
-    /// The host stopped the announcer.
+    /// The host stopped the announcer, or the task that asked for the prompt was cancelled.
     case cancelled = "cancelled"
 }

@@ -65,8 +65,10 @@ public actor Announcer {
     }
 
     /// Plays `announcement` and returns once it has played and everything is put back.
-    /// - Throws: ``AnnounceError``; whatever was lowered is put back first (or, if the server
-    ///   went away, left in the journal for the next start).
+    /// Cancelling the calling task stops a prompt that is playing at once.
+    /// - Throws: ``AnnounceError`` (``AnnounceError/Code/cancelled`` when the task was cancelled);
+    ///   whatever was lowered is put back first (or, if the server went away, left in the journal
+    ///   for the next start).
     public func announce(_ announcement: Announcement) async throws(AnnounceError) -> AnnouncementReport {
         let calledAt = PulseMixer.monotonicNow()
         nextID += 1
@@ -90,9 +92,16 @@ public actor Announcer {
         let engine = self.engine
         let emit = self.emitter
         let pausedNames = paused
-        let result = await thread.run({
-            engine.perform(id: id, announcement, calledAt: calledAt, paused: pausedNames, emit: emit)
-        })
+        let cancelled = CancellationFlag()
+        let result = await withTaskCancellationHandler {
+            await thread.run({
+                engine.perform(
+                    id: id, announcement, calledAt: calledAt, paused: pausedNames, cancelled: { cancelled.isSet },
+                    emit: emit)
+            })
+        } onCancel: {
+            cancelled.set()
+        }
         if let pauser {
             _ = await pauser.resume(paused)
             await pauser.connection.close()
@@ -174,6 +183,13 @@ final class Subscribers: Sendable {
     }
 }
 
+/// Set when the task that called ``Announcer/announce(_:)`` is cancelled; the prompt polls it.
+final class CancellationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
 /// The work of one announcer, confined to its thread (hence `@unchecked Sendable`).
 final class AnnounceEngine: @unchecked Sendable {
     private let settings: AnnounceSettings
@@ -245,11 +261,12 @@ final class AnnounceEngine: @unchecked Sendable {
 
     func perform(
         id: UInt64, _ announcement: Announcement, calledAt: UInt64, paused: [String],
-        emit: @escaping @Sendable (AnnouncementEvent) -> Void
+        cancelled: @escaping @Sendable () -> Bool, emit: @escaping @Sendable (AnnouncementEvent) -> Void
     ) -> Result<AnnouncementReport, AnnounceError> {
         let result = Result { () throws(AnnounceError) -> AnnouncementReport in
             try locked { () throws(AnnounceError) -> AnnouncementReport in
-                try performLocked(id: id, announcement, calledAt: calledAt, paused: paused, emit: emit)
+                try performLocked(
+                    id: id, announcement, calledAt: calledAt, paused: paused, cancelled: cancelled, emit: emit)
             }
         }
         switch result {
@@ -264,7 +281,7 @@ final class AnnounceEngine: @unchecked Sendable {
 
     private func performLocked(
         id: UInt64, _ announcement: Announcement, calledAt: UInt64, paused: [String],
-        emit: @escaping @Sendable (AnnouncementEvent) -> Void
+        cancelled: @escaping @Sendable () -> Bool, emit: @escaping @Sendable (AnnouncementEvent) -> Void
     ) throws(AnnounceError) -> AnnouncementReport {
         let audio: PromptAudio
         switch announcement.content {
@@ -334,10 +351,16 @@ final class AnnounceEngine: @unchecked Sendable {
                     guard let ducker else { return }
                     for stream in ducker.handleChanges() { emit(.duckedLate(id: id, stream: stream)) }
                 },
-                cancelled: { false })
+                cancelled: cancelled)
         } catch {
             let restoreError: AnnounceError?
             do { _ = try ducker?.end(); restoreError = nil } catch { restoreError = error }
+            if cancelled() {
+                throw AnnounceError(
+                    code: .cancelled,
+                    message: "the announcement was cancelled while it played"
+                        + (restoreError.map { "; \($0.message)" } ?? "; the lowered volumes are put back"))
+            }
             throw AnnounceError(
                 code: .soundServer,
                 message: "the prompt did not play: \(error.message)" + (restoreError.map { "; \($0.message)" } ?? ""))

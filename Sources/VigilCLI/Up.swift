@@ -112,6 +112,8 @@ actor StatusDisplay {
     private var lastReason: [String: String] = [:]
     private var settled = false
     private var settledWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The faults last printed per plugin (see ``faults(_:)``).
+    private var shownFaults: [String: [String: String]] = [:]
 
     private let logger: Logger
 
@@ -131,7 +133,10 @@ actor StatusDisplay {
             if let reason = dir.fallbackReason { emit("note: \(reason)") }
             emit("status published in \(dir.path) (see `vigil status`)")
         }
-        for plugin in status.plugins { note(plugin) }
+        for plugin in status.plugins {
+            note(plugin)
+            faults(plugin)
+        }
         if status.plugins.isEmpty { emit("no plugins are activated in vigil.toml (plugins = [...])") }
         render(status)
     }
@@ -147,7 +152,10 @@ actor StatusDisplay {
             }
             let plugin = status[plugin: event.plugin]
             if live {
-                if let plugin { note(plugin) }
+                if let plugin {
+                    note(plugin)
+                    faults(plugin)
+                }
                 render(status)
             } else if case .blocked = event.kind, let plugin {
                 note(plugin)
@@ -160,6 +168,7 @@ actor StatusDisplay {
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
+            if !live, let plugin { faults(plugin) }
         }
     }
 
@@ -210,6 +219,23 @@ actor StatusDisplay {
         guard lastReason[plugin.name] != reason else { return }
         lastReason[plugin.name] = reason
         emit(reason)
+    }
+
+    /// Prints each fault a running plugin names in its details (keys ending in `_error`, such as
+    /// the soundscape's `preferences_error`) when it appears or changes, and says when it is gone:
+    /// status lines are cut to the terminal's width and plain output shows state changes only, so
+    /// a fault would otherwise pass unseen without `--verbose`.
+    private func faults(_ plugin: PluginStatus) {
+        let now = plugin.details.filter { $0.key.hasSuffix("_error") }
+        let before = shownFaults[plugin.name] ?? [:]
+        guard now != before else { return }
+        for (key, value) in now.sorted(by: { $0.key < $1.key }) where before[key] != value {
+            emit("\(plugin.name): \(key): \(value)")
+        }
+        for key in before.keys.sorted() where now[key] == nil {
+            emit("\(plugin.name): \(key) cleared")
+        }
+        shownFaults[plugin.name] = now.isEmpty ? nil : now
     }
 
     static func line(for event: HostEvent) -> String {

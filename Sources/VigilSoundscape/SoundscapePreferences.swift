@@ -60,14 +60,20 @@ package final class PreferenceStore: Sendable {
     /// The saved preferences, or `defaults` when there are none; when the file is damaged or names
     /// an unknown soundscape, `defaults` (or the parts that are good) plus a warning saying why.
     func load(defaults: SoundscapePreferences, known: Set<String>) -> (SoundscapePreferences, warning: String?) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) {
-                return (defaults, "cannot read \(path); using the defaults")
-            }
-            return (defaults, nil)
+        // SafeFile, not FileManager: a regular file only, bounded, and no Foundation read (it
+        // leaks a buffer for an empty file).
+        let bytes: [UInt8]?
+        do {
+            bytes = try SafeFile.readIfPresent(path, cap: Self.maxFileBytes, what: "soundscape preferences file")
+        } catch {
+            return (defaults, "cannot read \(path) (\(error.message)); using the defaults")
         }
-        return Self.interpret(data, path: path, defaults: defaults, known: known)
+        guard let bytes else { return (defaults, nil) }
+        return Self.interpret(Data(bytes), path: path, defaults: defaults, known: known)
     }
+
+    /// The largest preference file read (a real one is under 200 bytes).
+    static let maxFileBytes = 64 * 1024
 
     /// What the bytes of a preference file at `path` say, as ``load(defaults:known:)`` returns it.
     package static func interpret(

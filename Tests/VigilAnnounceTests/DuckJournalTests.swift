@@ -45,7 +45,7 @@ import VigilTestSupport
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.regressions)
         #expect(!files.isEmpty)
         for file in files {
-            let bytes = try #require(FileManager.default.contents(atPath: Self.regressions + "/" + file))
+            let bytes = try TextFile.bytes(Self.regressions + "/" + file)
             #expect(throws: AnnounceError.self, "\(file)") { try DuckJournal.decode(Array(bytes), path: file) }
         }
     }

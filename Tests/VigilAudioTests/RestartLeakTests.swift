@@ -22,11 +22,11 @@ struct RestartLeakTests {
                 tasks.isEmpty
                 ? -1
                 : tasks.filter { tid in
-                    let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8)) ?? ""
+                    let name = (try? TextFile.read("/proc/\(pid)/task/\(tid)/comm")) ?? ""
                     return !name.contains("qos")
                 }.count
             rssKilobytes = -1
-            if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) {
+            if let status = try? TextFile.read("/proc/\(pid)/status") {
                 for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
                     rssKilobytes = Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1]) ?? -1
                 }
@@ -50,7 +50,7 @@ struct RestartLeakTests {
     }
 
     static func lines(_ path: String) -> [String] {
-        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? TextFile.read(path)) ?? "").split(separator: "\n").map(String.init)
     }
 
     @Test("50 server restarts: every one interrupted and resumed, no fd/thread leak, stable memory")

@@ -158,11 +158,11 @@ struct DroppingServerTests {
             // It keeps trying, with backoff: several more connections, not a tight loop.
             #expect(
                 await RuntimeFixtures.waitUntil(timeout: 10) {
-                    (Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0) >= 4
+                    (Int((try? TextFile.read(accepts)) ?? "") ?? 0) >= 4
                 })
             let details = await plugin.details()
             #expect(details["state"] == "recovering", "\(details)")
-            let tried = Int((try? String(contentsOfFile: accepts, encoding: .utf8)) ?? "") ?? 0
+            let tried = Int((try? TextFile.read(accepts)) ?? "") ?? 0
             #expect(tried < 60, "\(tried) connections: no backoff")
 
             // The real server takes the address over.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import VigilAudio
+import VigilTestSupport
 
 /// Collects a stream's or plugin's events so tests can wait for them.
 final class EventRecorder<Event: Sendable>: Sendable {
@@ -37,7 +38,7 @@ enum ProcSelf {
 
     /// Resident memory in kB (VmRSS).
     static var residentKilobytes: Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+        guard let status = try? TextFile.read("/proc/self/status") else { return -1 }
         for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? -1
         }
@@ -46,7 +47,7 @@ enum ProcSelf {
 
     /// CPU time (ns) a thread of this process has used, from /proc/self/task/TID/schedstat.
     static func threadCPUNanoseconds(_ tid: Int32) -> UInt64? {
-        guard let text = try? String(contentsOfFile: "/proc/self/task/\(tid)/schedstat", encoding: .utf8) else {
+        guard let text = try? TextFile.read("/proc/self/task/\(tid)/schedstat") else {
             return nil
         }
         return text.split(separator: " ").first.flatMap { UInt64($0) }

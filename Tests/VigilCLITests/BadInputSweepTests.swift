@@ -87,7 +87,7 @@ private struct Sweep {
 
     func bytes(_ input: String) throws -> [UInt8] {
         let path = BadInputSweepTests.fuzz + "/" + input
-        return try #require(FileManager.default.contents(atPath: path).map { Array($0) }, "cannot read \(path)")
+        return try TextFile.bytes(path)
     }
 
     func give(_ relative: String, _ input: String) throws {

@@ -245,7 +245,7 @@ struct BuildPluginTests {
         #expect(stale.output.contains("appeared after SwiftPM planned this build"), "\(stale.output)")
         #expect(stale.output.contains("\(dir.url("host/manifests/README"))"), "\(stale.output)")
         try dir.write(
-            "host/Package.swift", try String(contentsOfFile: dir.url("host/Package.swift"), encoding: .utf8) + "\n")
+            "host/Package.swift", try TextFile.read(dir.url("host/Package.swift")) + "\n")
         let replanned = try await host.run("build", [])
         #expect(replanned.status == 0, "the build failed after SwiftPM planned again:\n\(replanned.output)")
     }

@@ -10,7 +10,7 @@ struct EventLoopExecutorTests {
     static func threadNames(of pid: Int32) -> [String] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.compactMap { tid in
-            (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8))?
+            (try? TextFile.read("/proc/\(pid)/task/\(tid)/comm"))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
     }
@@ -54,7 +54,7 @@ struct EventLoopExecutorTests {
         let blocked = try await project.pluginStatus("silent-engine") { $0["state"] as? String == "blocked" }
         #expect(
             blocked != nil,
-            "stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")")
+            "stderr: \((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")
 
         // A re-probe (a delayed job, run by the event loop's timer) finds the server.
         try await server.start()

@@ -240,7 +240,7 @@ struct HostCommandTests {
         }
         let host = try #require(
             document,
-            "vigil up did not publish its status; stderr: \((try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? "")"
+            "vigil up did not publish its status; stderr: \((try? TextFile.read(project.dir.path + "/up.err")) ?? "")"
         )
         #expect(host["schema"] as? String == "vigil.status/v1")
         #expect(host["pid"] as? Int == Int(child.pid))
@@ -271,7 +271,7 @@ struct HostCommandTests {
         #expect(!FileManager.default.fileExists(atPath: statusFile))
         #expect(try await project.vigil("status").status == 1)
 
-        let printed = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let printed = (try? TextFile.read(output)) ?? ""
         #expect(printed.contains("vigil up: host "))
         #expect(printed.contains("vigil up: stopped"))
         // Plain (non-terminal) output says what each blocked plugin waits for.

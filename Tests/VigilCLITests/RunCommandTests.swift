@@ -28,7 +28,7 @@ struct RunCommandTests {
         #expect(r.status == 7, "\(r.stderr)")
 
         let documents = try #require(
-            try HostCommandTests.json(String(contentsOfFile: statusFile, encoding: .utf8)) as? [[String: Any]])
+            try HostCommandTests.json(TextFile.read(statusFile)) as? [[String: Any]])
         let document = try #require(documents.first { $0["host"] as? String == "run-test" }, "\(documents)")
         let plugins = try #require(document["plugins"] as? [[String: Any]])
         #expect(plugins.first?["name"] as? String == "supervisor")

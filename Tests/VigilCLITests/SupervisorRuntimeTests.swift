@@ -57,8 +57,22 @@ struct SupervisorRuntimeTests {
         return (value as? String).flatMap { Int($0) }
     }
 
+    /// `F_SETPIPE_SZ` (fcntl.h, Linux; behind `_GNU_SOURCE`, so not in Swift's Glibc module).
+    static let setPipeSize: Int32 = 1031
+
+    /// Whether the output thread (`vigil-output`) of `vigil up` (`pid`) waits in the kernel to
+    /// write to a full pipe (its `wchan` is the kernel's pipe write).
+    static func outputBlocked(pid: Int32) -> Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.contains { tid in
+            let task = "/proc/\(pid)/task/\(tid)/"
+            return (try? TextFile.read(task + "comm"))?.hasPrefix("vigil-output") == true
+                && (try? TextFile.read(task + "wchan"))?.hasSuffix("pipe_write") == true
+        }
+    }
+
     static func stderr(_ project: Project) -> String {
-        (try? String(contentsOfFile: project.dir.path + "/up.err", encoding: .utf8)) ?? ""
+        (try? TextFile.read(project.dir.path + "/up.err")) ?? ""
     }
 
     @Test("status follows a restart at once: new pid, restarts = 1; since is RFC 3339, numbers are numbers")
@@ -107,7 +121,7 @@ struct SupervisorRuntimeTests {
         let host = try Self.up(project)
         defer { host.terminate(grace: 5) }
         let running = try #require(
-            try await Self.supervisorStatus(project, pid: host.pid) {
+            try await Self.supervisorStatus(project, pid: host.pid, timeout: 60) {
                 (Self.details($0)["worker.p.status"] as? String)?.hasPrefix("tick") == true
             }, "\(Self.stderr(project))")
         let pid = try #require(Self.int(Self.details(running)["worker.p.pid"]))
@@ -116,8 +130,9 @@ struct SupervisorRuntimeTests {
         try await Task.sleep(for: .milliseconds(2500))  // the stall itself: 2.5 × the watchdog
         host.signal(SIGCONT)
         let resumed = Date().timeIntervalSince1970
-        // Positive signal first: a ping sent after the host resumed has been taken.
-        let later = try await Self.supervisorStatus(project, pid: host.pid, timeout: 10) {
+        // Positive signal first: a ping sent after the host resumed has been taken. The deadline is
+        // generous: a sanitized host on a loaded machine takes seconds to catch up after SIGCONT.
+        let later = try await Self.supervisorStatus(project, pid: host.pid, timeout: 60) {
             guard let text = Self.details($0)["worker.p.status"] as? String, let t = Double(text.dropFirst(5)) else {
                 return false
             }
@@ -155,18 +170,16 @@ struct SupervisorRuntimeTests {
         let fifo = project.dir.path + "/out.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
 
-        // 1. Full: the reader is open and never reads.
+        // 1. Full: the reader is open and never reads. The pipe is shrunk to one page, so it fills
+        // after a few dozen lines however slowly the host runs (under a sanitizer, on a loaded
+        // machine); it is full when vigil up's output thread waits in the kernel to write.
         var reader = open(fifo, O_RDONLY | O_NONBLOCK)
         #expect(reader >= 0)
+        #expect(fcntl(reader, Self.setPipeSize, 4096) == 4096, "\(String(cString: strerror(errno)))")
         var host = try Self.up(project, stdout: fifo)
         defer { host.terminate(grace: 5) }
-        var queued: Int32 = 0
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, queued < 60_000 {
-            _ = ioctl(reader, UInt(FIONREAD), &queued)
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(queued >= 60_000, "the pipe never filled (\(queued) bytes): \(Self.stderr(project))")
+        let filled = await RuntimeFixtures.waitUntil(timeout: 60) { Self.outputBlocked(pid: host.pid) }
+        #expect(filled, "the pipe never filled: \(Self.stderr(project))")
         host.signal(SIGTERM)
         let full = await host.waitForExit(timeout: 15)
         #expect(full.map(ChildProcess.exitCode(fromWaitStatus:)) == 0, "vigil up did not exit with a full stdout pipe")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilCore
+import VigilTestSupport
 
 /// JSONTestSuite's parsing cases (Fixtures/JSONTestSuite, MIT) through the strict JSON parser.
 @Suite struct JSONTestSuiteTests {
@@ -31,7 +32,7 @@ import VigilCore
     ]
 
     static func parse(_ file: String) throws(StrictJSON.ParseError) -> JSONValue {
-        let bytes = FileManager.default.contents(atPath: directory + "/" + file).map { Array($0) } ?? []
+        let bytes = (try? TextFile.bytes(directory + "/" + file)) ?? []
         return try StrictJSON.parse(bytes, maxSize: 1 << 20)
     }
 

@@ -58,7 +58,7 @@ import VigilTestSupport
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
         for (name, fingerprint) in FirstPartyKeys.fingerprints {
-            let text = try String(contentsOfFile: "\(root)/manifests/\(name)/plugin.pub", encoding: .utf8)
+            let text = try TextFile.read("\(root)/manifests/\(name)/plugin.pub")
             #expect(try MinisignPublicKey(fileContents: text).fingerprint == fingerprint, "\(name)")
             #expect(FirstPartyKeys.mismatch(name: name, fingerprint: fingerprint) == nil)
             #expect(FirstPartyKeys.mismatch(name: name, fingerprint: fp) == fingerprint)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilFuzzTargets
+import VigilTestSupport
 
 /// Every seed input and every input that once crashed a target (Fuzz/Regressions) goes through
 /// its target again: a regression crashes this test.
@@ -15,8 +16,7 @@ import VigilFuzzTargets
         let files = try FuzzTarget.inputs(directories)
         #expect(files.count >= 3, "\(target.rawValue) has too few seeds in Fuzz/Corpus")
         for file in files {
-            let bytes = try #require(FileManager.default.contents(atPath: file), "cannot read \(file)")
-            target.run(Array(bytes))
+            target.run(try TextFile.bytes(file))
         }
     }
 }

@@ -14,7 +14,7 @@ struct ExamplePluginTests {
     static let fingerprint = "ed25519:Sb9NX1s1bgYEwpovUvJPjgv2VSn85ffOQPgktfl3XcY="
 
     private func beats(_ path: String) -> Int? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.hasPrefix("beat ") else { return nil }
+        guard let text = try? TextFile.read(path), text.hasPrefix("beat ") else { return nil }
         return Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 

@@ -105,7 +105,7 @@ struct NativePluginFixture {
 
     /// The marker's lines (empty when it does not exist).
     func markerLines(_ name: String) -> [String] {
-        guard let text = try? String(contentsOfFile: marker(name), encoding: .utf8) else { return [] }
+        guard let text = try? TextFile.read(marker(name)) else { return [] }
         return text.split(separator: "\n").map(String.init)
     }
 

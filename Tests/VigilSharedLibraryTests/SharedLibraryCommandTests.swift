@@ -31,7 +31,7 @@ struct SharedLibraryCommandTests {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so (plugin ABI 1) — native code"))
         #expect(
-            try String(contentsOfFile: dir.path + "/vigil.toml", encoding: .utf8).contains(
+            try TextFile.read(dir.path + "/vigil.toml").contains(
                 ExamplePluginTests.fingerprint))
     }
 

@@ -37,7 +37,7 @@ private func decode(_ stream: SoundFileStream, chunk: Int = 1000) throws -> [Flo
 }
 
 private func residentBytes() -> Int {
-    let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
+    let fields = (try? TextFile.read("/proc/self/statm"))?.split(separator: " ") ?? []
     return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
 }
 

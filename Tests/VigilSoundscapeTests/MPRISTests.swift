@@ -88,12 +88,12 @@ struct MPRISTests {
             }
             #expect(
                 await eventually(5) {
-                    ((try? String(contentsOfFile: followLog, encoding: .utf8)) ?? "").contains("Pink noise")
+                    ((try? TextFile.read(followLog)) ?? "").contains("Pink noise")
                 })
             try controller.select("rain")
             #expect(
                 await eventually(5) {
-                    ((try? String(contentsOfFile: followLog, encoding: .utf8)) ?? "").contains("Rain")
+                    ((try? TextFile.read(followLog)) ?? "").contains("Rain")
                 })
             await plugin.stop()
             #expect(try playerctl(bus, ["-l"]).contains("vigil.plugin-tests") == false)

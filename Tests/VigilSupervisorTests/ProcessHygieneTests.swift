@@ -8,7 +8,9 @@ import VigilTestSupport
 /// Runs the built `vigil` binary (next to the test bundle) as a separate host process, so its
 /// descriptors and children can be inspected from outside, unaffected by tests running in parallel.
 final class VigilProcess: @unchecked Sendable {
-    let process = Process()
+    /// A ``ChildProcess``, not Foundation's `Process` (which leaks a weak-reference side table
+    /// per run under LeakSanitizer).
+    let process: ChildProcess
 
     static var binary: String {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
@@ -18,14 +20,10 @@ final class VigilProcess: @unchecked Sendable {
     }
 
     init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(Self.binary, arguments)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     /// Live (non-zombie) children of the host: its workers (not the cgroup sentinel).
     var children: [Int32] {
@@ -58,13 +56,14 @@ final class VigilProcess: @unchecked Sendable {
     }
 
     func kill9() async {
-        kill(pid, SIGKILL)
+        process.signal(SIGKILL)
         let process = process
-        await blockingCall { process.waitUntilExit() }
+        _ = await blockingCall { process.wait() }
     }
 
     deinit {
-        if process.isRunning { kill(pid, SIGKILL) }
+        process.signal(SIGKILL)
+        process.wait()
     }
 }
 
@@ -93,7 +92,7 @@ struct ProcessHygieneTests {
         let host = try VigilProcess(["run", "--", "/bin/sh", "-c", script])
         func pid(_ file: String) -> Int32? {
             Int32(
-                ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(
+                ((try? TextFile.read(file)) ?? "").trimmingCharacters(
                     in: .whitespacesAndNewlines))
         }
         #expect(
@@ -132,7 +131,7 @@ struct ProcessHygieneTests {
             "--start-limit-burst", "0", "--", "/bin/sh", "-c", script,
         ])
         func starts() -> Int {
-            ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").split(
+            ((try? TextFile.read(counter)) ?? "").split(
                 separator: "\n", omittingEmptySubsequences: false
             ).count - 1
         }

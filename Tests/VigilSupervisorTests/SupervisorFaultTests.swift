@@ -134,7 +134,8 @@ struct SupervisorFaultTests {
         let python = try #require(RuntimeFixtures.which("python3"), "python3 is needed")
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        // Sends changing STATUS= as fast as it can for 1.5 s, then a last one, then sleeps.
+        // Sends changing STATUS= as fast as it can for 1.5 s, then a last one, then writes how many it
+        // sent (renamed into place: the test must never read the file half-written) and sleeps.
         let flood = """
             import os, socket, time
             s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -147,7 +148,9 @@ struct SupervisorFaultTests {
                 except BlockingIOError:
                     pass
             s.sendto(b"STATUS=final after %d" % i, os.environ["NOTIFY_SOCKET"])
-            open(os.environ["DONE"], "w").write(str(i))
+            with open(os.environ["DONE"] + ".part", "w") as f:
+                f.write(str(i))
+            os.rename(os.environ["DONE"] + ".part", os.environ["DONE"])
             time.sleep(300)
             """
         let done = dir.url("done")
@@ -159,7 +162,7 @@ struct SupervisorFaultTests {
             environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
         try await supervisor.start()
         #expect(await eventually { FileManager.default.fileExists(atPath: done) })
-        let sent = Int((try? String(contentsOfFile: done, encoding: .utf8)) ?? "") ?? 0
+        let sent = Int((try? TextFile.read(done)) ?? "") ?? 0
         #expect(await eventually { supervisor.workers.first?.statusText?.hasPrefix("final") == true })
         #expect(sent > 1000, "the flood sent only \(sent) datagrams")
         // Coalesced: a few events a second, not one per datagram.

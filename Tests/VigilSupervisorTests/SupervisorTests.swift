@@ -128,7 +128,7 @@ struct SupervisorTests {
         try await Task.sleep(for: .milliseconds(50))
         let child = try #require(
             Int32(
-                String(contentsOfFile: dir.url("child"), encoding: .utf8).trimmingCharacters(
+                TextFile.read(dir.url("child")).trimmingCharacters(
                     in: .whitespacesAndNewlines)))
         let worker = try #require(supervisor.workers.first?.pid)
         #expect(processIsLive(child) && processIsLive(worker))
@@ -162,7 +162,7 @@ struct SupervisorTests {
         try await supervisor.start()
         defer { Task { await supervisor.stop() } }
         #expect(await eventually { FileManager.default.fileExists(atPath: out) })
-        let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map(String.init)
+        let lines = try TextFile.read(out).split(separator: "\n").map(String.init)
         try #require(lines.count == 8)
         #expect(lines[0] == lines[1], "the worker leads its own process group")
         #expect(Int32(lines[1]) == supervisor.workers.first?.pid)

@@ -105,7 +105,7 @@ struct WorkerNotifyTests {
         // Not killed while it pinged (≥ 1.5 s), and killed within about the 1.5 s watchdog of the last ping.
         let firstRun = timeouts[0] - starts[0]
         #expect(firstRun >= 2.5 && firstRun < 6, "killed after \(firstRun) s")
-        let lines = try String(contentsOfFile: envFile, encoding: .utf8).split(separator: "\n")
+        let lines = try TextFile.read(envFile).split(separator: "\n")
         let firstPID = try #require(lines.first.flatMap { Int32($0.split(separator: " ")[2]) })
         #expect(!processIsLive(firstPID))
         let crashed = events.all.first { if case .crashed = $0.event.kind { true } else { false } }

@@ -16,15 +16,16 @@ public final class ChildProcess: @unchecked Sendable {
     private var exitStatus: Int32?
 
     /// Starts `executable` with `arguments` and `environment` (default: this process's).
-    /// `stdout`/`stderr` name files to write to (default: /dev/null); stdin is /dev/null.
+    /// `stdout`/`stderr` name files to write to (default: /dev/null); `stdin` a file to read
+    /// (default: /dev/null).
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        stdout: String = "/dev/null", stderr: String = "/dev/null"
+        stdout: String = "/dev/null", stderr: String = "/dev/null", stdin: String = "/dev/null"
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -98,9 +99,9 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let child = try ChildProcess(executable, arguments, environment: environment, stdout: out, stderr: err)
         let status = child.wait()
-        let output = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        let output = (try? TextFile.read(out)) ?? ""
         guard status == 0 else {
-            let message = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+            let message = (try? TextFile.read(err)) ?? ""
             throw FixtureError(
                 "\(executable) \(arguments.joined(separator: " ")) failed (wait status \(status)): \(message)")
         }

@@ -7,7 +7,9 @@ public final class DBusDaemon: @unchecked Sendable {
     public let address: String
     /// The temporary directory holding the socket and config.
     public let directory: String
-    private let process: Process
+    /// Started with ``ChildProcess`` (posix_spawn), not Foundation's `Process`, whose `run()`
+    /// and `waitUntilExit()` leak a weak-reference side table each (LeakSanitizer).
+    private let process: ChildProcess
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -21,50 +23,39 @@ public final class DBusDaemon: @unchecked Sendable {
         }
         directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let socket = directory + "/bus"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = [
-            "--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:path=\(socket)",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let printed = directory + "/address"
+        let process: ChildProcess
         do {
-            try process.run()
+            process = try ChildProcess(
+                "/usr/bin/dbus-daemon",
+                ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:path=\(socket)"],
+                stdout: printed)
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw Failure(description: "cannot start dbus-daemon (install the dbus package): \(error)")
         }
         self.process = process
-        // The daemon prints its address once it listens.
-        let line = Self.readLine(output.fileHandleForReading)
+        // The daemon prints its address once it listens (a whole line; waited for up to 30 s).
+        var line = ""
+        let deadline = Date().addingTimeInterval(30)
+        while line.isEmpty, Date() < deadline, process.isRunning {
+            let text = (try? TextFile.read(printed)) ?? ""
+            if let end = text.firstIndex(of: "\n") { line = String(text[..<end]) } else { usleep(10_000) }
+        }
         guard line.hasPrefix("unix:") else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            process.wait()
             try? FileManager.default.removeItem(atPath: directory)
-            throw Failure(description: "dbus-daemon printed no address")
+            throw Failure(description: "dbus-daemon printed no address within 30 s")
         }
         address = line
     }
 
-    private static func readLine(_ handle: FileHandle) -> String {
-        var bytes: [UInt8] = []
-        while true {
-            let chunk = handle.readData(ofLength: 1)
-            guard let byte = chunk.first, byte != UInt8(ascii: "\n") else { break }
-            bytes.append(byte)
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// Stops the daemon and removes its directory. Idempotent.
     public func stop() {
-        // SIGKILL: Foundation's Process passes the spawning thread's signal mask on, and Swift's
-        // pool threads block SIGTERM, so the daemon may never see a SIGTERM.
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        // SIGKILL: nothing of the daemon's needs saving, and it ends at once.
+        process.signal(SIGKILL)
+        process.wait()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

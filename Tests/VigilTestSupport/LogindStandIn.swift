@@ -21,7 +21,7 @@ public final class LogindStandIn: @unchecked Sendable {
             "/usr/bin/python3", [script, log], environment: environment, stdout: ready,
             stderr: directory + "/logind-standin.err")
         let started = await RuntimeFixtures.waitUntil(timeout: 20) {
-            ((try? String(contentsOfFile: ready, encoding: .utf8)) ?? "").hasPrefix("ready") || !process.isRunning
+            ((try? TextFile.read(ready)) ?? "").hasPrefix("ready") || !process.isRunning
         }
         guard started, process.isRunning else {
             process.signal(SIGKILL)
@@ -38,7 +38,7 @@ public final class LogindStandIn: @unchecked Sendable {
 
     /// The steps recorded so far (`inhibit`, `released`, `prepare-for-sleep`), in order.
     public var steps: [[String: Any]] {
-        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
+        guard let text = try? TextFile.read(log) else { return [] }
         return text.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }

@@ -59,7 +59,7 @@ public final class PipeWireServer: SoundServerFixture, @unchecked Sendable {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         let logs = ["pipewire.log", "wireplumber.log", "pipewire-pulse.log"].map { name in
-            "\(name):\n" + ((try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "")
+            "\(name):\n" + ((try? TextFile.read(directory.appendingPathComponent(name).path)) ?? "")
         }
         throw FixtureError("PipeWire: \(what) within \(timeout) s; logs:\n" + logs.joined(separator: "\n"))
     }

@@ -79,7 +79,7 @@ public final class PulseAudioServer: SoundServerFixture, @unchecked Sendable {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         throw FixtureError(
-            "pulseaudio did not come up; its log:\n" + ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""))
+            "pulseaudio did not come up; its log:\n" + ((try? TextFile.read(logPath)) ?? ""))
     }
 
     private var logPath: String { directory.appendingPathComponent("pulseaudio.log").path }

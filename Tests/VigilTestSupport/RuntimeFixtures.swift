@@ -80,8 +80,8 @@ public enum RuntimeFixtures {
         let status = finished ?? child.terminate(grace: 2)
         return Output(
             status: ChildProcess.exitCode(fromWaitStatus: status), timedOut: finished == nil,
-            stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
+            stdout: (try? TextFile.read(base + ".out")) ?? "",
+            stderr: (try? TextFile.read(base + ".err")) ?? "")
     }
 }
 

@@ -39,7 +39,7 @@ public struct TestDirectory: Sendable {
     /// Reads `relative` (or an absolute path).
     public func read(_ relative: String) throws -> [UInt8] {
         let full = relative.hasPrefix("/") ? relative : url(relative)
-        return Array(try Data(contentsOf: URL(fileURLWithPath: full)))
+        return try TextFile.bytes(full)
     }
 
     /// Creates a directory (and parents).

@@ -64,52 +64,24 @@ public enum VigilExecutable {
         }.get()
     }
 
+    /// Runs the child through ``ChildProcess`` (posix_spawn; `env -C` sets its directory), with
+    /// output to temporary files: Foundation's `Process` leaks a weak-reference side table per
+    /// run (LeakSanitizer), and files cannot fill up and block the child as pipes can.
     private static func runBlocking(
         executable: String, _ arguments: [String], in directory: String, environment: [String: String?],
         stdin: String?
     ) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        if stdin != nil {
-            process.standardInput = input
-        } else {
-            process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        }
-        try process.run()
-        if let stdin {
-            input.fileHandleForWriting.write(Data(stdin.utf8))
-            try input.fileHandleForWriting.close()
-        }
-        // Read both pipes concurrently so a full pipe cannot block the child.
-        let errData = LockedData()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            errData.set(err.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
+        let files = try TestDirectory("vigil-exec")
+        defer { files.remove() }
+        let input = try stdin.map { try files.write("stdin", $0) } ?? "/dev/null"
+        let child = try ChildProcess(
+            "/usr/bin/env", ["-C", directory, "--", executable] + arguments, environment: env,
+            stdout: files.url("stdout"), stderr: files.url("stderr"), stdin: input)
+        let status = ChildProcess.exitCode(fromWaitStatus: child.wait())
         return Output(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData.get(), as: UTF8.self))
+            status: status, stdout: (try? TextFile.read(files.url("stdout"))) ?? "",
+            stderr: (try? TextFile.read(files.url("stderr"))) ?? "")
     }
-}
-
-private final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ d: Data) { lock.withLock { data = d } }
-    func get() -> Data { lock.withLock { data } }
 }

@@ -44,7 +44,7 @@ struct HostProject {
     /// Flips one byte of a signed plugin's manifest (the signature no longer matches).
     func tamper(_ name: String) throws {
         let path = dir.path + "/manifests/\(name)/plugin.json"
-        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let text = try TextFile.read(path)
         precondition(text.contains("\"1.2.3\""))
         try text.replacingOccurrences(of: "\"1.2.3\"", with: "\"1.2.9\"").write(
             toFile: path, atomically: false, encoding: .utf8)
