@@ -18,7 +18,8 @@ struct SilentEnginePluginTests {
             pluginName: "silent-engine", hostName: "plugin-tests",
             settings: PluginSettings(
                 pluginName: "silent-engine", defaults: SilentEngineSettings.defaults, overrides: values),
-            logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: server.directory.path)
+            logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: server.directory.path,
+            environment: HostEnvironment(variables: [:]))
         return try SilentEnginePlugin.implementation.make(context)
     }
 
@@ -148,7 +149,8 @@ struct DroppingServerTests {
                         "pulse_server": .string("unix:" + socket), "retry_initial_ms": .integer(50),
                         "retry_max_ms": .integer(400),
                     ]),
-                logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: dir.path)
+                logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: dir.path,
+                environment: HostEnvironment(variables: [:]))
             let plugin = try SilentEnginePlugin.implementation.make(context)
             try await plugin.start()  // no throw: the loss is ridden out like any other
             #expect(

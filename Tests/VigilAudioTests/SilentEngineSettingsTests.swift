@@ -76,7 +76,8 @@ struct SilentEngineSettingsTests {
     func makeValidates() {
         let context = PluginContext(
             pluginName: "silent-engine", hostName: "h", settings: Self.settings(["mode": .string("nope")]),
-            logger: quietLogger, reporter: PluginReporter { _ in }, stateDirectory: "/nonexistent")
+            logger: quietLogger, reporter: PluginReporter { _ in }, stateDirectory: "/nonexistent",
+            environment: HostEnvironment(variables: [:]))
         #expect(SilentEnginePlugin.implementation.entry == "silent-engine")
         #expect(throws: PluginError.self) { _ = try SilentEnginePlugin.implementation.make(context) }
     }
