@@ -119,7 +119,7 @@ final class StatusPublisher: Sendable {
             while true {
                 while !finished && pending == nil { condition.wait() }
                 if finished { break }
-                let wait = lastWrite + StatusPublisher.minimumInterval - Self.monotonicSeconds()
+                let wait = lastWrite + StatusPublisher.minimumInterval - ConditionLock.monotonicSeconds()
                 if wait > 0 && waiters.isEmpty {
                     // Later changes replace `pending` meanwhile: the latest wins.
                     condition.wait(seconds: wait)
@@ -136,7 +136,7 @@ final class StatusPublisher: Sendable {
                 condition.lock()
                 writing = false
                 writes += 1
-                lastWrite = Self.monotonicSeconds()
+                lastWrite = ConditionLock.monotonicSeconds()
                 if !active { unlink(file) }  // removed while it was being written
                 if let problem, problem != lastProblem {
                     logger.warning("cannot publish status for `vigil status`: \(problem)")
@@ -157,12 +157,6 @@ final class StatusPublisher: Sendable {
             } catch {
                 return error.message
             }
-        }
-
-        private static func monotonicSeconds() -> Double {
-            var ts = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &ts)
-            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
         }
     }
 }

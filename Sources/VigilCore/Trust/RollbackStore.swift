@@ -1,4 +1,5 @@
 import Glibc
+import VigilBase
 import VigilCrypto
 public import VigilPlugin
 
@@ -230,12 +231,9 @@ public struct RollbackStore: Sendable {
             guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e, call: "lstat") }
             guard create else { return }
             // Create missing parents with 0700 too (mkdir -p).
-            var prefix = ""
-            for component in directory.split(separator: "/") {
-                prefix += "/" + component
-                if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                    throw CoreError.io("create the state directory", path: prefix, errno: errno, call: "mkdir")
-                }
+            if let failure = Directory.create(directory, mode: 0o700) {
+                throw CoreError.io(
+                    "create the state directory", path: failure.path, errno: failure.errno, call: "mkdir")
             }
             guard lstat(directory, &st) == 0 else {
                 throw CoreError.io("stat", path: directory, errno: errno, call: "lstat")
