@@ -4,6 +4,7 @@
 #   bench/plugin-commands.sh            # a temporary host package that depends on this checkout
 #   KEEP=1 bench/plugin-commands.sh     # keep the package (path printed) for a closer look
 #   WORK=/tmp/vigil-plugin-bench.XXXXXX bench/plugin-commands.sh   # reuse a kept package (no full rebuild)
+#   bench/plugin-commands.sh --floor-only   # only SwiftPM's own floor (see below)
 #
 # Method
 # - A host package as docs/host-guide.md builds it: one executable target that uses the Vigil
@@ -12,6 +13,9 @@
 #   each command is timed (wall clock, `date +%s.%N`) in the order a developer switches between them:
 #   `swift build`, `swift package vigil-check` twice, `swift build` again (does the plugin command
 #   make the next build rebuild anything?), `swift build` then `swift run`.
+# - SwiftPM's own floor on the same machine, for comparison: a throwaway package with one command
+#   plugin that has no dependencies and prints a line, and a hello-world executable; after a first
+#   build, three rounds of a no-change `swift package hello-cmd`, `swift build`, `swift run hello`.
 # - Targets (issue 13): a no-change `swift package vigil-check` ≤ 5 s; `swift run` after
 #   `swift build` with no change ≤ 3 s.
 set -euo pipefail
@@ -73,6 +77,50 @@ timed() {
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.2f", e - s }'
 }
 
+# SwiftPM's own floor: the same commands in a package with nothing of Vigil in it.
+floor() {
+  local dir="$work/floor"
+  mkdir -p "$dir/Sources/hello" "$dir/Plugins/HelloCommand"
+  cat >"$dir/Package.swift" <<'SWIFT'
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "floor",
+    targets: [
+        .executableTarget(name: "hello"),
+        .plugin(
+            name: "HelloCommand",
+            capability: .command(intent: .custom(verb: "hello-cmd", description: "prints a line"))),
+    ]
+)
+SWIFT
+  echo 'print("hello")' >"$dir/Sources/hello/main.swift"
+  cat >"$dir/Plugins/HelloCommand/plugin.swift" <<'SWIFT'
+import PackagePlugin
+
+@main struct HelloCommand: CommandPlugin {
+    func performCommand(context: PluginContext, arguments: [String]) async throws { print("hello") }
+}
+SWIFT
+  (
+    cd "$dir"
+    echo "SwiftPM's floor (a package with one trivial command plugin and a hello executable):"
+    echo "first swift build: $(timed swift build) s"
+    local round
+    for round in 1 2 3; do
+      echo "round $round: swift package hello-cmd $(timed swift package hello-cmd) s," \
+        "swift build $(timed swift build) s, swift run hello $(timed swift run hello) s"
+    done
+  )
+}
+if [[ "${1:-}" == --floor-only ]]; then
+  bench_header "bench/plugin-commands.sh --floor-only"
+  echo "swift: $(swift --version 2>&1 | head -1)"
+  floor
+  exit 0
+fi
+
 bench_header "bench/plugin-commands.sh"
 echo "swift: $(swift --version 2>&1 | head -1)"
 echo
@@ -99,3 +147,5 @@ row "swift build (after swift package vigil-check)" "" swift build
 row "swift build" "" swift build
 row "swift run (after swift build)" "≤ 3" swift run MySigner
 row "swift run (again)" "≤ 3" swift run MySigner
+echo
+floor
