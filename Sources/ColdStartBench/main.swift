@@ -46,13 +46,15 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let configPath = arguments.first, arguments.count <= 2, arguments.count == 1 || arguments.last == "--phases"
 else { fail("usage: ColdStartBench CONFIG [--phases]", code: 64) }
 let logger = Logger(label: "cold-start-bench") { _ in SwiftLogNoOpLogHandler() }
+// The process environment, read once here as the CLI does.
+let environment = HostEnvironment.current
 
 if arguments.last == "--phases" {
     do {
         let start = now()
-        let configuration = try HostConfiguration.load(path: configPath)
+        let configuration = try HostConfiguration.load(path: configPath, environment: environment)
         print("config_ms=\(milliseconds(start, now()))")
-        let loader = try PluginLoader(configuration: configuration, environment: .current)
+        let loader = try PluginLoader(configuration: configuration, environment: environment)
         for name in configuration.plugins {
             let begin = now()
             _ = try loader.loadOrThrow(name, record: false)
@@ -67,7 +69,7 @@ let start = now()
 let startCPU = now(CLOCK_PROCESS_CPUTIME_ID)
 let host: VigilHost
 do {
-    host = try VigilHost(configPath: configPath, logger: logger)
+    host = try VigilHost(configPath: configPath, options: VigilHost.Options(environment: environment), logger: logger)
 } catch {
     fail("\(error)")
 }

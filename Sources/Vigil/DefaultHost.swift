@@ -41,7 +41,7 @@ func sharedHost(
     try defaultHost.withLock { (current: inout VigilHost?) throws -> VigilHost in
         if let current {
             if let configPath {
-                let wanted = try VigilHost.resolveConfigPath(configPath)
+                let wanted = try VigilHost.resolveConfigPath(configPath, environment: options.environment)
                 if let running = current.configPath,
                     HostConfiguration(path: wanted, environment: options.environment).path != running
                 {

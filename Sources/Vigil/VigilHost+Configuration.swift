@@ -21,14 +21,15 @@ extension VigilHost {
     /// `options.environment`.
     ///
     /// - Parameters:
-    ///   - configPath: the `vigil.toml`; `nil` finds the nearest one from the working directory upward.
+    ///   - configPath: the `vigil.toml` (relative to `options.environment`'s working directory);
+    ///     `nil` finds the nearest one from that directory upward.
     ///   - registry: the plugin implementations this host provides (default: Vigil's built-ins).
     /// - Throws: ``VigilError/Code/configuration`` when the file is missing or invalid (the message
     ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published.
     public init(
         configPath: String? = nil, registry: PluginRegistry = .builtin, options: Options = Options(), logger: Logger
     ) throws(VigilError) {
-        let path = try Self.resolveConfigPath(configPath)
+        let path = try Self.resolveConfigPath(configPath, environment: options.environment)
         let configuration: HostConfiguration
         do throws(CoreError) {
             configuration = try HostConfiguration.load(path: path, environment: options.environment)
@@ -60,10 +61,11 @@ extension VigilHost {
             unsafePlugins: plan.unsafePlugins, unsafeBanner: plan.unsafeBanner, options: options, logger: logger)
     }
 
-    /// The `vigil.toml` to use: `configPath`, else the nearest one from the working directory upward.
-    static func resolveConfigPath(_ configPath: String?) throws(VigilError) -> String {
+    /// The `vigil.toml` to use: `configPath`, else the nearest one from the environment's working
+    /// directory upward.
+    static func resolveConfigPath(_ configPath: String?, environment: HostEnvironment) throws(VigilError) -> String {
         do throws(CoreError) {
-            return try HostPlan.resolveConfigPath(configPath)
+            return try HostPlan.resolveConfigPath(configPath, environment: environment)
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }

@@ -41,7 +41,9 @@ public actor VigilHost: Service {
     public struct Options: Sendable {
         /// Publish status under `$XDG_RUNTIME_DIR/vigil/` for `vigil status` (default true).
         public var publishStatus: Bool
-        /// The environment probed for requirements and used for the runtime and state directories.
+        /// The host's one environment: probed for requirements, used for the runtime and state
+        /// directories and the working directory a relative `vigil.toml` is found from, and handed
+        /// to the rollback store, the configuration check and every plugin's ``PluginContext``.
         public var environment: RequirementChecker.Environment
         /// How often a host running as a `Service` re-probes plugins blocked by their environment.
         public var retryInterval: Duration
@@ -49,6 +51,11 @@ public actor VigilHost: Service {
         public var announce: AnnounceSettings
 
         /// Creates options.
+        ///
+        /// `environment` defaults to ``HostEnvironment/current``: for a library host this is the one
+        /// place the process environment (variables and working directory) is read, as the `vigil`
+        /// CLI reads it once for its commands; everything below receives it from here. Pass an
+        /// explicit ``HostEnvironment`` to run a host in another environment (tests, embedding).
         public init(
             publishStatus: Bool = true,
             environment: RequirementChecker.Environment = .current,

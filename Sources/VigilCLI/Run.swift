@@ -142,7 +142,8 @@ struct Run: AsyncParsableCommand {
         let configPath: String?
         do {
             configPath =
-                try options.config ?? HostConfiguration.find(startingAt: FileManager.default.currentDirectoryPath)
+                try options.config
+                ?? HostConfiguration.find(startingAt: CLI.environment.workingDirectory, environment: CLI.environment)
         } catch {
             printError("error: \(error)")
             throw ExitCode.failure
@@ -153,7 +154,8 @@ struct Run: AsyncParsableCommand {
         }
         let host: VigilHost
         do {
-            host = try VigilHost(configPath: configPath, logger: logger)
+            host = try VigilHost(
+                configPath: configPath, options: VigilHost.Options(environment: CLI.environment), logger: logger)
         } catch {
             printError("error: \(error)")
             throw ExitCode.failure

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import VigilBase
 import VigilCheckCommands
+import VigilPlugin
 import VigilSoundscape
 
 #if canImport(Glibc)
@@ -38,7 +39,7 @@ struct SoundscapeCommand: AsyncParsableCommand {
     /// Sends `request` and prints the answer; exits as the discussion says.
     static func send(_ request: ControlRequest, _ options: Options) async throws {
         guard
-            let path = options.socket ?? SoundscapeClient.defaultPath(environment: ProcessInfo.processInfo.environment)
+            let path = options.socket ?? SoundscapeClient.defaultPath(environment: CLI.environment.variables)
         else {
             throw ValidationError("cannot find the control socket: set HOME or XDG_STATE_HOME, or pass --socket")
         }

@@ -45,7 +45,7 @@ struct Up: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "vigil")
-        var hostOptions = VigilHost.Options()
+        var hostOptions = VigilHost.Options(environment: CLI.environment)
         hostOptions.retryInterval = .milliseconds(Int(retryInterval * 1000))
         let host: VigilHost
         do {

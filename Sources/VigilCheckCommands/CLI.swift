@@ -80,7 +80,12 @@ package enum CLI {
     /// The configuration file to use: `--config`, else the nearest vigil.toml upward.
     package static func configPath(_ option: ConfigOption) throws(CoreError) -> String? {
         if let path = option.config { return path }
-        return try HostConfiguration.find(startingAt: ".")
+        return try HostConfiguration.find(startingAt: environment.workingDirectory, environment: environment)
+    }
+
+    /// `path` (a command-line argument) as an absolute path, relative to the working directory.
+    package static func absolute(_ path: String) -> String {
+        Path.absolute(path, relativeTo: environment.workingDirectory)
     }
 
     /// Loads the configuration if there is one; an explicit `--config` must exist.

@@ -74,14 +74,16 @@ public struct HostCheck: Sendable {
 
     /// The manifest `entry` names the host provides implementations for.
     public var entries: Set<String>
-    /// The environment probed for environment requirements and used for the state directory.
+    /// The environment probed for environment requirements, used for the state directory and
+    /// for the working directory a `vigil.toml` is searched from and displayed relative to.
     public var environment: RequirementChecker.Environment
     /// False checks declarations only (what a build can know), skipping environment probes.
     public var probeEnvironment: Bool
 
-    /// Creates a checker for a host that provides `entries` (default: Vigil's built-in plugins).
+    /// Creates a checker for a host that provides `entries` (default: Vigil's built-in plugins),
+    /// run in `environment` (the caller's, built once: the CLI's or the host app's).
     public init(
-        entries: Set<String> = Set(BuiltinEntries.all), environment: RequirementChecker.Environment = .current,
+        entries: Set<String> = Set(BuiltinEntries.all), environment: RequirementChecker.Environment,
         probeEnvironment: Bool = true
     ) {
         self.entries = entries
@@ -89,19 +91,19 @@ public struct HostCheck: Sendable {
         self.probeEnvironment = probeEnvironment
     }
 
-    /// Checks `configPath` (`nil`: the nearest `vigil.toml` from the working directory upward).
-    /// Locations use the path as given, or relative to the working directory when found.
+    /// Checks `configPath` (`nil`: the nearest `vigil.toml` from the environment's working directory
+    /// upward). Locations use the path as given, or relative to that working directory when found.
     public func run(configPath: String?) -> Report {
         let path: String
         do {
-            path = try HostPlan.resolveConfigPath(configPath)
+            path = try HostPlan.resolveConfigPath(configPath, environment: environment)
         } catch {
             return Report(
                 configPath: nil,
                 diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.description)],
                 unsafePlugins: [], plugins: [])
         }
-        let display = configPath ?? Self.displayPath(found: path)
+        let display = configPath ?? Self.displayPath(found: path, workingDirectory: environment.workingDirectory)
         let configuration: HostConfiguration
         do throws(CoreError) {
             configuration = try HostConfiguration.load(path: path, environment: environment)
@@ -181,9 +183,8 @@ public struct HostCheck: Sendable {
             }, waiting: waiting, blocked: blocked)
     }
 
-    /// A found file's path as a compiler would print it: relative when below the working directory.
-    static func displayPath(found path: String) -> String {
-        let cwd = FileManager.default.currentDirectoryPath
+    /// A found file's path as a compiler would print it: relative when below `workingDirectory`.
+    static func displayPath(found path: String, workingDirectory cwd: String) -> String {
         let prefix = cwd.hasSuffix("/") ? cwd : cwd + "/"
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }

@@ -128,13 +128,16 @@ package struct HostPlan: Sendable {
         return HostPlan(configuration: configuration, items: items)
     }
 
-    /// The `vigil.toml` to use: `configPath`, else the nearest one from the working directory upward.
+    /// The `vigil.toml` to use: `configPath`, else the nearest one from the environment's working
+    /// directory upward.
     ///
     /// - Throws: ``CoreError`` `.configNotFound` when there is none.
-    package static func resolveConfigPath(_ configPath: String?) throws(CoreError) -> String {
+    package static func resolveConfigPath(_ configPath: String?, environment: HostEnvironment) throws(CoreError)
+        -> String
+    {
         if let configPath { return configPath }
-        let cwd = FileManager.default.currentDirectoryPath
-        guard let found = try HostConfiguration.find(startingAt: cwd) else {
+        let cwd = environment.workingDirectory
+        guard let found = try HostConfiguration.find(startingAt: cwd, environment: environment) else {
             throw CoreError(
                 code: .configNotFound,
                 message: "no \(HostConfiguration.fileName) in \(cwd) or any parent directory — create one at your "

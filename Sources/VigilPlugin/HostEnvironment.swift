@@ -7,22 +7,29 @@ import Glibc
 ///
 /// It owns the environment variables and what is derived from them — the state, runtime and
 /// configuration directories with their fallbacks, the sound-server addresses to probe, and
-/// `PATH` lookup — so every part of a host answers these questions the same way, and a host
-/// built with an injected environment never consults the process's own variables.
+/// `PATH` lookup — and the working directory relative paths are resolved against, so every part
+/// of a host answers these questions the same way, and a host built with an injected environment
+/// never consults the process's own variables or working directory.
 public struct HostEnvironment: Sendable {
     /// The environment variables.
     public var variables: [String: String]
     /// The ALSA device directory (`/dev/snd`); playback devices are `pcmC*D*p` in it.
     public var soundDeviceDirectory: String
+    /// The absolute directory relative paths are resolved against: a relative `vigil.toml` or
+    /// `VIGIL_FIRST_PARTY_MANIFESTS`, and the search for the nearest `vigil.toml`.
+    public var workingDirectory: String
 
-    /// Creates an environment from explicit variables (tests, embedding hosts).
-    public init(variables: [String: String], soundDeviceDirectory: String = "/dev/snd") {
+    /// Creates an environment from explicit values (tests, embedding hosts). Nothing is read from
+    /// the process: without `workingDirectory`, relative paths are resolved against `/`.
+    public init(variables: [String: String], soundDeviceDirectory: String = "/dev/snd", workingDirectory: String = "/")
+    {
         self.variables = variables
         self.soundDeviceDirectory = soundDeviceDirectory
+        self.workingDirectory = workingDirectory
     }
 
-    /// This process's environment: the one place Vigil reads it. Build it once at the top (the
-    /// CLI, or a host app's `VigilHost.Options`) and pass it down.
+    /// This process's environment and working directory: the one place Vigil reads them. Build it
+    /// once at the top (the CLI, or a host app's `VigilHost.Options`) and pass it down.
     public static var current: HostEnvironment {
         var vars: [String: String] = [:]
         var pointer = environ
@@ -33,7 +40,14 @@ public struct HostEnvironment: Sendable {
             }
             pointer += 1
         }
-        return HostEnvironment(variables: vars)
+        return HostEnvironment(variables: vars, workingDirectory: processWorkingDirectory())
+    }
+
+    /// `getcwd`, or `/` when it fails (the directory was removed, or its path is too long).
+    private static func processWorkingDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return "/" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The value of `name`, when set and not empty.

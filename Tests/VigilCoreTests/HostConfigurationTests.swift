@@ -36,7 +36,7 @@ import VigilTestSupport
         let dir = try TestDirectory()
         defer { dir.remove() }
         let path = try dir.write("vigil.toml", Self.example)
-        let config = try HostConfiguration.load(path: path)
+        let config = try HostConfiguration.load(path: path, environment: dir.environment())
         #expect(config.path == path)
         #expect(config.plugins == ["silent-engine", "supervisor"])
         #expect(config.acknowledgedUnsafePlugins == ["my-dev-plugin"])
@@ -50,7 +50,7 @@ import VigilTestSupport
         #expect(
             config.pluginPaths == [
                 dir.url("manifests"), "/opt/vigil-plugins",
-                HostConfiguration.firstPartyManifests(environment: .current).path,
+                HostConfiguration.firstPartyManifests(environment: dir.environment()).path,
             ])
         #expect(config.pluginSettings["silent-engine"]?["mode"] == .string("sine"))
         #expect(config.pluginSettings["silent-engine"]?["sine_amplitude"] == .double(0.02))
@@ -63,7 +63,7 @@ import VigilTestSupport
         let dir = try TestDirectory()
         defer { dir.remove() }
         let path = try dir.write("vigil.toml", Self.example)
-        let config = try HostConfiguration.load(path: path)
+        let config = try HostConfiguration.load(path: path, environment: dir.environment())
         #expect(config.location(of: ["plugins"]) == SourceLocation(path: path, line: 2, column: 1))
         #expect(config.location(of: ["plugins", "silent-engine"]) == SourceLocation(path: path, line: 3, column: 3))
         #expect(config.location(of: ["plugins", "supervisor"]) == SourceLocation(path: path, line: 4, column: 3))
@@ -83,7 +83,7 @@ import VigilTestSupport
         defer { dir.remove() }
         let path = try dir.write("vigil.toml", text)
         do {
-            _ = try HostConfiguration.load(path: path)
+            _ = try HostConfiguration.load(path: path, environment: dir.environment())
         } catch {
             #expect(error.code == .configInvalid)
             #expect(error.description.hasPrefix(path + ":"))
@@ -148,9 +148,12 @@ import VigilTestSupport
     }
 
     @Test func missingFileIsConfigNotFound() {
-        #expect(throws: CoreError.self) { try HostConfiguration.load(path: "/nonexistent/vigil.toml") }
+        #expect(throws: CoreError.self) {
+            try HostConfiguration.load(path: "/nonexistent/vigil.toml", environment: HostEnvironment(variables: [:]))
+        }
         do {
-            _ = try HostConfiguration.load(path: "/nonexistent/vigil.toml")
+            _ = try HostConfiguration.load(
+                path: "/nonexistent/vigil.toml", environment: HostEnvironment(variables: [:]))
         } catch {
             #expect(error.code == .configNotFound)
         }
@@ -160,15 +163,40 @@ import VigilTestSupport
         let dir = try TestDirectory()
         defer { dir.remove() }
         try dir.makeDirectory("a/b/c")
-        let none = try HostConfiguration.find(startingAt: dir.url("a/b/c"))
+        let none = try HostConfiguration.find(startingAt: dir.url("a/b/c"), environment: dir.environment())
         #expect(none == nil || !none!.hasPrefix(dir.path))
         try dir.write("a/vigil.toml", "")
-        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/vigil.toml"))
+        #expect(
+            try HostConfiguration.find(startingAt: dir.url("a/b/c"), environment: dir.environment())
+                == dir.url("a/vigil.toml"))
         try dir.write("a/b/vigil.toml", "")
-        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/vigil.toml"))
+        #expect(
+            try HostConfiguration.find(startingAt: dir.url("a/b/c"), environment: dir.environment())
+                == dir.url("a/b/vigil.toml"))
         // A symbolic link to a regular file is a configuration like any other.
         #expect(symlink(dir.url("a/vigil.toml"), dir.url("a/b/c/vigil.toml")) == 0)
-        #expect(try HostConfiguration.find(startingAt: dir.url("a/b/c")) == dir.url("a/b/c/vigil.toml"))
+        #expect(
+            try HostConfiguration.find(startingAt: dir.url("a/b/c"), environment: dir.environment())
+                == dir.url("a/b/c/vigil.toml"))
+    }
+
+    /// Relative paths are resolved against the environment's working directory, not this process's
+    /// (the test process runs elsewhere): the search, the file, its plugin paths and a relative
+    /// `VIGIL_FIRST_PARTY_MANIFESTS`.
+    @Test func relativePathsResolveAgainstTheEnvironmentsWorkingDirectory() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        #expect(FileManager.default.currentDirectoryPath != dir.path)
+        let path = try dir.write("a/vigil.toml", "plugins = []\n")
+        try dir.makeDirectory("a/b")
+        let environment = dir.environment(["VIGIL_FIRST_PARTY_MANIFESTS": "first-party"])
+        #expect(try HostConfiguration.find(startingAt: "a/b", environment: environment) == path)
+        let config = try HostConfiguration.load(path: "a/vigil.toml", environment: environment)
+        #expect(config.path == path)
+        #expect(config.pluginPaths == [dir.url("a/manifests"), dir.url("first-party")])
+        let parsed = try HostConfiguration.parse([], path: "a/b/../vigil.toml", environment: environment)
+        #expect(parsed.path == path)
+        #expect(HostConfiguration(path: "vigil.toml", environment: environment).path == dir.url("vigil.toml"))
     }
 
     /// Anything else named vigil.toml stops the search with an error naming it, so the parent's
@@ -188,7 +216,7 @@ import VigilTestSupport
         default: #expect(symlink(dir.url("sub"), candidate) == 0)
         }
         do {
-            let found = try HostConfiguration.find(startingAt: dir.url("sub"))
+            let found = try HostConfiguration.find(startingAt: dir.url("sub"), environment: dir.environment())
             Issue.record("found \(found ?? "nothing") instead of refusing \(candidate)")
         } catch {
             #expect(error.code == .notRegularFile)
@@ -205,7 +233,7 @@ import VigilTestSupport
         let path = try dir.write("c/vigil.toml", "plugins = []\n")
         func code() -> CoreError.Code? {
             do {
-                _ = try HostConfiguration.load(path: path)
+                _ = try HostConfiguration.load(path: path, environment: dir.environment())
                 return nil
             } catch { return error.code }
         }
@@ -216,11 +244,11 @@ import VigilTestSupport
         }
         #expect(chmod(path, 0o644) == 0)
         do {
-            _ = try HostConfiguration.load(path: path)
+            _ = try HostConfiguration.load(path: path, environment: dir.environment())
         } catch { Issue.record("\(error)") }
         #expect(chmod(path, 0o666) == 0)
         do {
-            _ = try HostConfiguration.load(path: path)
+            _ = try HostConfiguration.load(path: path, environment: dir.environment())
         } catch {
             #expect(error.message.contains("chmod go-w \(path)"))
         }
@@ -256,7 +284,7 @@ import VigilTestSupport
     @Test func emptyFileHasDefaults() throws {
         let dir = try TestDirectory()
         defer { dir.remove() }
-        let config = try HostConfiguration.load(path: try dir.write("vigil.toml", ""))
+        let config = try HostConfiguration.load(path: try dir.write("vigil.toml", ""), environment: dir.environment())
         #expect(config.plugins.isEmpty && config.trustedPlugins.isEmpty)
         #expect(config.pluginPaths.first == dir.url("manifests"))
     }

@@ -64,7 +64,7 @@ struct PluginFixture {
     ) -> HostConfiguration {
         HostConfiguration(
             path: root.url("vigil.toml"), plugins: plugins, trustedPlugins: trusted,
-            acknowledgedUnsafePlugins: acknowledged, pluginPaths: [pluginsDirectory])
+            acknowledgedUnsafePlugins: acknowledged, pluginPaths: [pluginsDirectory], environment: root.environment())
     }
 
     var store: RollbackStore { RollbackStore(directory: root.url("state/vigil")) }

@@ -30,7 +30,8 @@ import VigilTestSupport
         let expected = Self.original.replacingOccurrences(
             of: "# pinned 2026\n", with: "# pinned 2026\nsupervisor = \"\(fpB)\"\n")
         #expect(text == expected)
-        #expect(try HostConfiguration.load(path: path).trustedPlugins["supervisor"] == fpB)
+        #expect(
+            try HostConfiguration.load(path: path, environment: dir.environment()).trustedPlugins["supervisor"] == fpB)
         // Idempotent: the same edit changes nothing.
         #expect(try TrustEditor.trust(plugin: "supervisor", fingerprint: fpB, configPath: path) == .unchanged)
         #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == expected)
@@ -54,7 +55,7 @@ import VigilTestSupport
             }
         }
         #expect(failures.withLock { $0 }.isEmpty)
-        let trusted = try HostConfiguration.load(path: path).trustedPlugins
+        let trusted = try HostConfiguration.load(path: path, environment: dir.environment()).trustedPlugins
         for (i, name) in names.enumerated() {
             #expect(trusted[name] == (i.isMultiple(of: 2) ? fpA : fpB), "\(name) missing after concurrent edits")
         }
@@ -167,7 +168,9 @@ import VigilTestSupport
         _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: dir.url("vigil.toml"))
         #expect(
             try FileManager.default.destinationOfSymbolicLink(atPath: dir.url("vigil.toml")) == dir.url("real.toml"))
-        #expect(try HostConfiguration.load(path: dir.url("vigil.toml")).trustedPlugins["a"] == fpA)
+        #expect(
+            try HostConfiguration.load(path: dir.url("vigil.toml"), environment: dir.environment()).trustedPlugins["a"]
+                == fpA)
     }
 
     /// The trust list is protected like the rollback state: a file or directory others can write

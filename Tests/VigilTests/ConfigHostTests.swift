@@ -11,10 +11,7 @@ import VigilTestSupport
 @Suite("Config-based host with signed plugins", .timeLimit(.minutes(1)))
 struct ConfigHostTests {
     private func options(_ project: HostProject, publish: Bool = false) -> VigilHost.Options {
-        VigilHost.Options(
-            publishStatus: publish,
-            environment: RequirementChecker.Environment(
-                variables: project.environment, soundDeviceDirectory: "/nonexistent-vigil-snd"))
+        VigilHost.Options(publishStatus: publish, environment: project.environment)
     }
 
     /// A host of `project`'s vigil.toml whose only plugin implementation is the test plugin, recording into `ledger`.

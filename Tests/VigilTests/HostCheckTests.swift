@@ -13,9 +13,7 @@ struct HostCheckTests {
     private func checker(_ project: HostProject, probe: Bool = true) -> HostCheck {
         HostCheck(
             registry: PluginRegistry([TestPlugins.implementation(ledger: InstanceLedger())]),
-            environment: RequirementChecker.Environment(
-                variables: project.environment.merging(["PATH": "/nonexistent"]) { $1 },
-                soundDeviceDirectory: "/nonexistent-vigil-snd"),
+            environment: project.dir.environment(["PATH": "/nonexistent"]),
             probeEnvironment: probe)
     }
 

@@ -34,15 +34,20 @@ struct HostEnvironmentTests {
             "VIGIL_FIRST_PARTY_MANIFESTS": project.dir.path + "/first-party", "VIGIL_TEST_MARKER": "injected",
         ]
         #expect(ProcessInfo.processInfo.environment["VIGIL_TEST_MARKER"] == nil)
-        let environment = HostEnvironment(variables: variables, soundDeviceDirectory: "/nonexistent-vigil-snd")
+        // The injected working directory is the project's, this process's is elsewhere: the host
+        // and the check find vigil.toml from the injected one.
+        #expect(FileManager.default.currentDirectoryPath != project.dir.path)
+        let environment = HostEnvironment(
+            variables: variables, soundDeviceDirectory: "/nonexistent-vigil-snd", workingDirectory: project.dir.path)
         let seen = Seen()
         let probe = PluginImplementation(entry: "probe") { context in
             seen.contexts.withLock { $0.append(context) }
             return LedgerPlugin(context: context, ledger: InstanceLedger(), delay: .zero, failStart: false)
         }
         let host = try VigilHost(
-            configPath: project.configPath, registry: PluginRegistry([probe]),
+            configPath: nil, registry: PluginRegistry([probe]),
             options: VigilHost.Options(publishStatus: false, environment: environment), logger: TestPlugins.quietLogger)
+        #expect(host.configPath == project.configPath)
         let status = try #require(await host.keepAlive()[plugin: "alpha"])
         #expect(status.state == .running, "the executable was found through the injected PATH: \(status.state)")
         let context = try #require(seen.contexts.withLock { $0.first })
@@ -54,8 +59,8 @@ struct HostEnvironmentTests {
         // The configuration's first-party path and the check use it too.
         let configuration = try HostConfiguration.load(path: project.configPath, environment: environment)
         #expect(configuration.pluginPaths.last == project.dir.path + "/first-party")
-        let report = HostCheck(registry: PluginRegistry([probe]), environment: environment).run(
-            configPath: project.configPath)
+        let report = HostCheck(registry: PluginRegistry([probe]), environment: environment).run(configPath: nil)
+        #expect(report.configPath == "vigil.toml", "found from, and shown relative to, the injected directory")
         #expect(report.plugins.map(\.directory) == [project.dir.path + "/manifests/alpha"])
         #expect(!report.hasErrors, "\(report.diagnostics)")
 

@@ -1,6 +1,7 @@
 import Foundation
 import VigilCore
 import VigilCrypto
+import VigilPlugin
 import VigilTestSupport
 
 /// A temp host project for config-based host tests: `vigil.toml`, plugins signed in place with
@@ -8,9 +9,8 @@ import VigilTestSupport
 struct HostProject {
     let dir: TestDirectory
     var configPath: String { dir.path + "/vigil.toml" }
-    var environment: [String: String] {
-        ["XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path]
-    }
+    /// The project's own environment: state and runtime under it, it is the working directory.
+    var environment: HostEnvironment { dir.environment() }
 
     init() throws {
         dir = try TestDirectory("vigil-host")

@@ -246,12 +246,16 @@ struct SleepHandlingTests {
         let dir = try TestDirectory()
         defer { dir.remove() }
         let base = "plugins = []\n[host]\nname = \"h\"\n"
-        #expect(try HostConfiguration.load(path: dir.write("a.toml", base)).host.inhibitSleep == false)
         #expect(
-            try HostConfiguration.load(path: dir.write("b.toml", base + "inhibit_sleep = true\n")).host.inhibitSleep)
+            try HostConfiguration.load(path: dir.write("a.toml", base), environment: dir.environment()).host
+                .inhibitSleep == false)
+        #expect(
+            try HostConfiguration.load(
+                path: dir.write("b.toml", base + "inhibit_sleep = true\n"), environment: dir.environment()
+            ).host.inhibitSleep)
         let bad = try dir.write("c.toml", base + "inhibit_sleep = \"yes\"\n")
         do {
-            _ = try HostConfiguration.load(path: bad)
+            _ = try HostConfiguration.load(path: bad, environment: dir.environment())
             Issue.record("inhibit_sleep = \"yes\" was accepted")
         } catch {
             #expect(error.code == .configInvalid)

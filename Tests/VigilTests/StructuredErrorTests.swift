@@ -19,7 +19,7 @@ import VigilTestSupport
             _ = try VigilHost(
                 configPath: project.configPath,
                 options: VigilHost.Options(
-                    publishStatus: false, environment: HostEnvironment(variables: project.environment)),
+                    publishStatus: false, environment: project.environment),
                 logger: TestPlugins.quietLogger)
             Issue.record("an invalid configuration was accepted")
         } catch {
@@ -28,7 +28,7 @@ import VigilTestSupport
             #expect(error.cause?.location == SourceLocation(path: project.configPath, line: 3, column: 1))
         }
         // The check shows the location with the path as given, from the same field.
-        let relative = HostCheck(environment: HostEnvironment(variables: project.environment))
+        let relative = HostCheck(environment: project.environment)
             .run(configPath: project.configPath)
         let diagnostic = try #require(relative.diagnostics.first)
         #expect(diagnostic.location == SourceLocation(path: project.configPath, line: 3, column: 1))

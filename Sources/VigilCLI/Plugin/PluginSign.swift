@@ -31,7 +31,7 @@ struct PluginSign: ParsableCommand {
     func run() throws {
         try CLI.run {
             let secret = try Self.readSecretKey(key)
-            let signed = try PluginSigner.sign(directory: pluginDirectory, with: secret)
+            let signed = try PluginSigner.sign(directory: CLI.absolute(pluginDirectory), with: secret)
             CLI.say("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
             CLI.say("  resources:   \(signed.manifest.resources.count)")
             CLI.say("  fingerprint: \(secret.publicKey.fingerprint)")

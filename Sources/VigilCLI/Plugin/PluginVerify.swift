@@ -32,7 +32,7 @@ struct PluginVerify: ParsableCommand {
 
     func run() throws {
         try CLI.run {
-            let name = PluginLoader.name(ofDirectory: pluginDirectory)
+            let name = PluginLoader.name(ofDirectory: CLI.absolute(pluginDirectory))
             let policy: KeyPolicy
             if let fingerprint {
                 policy = .pinned(try CLI.parseFingerprint(fingerprint))
@@ -52,7 +52,7 @@ struct PluginVerify: ParsableCommand {
                 policy = .configured(trusted: trusted, acknowledgedUnsigned: false)
             }
             let plugin = try PluginLoader.verify(
-                directory: pluginDirectory, name: name, policy: policy, rollback: nil, record: false)
+                directory: CLI.absolute(pluginDirectory), name: name, policy: policy, rollback: nil, record: false)
             guard case .trusted(let key) = plugin.trust else { return }
             var library = ""
             if let entry = plugin.manifest.sharedLibrary {

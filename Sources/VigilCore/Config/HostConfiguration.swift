@@ -45,13 +45,16 @@ public struct HostConfiguration: Sendable {
     private let locator: TOMLLocator?
 
     /// Creates a configuration in memory (no file behind it; ``location(of:)`` returns `nil`).
+    ///
+    /// - Parameter environment: the host's environment: a relative `path` is resolved against its
+    ///   working directory, and it names the first-party manifests directory.
     public init(
         path: String, plugins: [String] = [], trustedPlugins: [String: Fingerprint] = [:],
         acknowledgedUnsafePlugins: [String] = [], pluginPaths: [String]? = nil,
         host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:],
-        environment: HostEnvironment = .current
+        environment: HostEnvironment
     ) {
-        self.path = Path.absolute(path)
+        self.path = Path.absolute(path, relativeTo: environment.workingDirectory)
         self.plugins = plugins
         self.trustedPlugins = trustedPlugins
         self.acknowledgedUnsafePlugins = acknowledgedUnsafePlugins
@@ -92,11 +95,12 @@ public struct HostConfiguration: Sendable {
     /// When none exists the install location is returned, so errors name where to install.
     public static func firstPartyManifests(environment: HostEnvironment) -> FirstPartyManifests {
         if let override = environment["VIGIL_FIRST_PARTY_MANIFESTS"] {
-            return FirstPartyManifests(path: Path.absolute(override), origin: .environment)
+            return FirstPartyManifests(
+                path: Path.absolute(override, relativeTo: environment.workingDirectory), origin: .environment)
         }
+        let executable = SystemCall.executablePath(fallback: Path.join(environment.workingDirectory, "vigil"))
         let installed = FirstPartyManifests(
-            path: Path.absolute(
-                "../share/vigil/manifests", relativeTo: Path.directory(of: SystemCall.executablePath())),
+            path: Path.absolute("../share/vigil/manifests", relativeTo: Path.directory(of: executable)),
             origin: .installed)
         if SystemCall.isDirectory(installed.path) { return installed }
         // …/Sources/VigilCore/…/HostConfiguration.swift: the package root is what precedes the
@@ -116,9 +120,10 @@ public struct HostConfiguration: Sendable {
     /// a symbolic link to none of these or to nothing) stops the search with an error naming it:
     /// skipping it would silently use — and let `vigil plugin trust` edit — a parent's file.
     ///
+    /// - Parameter environment: a relative `directory` is resolved against its working directory.
     /// - Throws: ``CoreError`` `.notRegularFile`.
-    public static func find(startingAt directory: String) throws(CoreError) -> String? {
-        var current = Path.absolute(directory)
+    public static func find(startingAt directory: String, environment: HostEnvironment) throws(CoreError) -> String? {
+        var current = Path.absolute(directory, relativeTo: environment.workingDirectory)
         while true {
             let candidate = Path.join(current, fileName)
             var st = stat()
@@ -148,11 +153,10 @@ public struct HostConfiguration: Sendable {
     /// - Throws: ``CoreError`` `.configInvalid` with `path:line:column` for a TOML syntax error, an
     ///   unknown key, a value of the wrong type, an invalid plugin name or fingerprint;
     ///   `.configNotFound` when the file does not exist.
-    /// - Parameter environment: the host's environment, for the first-party manifests directory.
-    public static func load(path: String, environment: HostEnvironment = .current) throws(CoreError)
-        -> HostConfiguration
-    {
-        let absolute = Path.absolute(path)
+    /// - Parameter environment: the host's environment: a relative `path` is resolved against its
+    ///   working directory, and it names the first-party manifests directory.
+    public static func load(path: String, environment: HostEnvironment) throws(CoreError) -> HostConfiguration {
+        let absolute = Path.absolute(path, relativeTo: environment.workingDirectory)
         let bytes = try readConfig(absolute)
         return try HostConfiguration(
             path: absolute, bytes: bytes, firstParty: firstPartyManifests(environment: environment).path)
@@ -160,10 +164,11 @@ public struct HostConfiguration: Sendable {
 
     /// Parses configuration text; `path` is used for locations and relative plugin paths.
     public static func parse(
-        _ bytes: [UInt8], path: String, environment: HostEnvironment = .current
+        _ bytes: [UInt8], path: String, environment: HostEnvironment
     ) throws(CoreError) -> HostConfiguration {
         try HostConfiguration(
-            path: Path.absolute(path), bytes: bytes, firstParty: firstPartyManifests(environment: environment).path)
+            path: Path.absolute(path, relativeTo: environment.workingDirectory), bytes: bytes,
+            firstParty: firstPartyManifests(environment: environment).path)
     }
 
     static func readConfig(_ absolute: String) throws(CoreError) -> [UInt8] {

@@ -127,19 +127,32 @@ package enum Path {
         return String(p[p.index(after: slash)...])
     }
 
-    /// Makes `path` absolute against the working directory and removes `.`/`..`/empty components
-    /// lexically (symbolic links are not resolved).
-    static func absolute(_ path: String, relativeTo base: String? = nil) -> String {
-        let full = path.hasPrefix("/") ? path : join(base ?? SystemCall.currentDirectory(), path)
+    /// Makes `path` absolute against `base` (an absolute directory, usually the host environment's
+    /// ``VigilPlugin/HostEnvironment/workingDirectory``) and removes `.`/`..`/empty components
+    /// lexically (symbolic links are not resolved). The process's working directory is never read.
+    package static func absolute(_ path: String, relativeTo base: String) -> String {
+        normalized(path.hasPrefix("/") ? path : join(base.hasPrefix("/") ? base : "/" + base, path))
+    }
+
+    /// `path` with `.`/`..`/empty components removed lexically: an absolute path stays absolute, a
+    /// relative one stays relative (the kernel resolves it against the working directory when it is
+    /// opened, as for any relative path; callers that need an absolute one use ``absolute(_:relativeTo:)``).
+    static func normalized(_ path: String) -> String {
+        let isAbsolute = path.hasPrefix("/")
         var parts: [Substring] = []
-        for component in full.split(separator: "/", omittingEmptySubsequences: true) {
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
             if component == "." { continue }
             if component == ".." {
-                if !parts.isEmpty { parts.removeLast() }
+                if let last = parts.last, last != ".." {
+                    parts.removeLast()
+                } else if !isAbsolute {
+                    parts.append(component)
+                }
                 continue
             }
             parts.append(component)
         }
-        return "/" + parts.joined(separator: "/")
+        if isAbsolute { return "/" + parts.joined(separator: "/") }
+        return parts.isEmpty ? "." : parts.joined(separator: "/")
     }
 }

@@ -208,19 +208,11 @@ enum SystemCall {
         return (st.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// The running executable's path (`/proc/self/exe`), or the working directory's `vigil` when
-    /// it cannot be read.
-    static func executablePath() -> String {
+    /// The running executable's path (`/proc/self/exe`), or `fallback` when it cannot be read.
+    static func executablePath(fallback: String) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return Path.join(currentDirectory(), "vigil") }
+        guard n > 0 else { return fallback }
         return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// The current working directory.
-    static func currentDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return "." }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -158,9 +158,10 @@ public struct PluginLoader: Sendable {
         return found.keys.sorted().map { ($0, found[$0]!) }
     }
 
-    /// The plugin name a directory stands for: the last component of its absolute path.
+    /// The plugin name a directory stands for: the last component of its path. Give an absolute
+    /// path (resolve a relative one against ``HostEnvironment/workingDirectory``): `.` names nothing.
     public static func name(ofDirectory directory: String) -> String {
-        Path.lastComponent(of: Path.absolute(directory))
+        Path.lastComponent(of: Path.normalized(directory))
     }
 
     /// The raw files of a plugin directory, read with caps.
@@ -198,7 +199,7 @@ public struct PluginLoader: Sendable {
     public static func verify(
         directory: String, name: String, policy: KeyPolicy, rollback: RollbackStore?, record: Bool
     ) throws(CoreError) -> LoadedPlugin {
-        let directory = Path.absolute(directory)
+        let directory = Path.normalized(directory)
         // 1. Read with caps.
         let files = try readFiles(directory: directory, name: name)
 

@@ -14,13 +14,14 @@ public enum PluginSigner {
         public let wrotePublicKey: Bool
     }
 
-    /// Signs the plugin in `directory` with `key`.
+    /// Signs the plugin in `directory` (absolute, so that its last component is the plugin's
+    /// name; resolve a relative one against ``HostEnvironment/workingDirectory``) with `key`.
     ///
     /// - Throws: ``CoreError``: `.malformedManifest`, `.nameMismatch` (the manifest's name must be
     ///   the directory's name), `.resourceMismatch` (a listed resource is missing or not a regular
     ///   file), `.keyRotation` (plugin.pub holds another key), `.ioFailure`.
     public static func sign(directory: String, with key: MinisignSecretKey) throws(CoreError) -> Result {
-        let directory = Path.absolute(directory)
+        let directory = Path.normalized(directory)
         let dirName = Path.lastComponent(of: directory)
         let files = try PluginLoader.readFiles(directory: directory, name: dirName)
 

@@ -31,7 +31,7 @@ public struct RollbackStore: Sendable {
 
     /// Uses `directory` for state.
     public init(directory: String) {
-        self.directory = Path.absolute(directory)
+        self.directory = Path.normalized(directory)
     }
 
     /// The state directory of `environment`: `$XDG_STATE_HOME/vigil`, else

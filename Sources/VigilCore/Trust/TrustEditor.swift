@@ -52,7 +52,7 @@ public enum TrustEditor {
         if let problem = PluginName.problem(plugin) {
             throw CoreError(code: .configInvalid, message: problem)
         }
-        var target = Path.absolute(configPath)
+        var target = Path.normalized(configPath)
         if let resolved = realpath(target, nil) {
             target = String(cString: resolved)
             free(resolved)
