@@ -1,4 +1,3 @@
-import FoundationEssentials
 public import VigilCore
 public import VigilPlugin
 

@@ -1,4 +1,3 @@
-import FoundationEssentials
 package import VigilCore
 import VigilLibraryCheck
 package import VigilPlugin
