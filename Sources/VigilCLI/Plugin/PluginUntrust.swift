@@ -24,7 +24,7 @@ struct PluginUntrust: ParsableCommand {
                     code: .configNotFound,
                     message: "no vigil.toml was found from the working directory upward — pass --config PATH")
             }
-            switch try TrustEditor.untrust(plugin: name, configPath: path) {
+            switch try TrustEditor.untrust(plugin: name, configPath: CLI.absolute(path)) {
             case .removed: CLI.say("untrusted \(name) — removed from \(path)")
             default: CLI.say("\(name) was not trusted — \(path) unchanged")
             }
