@@ -43,4 +43,17 @@ import VigilTestSupport
         #expect(try dir.mode("status.json") == 0o600)
         #expect(try dir.list() == ["status.json"])
     }
+
+    @Test("paths are made absolute against the base given, never the process's working directory")
+    func pathsResolveAgainstTheGivenBase() {
+        #expect(Path.absolute("vigil.toml", relativeTo: "/srv/app") == "/srv/app/vigil.toml")
+        #expect(Path.absolute("./a/../b//c/", relativeTo: "/srv/app/") == "/srv/app/b/c")
+        #expect(Path.absolute("../../../x", relativeTo: "/srv/app") == "/x", "no climbing above /")
+        #expect(Path.absolute("/etc/vigil.toml", relativeTo: "/srv/app") == "/etc/vigil.toml")
+        // Without a base a relative path stays relative: the kernel resolves it when it is opened.
+        #expect(Path.normalized("a/./b/../c") == "a/c")
+        #expect(Path.normalized("../a/../../b") == "../../b")
+        #expect(Path.normalized("a/..") == ".")
+        #expect(Path.normalized("/a/../../b/") == "/b")
+    }
 }

@@ -137,7 +137,7 @@ package enum Path {
     /// `path` with `.`/`..`/empty components removed lexically: an absolute path stays absolute, a
     /// relative one stays relative (the kernel resolves it against the working directory when it is
     /// opened, as for any relative path; callers that need an absolute one use ``absolute(_:relativeTo:)``).
-    static func normalized(_ path: String) -> String {
+    package static func normalized(_ path: String) -> String {
         let isAbsolute = path.hasPrefix("/")
         var parts: [Substring] = []
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
