@@ -62,17 +62,28 @@ struct SharedLibraryLoadingTests {
             files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"], listed: listed)
     }
 
-    /// Starts `refused` next to a good control plugin and returns the status. The control is the
-    /// positive signal: it runs, and its constructor's sentinel appears, in the same host.
-    private func runWithControl(_ f: NativePluginFixture, refused: String) async throws -> HostStatus {
+    /// Starts `refused` next to a good control plugin, expects `refused` to fail with `code` and
+    /// none of its library's code to have run, and returns the status. The control is the positive
+    /// signal: it runs, and its constructor's sentinel appears, in the same host.
+    @discardableResult
+    private func runWithControl(
+        _ f: NativePluginFixture, refused: String, code: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) async throws -> HostStatus {
         if !f.exists(f.pluginsDirectory + "/control") { try await f.simplePlugin("control") }
         try? FileManager.default.removeItem(atPath: f.marker("control"))
         let host = try host(f, running: [refused, "control"])
         let status = await host.keepAlive()
-        #expect(status[plugin: "control"]?.state == .running)
-        #expect(f.markerLines("control") == ["start control"])
-        #expect(f.exists(f.sentinel("control")), "a loaded library's constructor runs (the sentinel works)")
+        #expect(status[plugin: "control"]?.state == .running, sourceLocation: sourceLocation)
+        #expect(f.markerLines("control") == ["start control"], sourceLocation: sourceLocation)
+        #expect(
+            f.exists(f.sentinel("control")), "a loaded library's constructor runs (the sentinel works)",
+            sourceLocation: sourceLocation)
         await host.stop()
+        #expect(
+            status.failureCode(refused) == code, "\(refused): \(status.failureMessage(refused) ?? "running")",
+            sourceLocation: sourceLocation)
+        #expect(!f.exists(f.sentinel(refused)), "\(refused)'s constructor ran", sourceLocation: sourceLocation)
         return status
     }
 
@@ -107,9 +118,7 @@ struct SharedLibraryLoadingTests {
         var bytes = try f.dir.read("plugins/alpha/libalpha.so")
         bytes[bytes.count / 2] ^= 0x01
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "resource-mismatch")
-        #expect(!f.exists(f.sentinel("alpha")))
+        try await runWithControl(f, refused: "alpha", code: "resource-mismatch")
         #expect(f.markerLines("alpha").isEmpty)
     }
 
@@ -122,10 +131,8 @@ struct SharedLibraryLoadingTests {
         try handle.seekToEnd()
         try handle.write(contentsOf: Data([0]))
         try handle.close()
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "resource-mismatch")
+        let status = try await runWithControl(f, refused: "alpha", code: "resource-mismatch")
         #expect(status.failureMessage("alpha")?.contains("larger than the signed size") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
     }
 
     @Test("a symbolic link in the library's place (even to the signed bytes): refused, none of its code runs")
@@ -136,9 +143,7 @@ struct SharedLibraryLoadingTests {
         let path = f.pluginsDirectory + "/alpha/libalpha.so"
         try FileManager.default.moveItem(atPath: path, toPath: f.dir.path + "/elsewhere.so")
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: f.dir.path + "/elsewhere.so")
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "not-regular-file")
-        #expect(!f.exists(f.sentinel("alpha")))
+        try await runWithControl(f, refused: "alpha", code: "not-regular-file")
     }
 
     @Test("an undeclared non-system DT_NEEDED library beside it: refused, neither library's code runs")
@@ -146,10 +151,8 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await pluginWithHelper(f, listed: ["libalpha.so"])
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "library-undeclared-dependency")
+        let status = try await runWithControl(f, refused: "alpha", code: "library-undeclared-dependency")
         #expect(status.failureMessage("alpha")?.contains("libvigiltest-helper.so") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
         #expect(!f.exists(f.sentinel("helper")))
     }
 
@@ -181,13 +184,9 @@ struct SharedLibraryLoadingTests {
         defer { f.remove() }
         try await f.simplePlugin("alpha", abiMajor: 2)
         try await f.simplePlugin("beta", abiMajor: 2, manifestABI: 2)
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "abi-major-mismatch")
+        let status = try await runWithControl(f, refused: "alpha", code: "abi-major-mismatch")
         #expect(status.failureMessage("alpha")?.contains("ABI 2.0") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
-        let manifestLevel = try await runWithControl(f, refused: "beta")
-        #expect(manifestLevel.failureCode("beta") == "abi-major-mismatch")
-        #expect(!f.exists(f.sentinel("beta")))
+        try await runWithControl(f, refused: "beta", code: "abi-major-mismatch")
     }
 
     @Test("a library built for a newer ABI minor: refused before mapping, none of its code runs")
@@ -195,10 +194,8 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await f.simplePlugin("alpha", abiMinor: 1)
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "abi-minor-too-new")
+        let status = try await runWithControl(f, refused: "alpha", code: "abi-minor-too-new")
         #expect(status.failureMessage("alpha")?.contains("update Vigil") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
     }
 
     @Test("swapped on disk after verification, before dlopen: the verified code runs, the swapped code never does")
@@ -351,9 +348,7 @@ struct SharedLibraryLoadingTests {
         for (name, code) in [
             ("nosoname", "library-no-soname"), ("bare", "abi-no-descriptor"), ("text", "library-malformed"),
         ] {
-            let status = try await runWithControl(f, refused: name)
-            #expect(status.failureCode(name) == code, "\(name): \(status.failureMessage(name) ?? "running")")
-            #expect(!f.exists(f.sentinel(name)), "\(name)")
+            try await runWithControl(f, refused: name, code: code)
         }
     }
 
@@ -378,10 +373,8 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await f.simplePlugin("alpha", runpath: f.dir.path + "/evil-libs")
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "library-unsafe-search-path")
+        let status = try await runWithControl(f, refused: "alpha", code: "library-unsafe-search-path")
         #expect(status.failureMessage("alpha")?.contains(f.dir.path + "/evil-libs") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
     }
 
     @Test("a plugin_id other than the manifest's name: refused after init, and unmapped again")
