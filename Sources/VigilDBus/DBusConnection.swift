@@ -465,11 +465,19 @@ final class BusLoop: @unchecked Sendable {
                         member: text(sd_bus_message_get_member(m)), arguments: arguments))
                 return 0
             }, Unmanaged.passUnretained(box).toOpaque())
+        return register(r, "sd_bus_add_match", slot: slot, box: box, "the bus refused the match rule \(rule)")
+    }
+
+    /// Keeps the registration `slot` (and `box`, its callback's userdata) that `call` made and
+    /// returns its id; a negative `r` is a failure saying `what` could not be registered.
+    private func register(
+        _ r: Int32, _ call: String, slot: OpaquePointer?, box: AnyObject, _ what: String, function: String = #function
+    ) -> Result<UInt64, DBusError> {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_match", errno: -r),
-                    message: "the bus refused the match rule \(rule): \(String(cString: strerror(-r)))"))
+                    code: .registrationFailed, cause: SystemCallError(call, errno: -r),
+                    message: "\(what): \(String(cString: strerror(-r)))", function: function))
         }
         let id = newID()
         registrations[id] = (slot, box)
@@ -493,15 +501,7 @@ final class BusLoop: @unchecked Sendable {
             { m, userdata, _ in
                 Unmanaged<ExportedObject>.fromOpaque(userdata!).takeUnretainedValue().handle(m)
             }, Unmanaged.passUnretained(object).toOpaque())
-        guard r >= 0 else {
-            return .failure(
-                DBusError(
-                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_object", errno: -r),
-                    message: "cannot export an object at \(object.path): \(String(cString: strerror(-r)))"))
-        }
-        let id = newID()
-        registrations[id] = (slot, object)
-        return .success(id)
+        return register(r, "sd_bus_add_object", slot: slot, box: object, "cannot export an object at \(object.path)")
     }
 
     func sendSignal(path: String, interface: String, member: String, arguments: [DBusValue]) -> Result<Void, DBusError>
