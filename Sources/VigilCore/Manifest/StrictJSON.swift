@@ -234,15 +234,12 @@ public enum StrictJSON {
                     guard index < bytes.count else { throw error("unterminated escape") }
                     let e = bytes[index]
                     index += 1
+                    if let scalar = StringEscape.scalar(for: e) {
+                        scalars.append(scalar)
+                        continue
+                    }
                     switch e {
-                    case UInt8(ascii: "\""): scalars.append("\"")
-                    case UInt8(ascii: "\\"): scalars.append("\\")
                     case UInt8(ascii: "/"): scalars.append("/")
-                    case UInt8(ascii: "b"): scalars.append("\u{08}")
-                    case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                    case UInt8(ascii: "n"): scalars.append("\n")
-                    case UInt8(ascii: "r"): scalars.append("\r")
-                    case UInt8(ascii: "t"): scalars.append("\t")
                     case UInt8(ascii: "u"):
                         let first = try hex4()
                         if (0xD800...0xDBFF).contains(first) {
