@@ -663,37 +663,41 @@ public final class PulseMixer {
     }
 
     static func volumes(_ volume: pa_cvolume) -> [UInt32] {
-        var copy = volume
-        let count = Int(min(copy.channels, UInt8(PA_CHANNELS_MAX)))
-        return withUnsafeBytes(of: &copy.values) { Array($0.bindMemory(to: UInt32.self).prefix(count)) }
+        fixedArray(volume.values, count: volume.channels, of: UInt32.self)
     }
 
     static func cvolume(_ values: [UInt32]) -> pa_cvolume {
         var volume = pa_cvolume()
-        let count = min(values.count, Int(PA_CHANNELS_MAX))
-        volume.channels = UInt8(count)
-        withUnsafeMutableBytes(of: &volume.values) { raw in
-            let slots = raw.bindMemory(to: UInt32.self)
-            for i in 0..<count { slots[i] = values[i] }
-        }
+        volume.channels = store(values, into: &volume.values)
         return volume
     }
 
     static func positions(_ map: pa_channel_map) -> [Int32] {
-        var copy = map
-        let count = Int(min(copy.channels, UInt8(PA_CHANNELS_MAX)))
-        return withUnsafeBytes(of: &copy.map) { Array($0.bindMemory(to: Int32.self).prefix(count)) }
+        fixedArray(map.map, count: map.channels, of: Int32.self)
     }
 
     static func channelMap(_ positions: [Int32]) -> pa_channel_map {
         var map = pa_channel_map()
-        let count = min(positions.count, Int(PA_CHANNELS_MAX))
-        map.channels = UInt8(count)
-        withUnsafeMutableBytes(of: &map.map) { raw in
-            let slots = raw.bindMemory(to: Int32.self)
-            for i in 0..<count { slots[i] = positions[i] }
-        }
+        map.channels = store(positions, into: &map.map)
         return map
+    }
+
+    /// The first `count` (at most `PA_CHANNELS_MAX`) elements of a per-channel C array, which
+    /// Swift imports as a tuple of `Element`.
+    private static func fixedArray<Tuple, Element>(_ tuple: Tuple, count: UInt8, of _: Element.Type) -> [Element] {
+        let count = Int(min(count, UInt8(PA_CHANNELS_MAX)))
+        return withUnsafeBytes(of: tuple) { Array($0.bindMemory(to: Element.self).prefix(count)) }
+    }
+
+    /// Stores the first `PA_CHANNELS_MAX` of `values` into a per-channel C array (a tuple of
+    /// `Element`); returns how many it stored, the channel count.
+    private static func store<Tuple, Element>(_ values: [Element], into tuple: inout Tuple) -> UInt8 {
+        let count = min(values.count, Int(PA_CHANNELS_MAX))
+        withUnsafeMutableBytes(of: &tuple) { raw in
+            let slots = raw.bindMemory(to: Element.self)
+            for i in 0..<count { slots[i] = values[i] }
+        }
+        return UInt8(count)
     }
 }
 

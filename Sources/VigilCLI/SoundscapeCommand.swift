@@ -108,47 +108,48 @@ struct SoundscapeCommand: AsyncParsableCommand {
             })
     }
 
-    struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "status", abstract: "Show what plays and how loud.")
-        @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "status"), options) }
+    /// A subcommand that sends one control command, with no argument, named as the subcommand.
+    protocol PlainCommand: AsyncParsableCommand {
+        /// The subcommand and the control command it sends.
+        static var command: String { get }
+        /// The subcommand's one-line help.
+        static var abstract: String { get }
+        var options: Options { get }
     }
 
-    struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the soundscapes (* marks the one playing).")
+    struct Show: PlainCommand {
+        static let command = "status", abstract = "Show what plays and how loud."
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "list"), options) }
     }
 
-    struct Play: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Play (also after pause, stop or the sleep timer).")
+    struct List: PlainCommand {
+        static let command = "list", abstract = "List the soundscapes (* marks the one playing)."
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "play"), options) }
     }
 
-    struct Pause: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Fade to silence; the stream keeps running.")
+    struct Play: PlainCommand {
+        static let command = "play", abstract = "Play (also after pause, stop or the sleep timer)."
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "pause"), options) }
     }
 
-    struct Stop: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Like pause, reported as stopped.")
+    struct Pause: PlainCommand {
+        static let command = "pause", abstract = "Fade to silence; the stream keeps running."
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "stop"), options) }
     }
 
-    struct Next: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Crossfade to the next soundscape.")
+    struct Stop: PlainCommand {
+        static let command = "stop", abstract = "Like pause, reported as stopped."
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "next"), options) }
     }
 
-    struct Previous: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Crossfade to the previous soundscape.")
+    struct Next: PlainCommand {
+        static let command = "next", abstract = "Crossfade to the next soundscape."
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "previous"), options) }
+    }
+
+    struct Previous: PlainCommand {
+        static let command = "previous", abstract = "Crossfade to the previous soundscape."
+        @OptionGroup var options: Options
     }
 
     struct Select: AsyncParsableCommand {
@@ -193,4 +194,10 @@ struct SoundscapeCommand: AsyncParsableCommand {
         }
         func run() async throws { try await send(ControlRequest(command: "sleep", minutes: minutes), options) }
     }
+}
+
+extension SoundscapeCommand.PlainCommand {
+    static var configuration: CommandConfiguration { CommandConfiguration(commandName: command, abstract: abstract) }
+
+    func run() async throws { try await SoundscapeCommand.send(ControlRequest(command: Self.command), options) }
 }

@@ -114,9 +114,7 @@ public final class DBusConnection: Sendable {
     public func requestName(_ name: String, flags: DBusNameFlags = [.doNotQueue]) async throws(DBusError)
         -> DBusNameReply
     {
-        let reply = try await call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            member: "RequestName", arguments: [.string(name), .uint32(flags.rawValue)])
+        let reply = try await callBus("RequestName", [.string(name), .uint32(flags.rawValue)])
         guard case .uint32(let raw)? = reply.first, let answer = DBusNameReply(rawValue: raw) else {
             throw DBusError(code: .invalidMessage, message: "RequestName: unexpected reply \(reply)")
         }
@@ -126,18 +124,21 @@ public final class DBusConnection: Sendable {
     /// Gives `name` back to the bus. Returns false when this connection did not own it.
     @discardableResult
     public func releaseName(_ name: String) async throws(DBusError) -> Bool {
-        let reply = try await call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            member: "ReleaseName", arguments: [.string(name)])
+        let reply = try await callBus("ReleaseName", [.string(name)])
         return reply.first == .uint32(1)
     }
 
     /// Whether anyone owns `name` on the bus.
     public func nameHasOwner(_ name: String) async throws(DBusError) -> Bool {
-        let reply = try await call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            member: "NameHasOwner", arguments: [.string(name)])
+        let reply = try await callBus("NameHasOwner", [.string(name)])
         return reply.first == .bool(true)
+    }
+
+    /// Calls `member` of the bus itself (`org.freedesktop.DBus`).
+    private func callBus(_ member: String, _ arguments: [DBusValue]) async throws(DBusError) -> [DBusValue] {
+        try await call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: member, arguments: arguments)
     }
 
     /// Calls `handler` on the connection's thread for every message matching `matchRule`
@@ -146,10 +147,7 @@ public final class DBusConnection: Sendable {
     public func subscribe(
         matchRule: String, _ handler: @escaping @Sendable (DBusSignalMessage) -> Void
     ) async throws(DBusError) -> DBusSubscription {
-        let result: Result<UInt64, DBusError> =
-            await loop.run { loop in loop.addMatch(matchRule, handler: handler) }
-            ?? .failure(DBusError(code: .disconnected, message: "subscribe: the connection is closed"))
-        let id = try result.get()
+        let id = try await loop.perform("subscribe") { loop in loop.addMatch(matchRule, handler: handler) }
         return DBusSubscription { [loop] in _ = await loop.run { $0.removeRegistration(id) } }
     }
 
@@ -157,10 +155,7 @@ public final class DBusConnection: Sendable {
     /// returned object is ``DBusExportedObject/unexport()``ed or the connection closes.
     public func export(path: String, interfaces: [DBusInterface]) async throws(DBusError) -> DBusExportedObject {
         let object = ExportedObject(path: path, interfaces: interfaces, logger: loop.logger)
-        let result: Result<UInt64, DBusError> =
-            await loop.run { loop in loop.addObject(object) }
-            ?? .failure(DBusError(code: .disconnected, message: "export: the connection is closed"))
-        let id = try result.get()
+        let id = try await loop.perform("export") { loop in loop.addObject(object) }
         return DBusExportedObject(loop: loop, object: object, registration: id)
     }
 
@@ -168,12 +163,9 @@ public final class DBusConnection: Sendable {
     public func emit(path: String, interface: String, member: String, arguments: [DBusValue] = [])
         async throws(DBusError)
     {
-        let result: Result<Void, DBusError> =
-            await loop.run { loop in
-                loop.sendSignal(path: path, interface: interface, member: member, arguments: arguments)
-            }
-            ?? .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed"))
-        try result.get()
+        try await loop.perform(member) { loop in
+            loop.sendSignal(path: path, interface: interface, member: member, arguments: arguments)
+        }
     }
 
     /// Closes the connection: pending calls fail with ``DBusError/Code/disconnected``,
@@ -203,27 +195,22 @@ public final class DBusExportedObject: Sendable {
     /// Properties declared ``DBusProperty/ChangeSignal/none`` or `const` are left out.
     public func propertiesChanged(interface: String, _ names: [String]) async throws(DBusError) {
         let object = self.object
-        let result: Result<Void, DBusError> =
-            await loop.run { loop in
-                guard let arguments = object.propertiesChangedArguments(interface: interface, names: names) else {
-                    return .success(())
-                }
-                return loop.sendSignal(
-                    path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                    arguments: arguments)
-            } ?? .failure(DBusError(code: .disconnected, message: "PropertiesChanged: the connection is closed"))
-        try result.get()
+        try await loop.perform("PropertiesChanged") { loop in
+            guard let arguments = object.propertiesChangedArguments(interface: interface, names: names) else {
+                return .success(())
+            }
+            return loop.sendSignal(
+                path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                arguments: arguments)
+        }
     }
 
     /// Sends the signal `interface.signal` from this object.
     public func emit(interface: String, signal: String, arguments: [DBusValue] = []) async throws(DBusError) {
         let path = object.path
-        let result: Result<Void, DBusError> =
-            await loop.run { loop in
-                loop.sendSignal(path: path, interface: interface, member: signal, arguments: arguments)
-            }
-            ?? .failure(DBusError(code: .disconnected, message: "\(signal): the connection is closed"))
-        try result.get()
+        try await loop.perform(signal) { loop in
+            loop.sendSignal(path: path, interface: interface, member: signal, arguments: arguments)
+        }
     }
 
     /// Stops serving the object. Safe to call twice.
@@ -283,6 +270,20 @@ final class BusLoop: @unchecked Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
             if !enqueue({ continuation.resume(returning: body($0)) }) { continuation.resume(returning: nil) }
         }
+    }
+
+    /// Runs `body` on the loop's thread and returns its value; fails as
+    /// ``DBusError/Code/disconnected``, naming `operation`, when the connection is closed.
+    func perform<T: Sendable>(
+        _ operation: String, function: String = #function,
+        _ body: @escaping @Sendable (BusLoop) -> Result<T, DBusError>
+    ) async throws(DBusError) -> T {
+        let result =
+            await run(body)
+            ?? .failure(
+                DBusError(
+                    code: .disconnected, message: "\(operation): the connection is closed", function: function))
+        return try result.get()
     }
 
     /// Lets the thread run what is queued, close the bus and exit.
@@ -464,11 +465,19 @@ final class BusLoop: @unchecked Sendable {
                         member: text(sd_bus_message_get_member(m)), arguments: arguments))
                 return 0
             }, Unmanaged.passUnretained(box).toOpaque())
+        return register(r, "sd_bus_add_match", slot: slot, box: box, "the bus refused the match rule \(rule)")
+    }
+
+    /// Keeps the registration `slot` (and `box`, its callback's userdata) that `call` made and
+    /// returns its id; a negative `r` is a failure saying `what` could not be registered.
+    private func register(
+        _ r: Int32, _ call: String, slot: OpaquePointer?, box: AnyObject, _ what: String, function: String = #function
+    ) -> Result<UInt64, DBusError> {
         guard r >= 0 else {
             return .failure(
                 DBusError(
-                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_match", errno: -r),
-                    message: "the bus refused the match rule \(rule): \(String(cString: strerror(-r)))"))
+                    code: .registrationFailed, cause: SystemCallError(call, errno: -r),
+                    message: "\(what): \(String(cString: strerror(-r)))", function: function))
         }
         let id = newID()
         registrations[id] = (slot, box)
@@ -492,15 +501,7 @@ final class BusLoop: @unchecked Sendable {
             { m, userdata, _ in
                 Unmanaged<ExportedObject>.fromOpaque(userdata!).takeUnretainedValue().handle(m)
             }, Unmanaged.passUnretained(object).toOpaque())
-        guard r >= 0 else {
-            return .failure(
-                DBusError(
-                    code: .registrationFailed, cause: SystemCallError("sd_bus_add_object", errno: -r),
-                    message: "cannot export an object at \(object.path): \(String(cString: strerror(-r)))"))
-        }
-        let id = newID()
-        registrations[id] = (slot, object)
-        return .success(id)
+        return register(r, "sd_bus_add_object", slot: slot, box: object, "cannot export an object at \(object.path)")
     }
 
     func sendSignal(path: String, interface: String, member: String, arguments: [DBusValue]) -> Result<Void, DBusError>

@@ -130,33 +130,22 @@ final class MPRISServer: Sendable {
         @Sendable func refuse(_ error: SoundscapeError) -> DBusError {
             DBusError.refusal(DBusErrorName.failed, error.message)
         }
+        /// A method without arguments or results that runs `action`; a refusal goes back as an error.
+        func method(_ name: String, _ action: @escaping @Sendable () throws(SoundscapeError) -> Void) -> DBusMethod {
+            DBusMethod(name) { _ throws(DBusError) in
+                do throws(SoundscapeError) { try action() } catch { throw refuse(error) }
+                return []
+            }
+        }
         let player = DBusInterface(
             name: playerInterface,
             methods: [
-                DBusMethod("Next") { _ throws(DBusError) in
-                    do throws(SoundscapeError) { try controller.skip(1) } catch { throw refuse(error) }
-                    return []
-                },
-                DBusMethod("Previous") { _ throws(DBusError) in
-                    do throws(SoundscapeError) { try controller.skip(-1) } catch { throw refuse(error) }
-                    return []
-                },
-                DBusMethod("Pause") { _ throws(DBusError) in
-                    controller.pause()
-                    return []
-                },
-                DBusMethod("PlayPause") { _ throws(DBusError) in
-                    controller.playPause()
-                    return []
-                },
-                DBusMethod("Stop") { _ throws(DBusError) in
-                    controller.stop()
-                    return []
-                },
-                DBusMethod("Play") { _ throws(DBusError) in
-                    controller.play()
-                    return []
-                },
+                method("Next") { () throws(SoundscapeError) in try controller.skip(1) },
+                method("Previous") { () throws(SoundscapeError) in try controller.skip(-1) },
+                method("Pause") { controller.pause() },
+                method("PlayPause") { controller.playPause() },
+                method("Stop") { controller.stop() },
+                method("Play") { controller.play() },
                 // CanSeek is false: Seek and SetPosition have no effect.
                 DBusMethod("Seek", inputs: [DBusArgument("Offset", "x")]) { _ throws(DBusError) in [] },
                 DBusMethod("SetPosition", inputs: [DBusArgument("TrackId", "o"), DBusArgument("Position", "x")]) {

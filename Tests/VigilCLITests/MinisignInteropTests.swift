@@ -8,19 +8,23 @@ import VigilTestSupport
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
+    /// Runs the real `minisign` with `arguments` in `directory`.
+    static func minisign(_ arguments: [String], in directory: String, stdin: String? = nil) async throws
+        -> VigilExecutable.Output
+    {
+        try await VigilExecutable.run(executable: try #require(minisign), arguments, in: directory, stdin: stdin)
+    }
+
     @Test(.enabled(if: minisign != nil, "minisign is not installed"))
     func manifestSignedByMinisignVerifiesWithVigil() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        let minisign = try #require(Self.minisign)
-        let gen = try await VigilExecutable.run(
-            executable: minisign, ["-G", "-W", "-p", "mk.pub", "-s", "mk.key"], in: s.work)
+        let gen = try await Self.minisign(["-G", "-W", "-p", "mk.pub", "-s", "mk.key"], in: s.work)
         #expect(gen.status == 0, "\(gen.stderr)")
         try s.dir.write(
             "work/manifests/beta/plugin.json",
             #"{"schema": "vigil.plugin-manifest/v1", "name": "beta", "version": "0.3.0", "entry": "beta"}"#)
-        let sign = try await VigilExecutable.run(
-            executable: minisign,
+        let sign = try await Self.minisign(
             ["-S", "-s", "../../mk.key", "-m", "plugin.json", "-t", "beta@0.3.0"], in: s.dir.url("work/manifests/beta"))
         #expect(sign.status == 0, "\(sign.stderr)")
         try FileManager.default.copyItem(
@@ -31,8 +35,8 @@ import VigilTestSupport
         let verify = try await s.vigil("plugin", "verify", "manifests/beta")
         #expect(verify.status == 0, "\(verify.stderr)")
         // A minisign legacy (-l) signature is refused with its own error.
-        let legacy = try await VigilExecutable.run(
-            executable: minisign, ["-S", "-l", "-s", "../../mk.key", "-m", "plugin.json"],
+        let legacy = try await Self.minisign(
+            ["-S", "-l", "-s", "../../mk.key", "-m", "plugin.json"],
             in: s.dir.url("work/manifests/beta"))
         if legacy.status == 0 {
             let refused = try await s.vigil("plugin", "verify", "manifests/beta")
@@ -45,18 +49,15 @@ import VigilTestSupport
     func vigilSignatureVerifiesWithMinisignPrehashedOnly() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        let minisign = try #require(Self.minisign)
         let dir = try await s.makePlugin("alpha")
-        let r = try await VigilExecutable.run(
-            executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
+        let r = try await Self.minisign(["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("alpha@1.0.0"))
         // And a flipped byte fails minisign too.
         var bytes = try s.dir.read(dir + "/plugin.json")
         bytes[10] ^= 1
         try s.dir.write("work/manifests/alpha/plugin.json", bytes)
-        let bad = try await VigilExecutable.run(
-            executable: minisign, ["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
+        let bad = try await Self.minisign(["-V", "-H", "-p", "plugin.pub", "-m", "plugin.json"], in: dir)
         #expect(bad.status != 0)
     }
 
@@ -64,9 +65,8 @@ import VigilTestSupport
     func passwordProtectedMinisignKeySignsWithTheEnvironmentPassword() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        let minisign = try #require(Self.minisign)
-        let gen = try await VigilExecutable.run(
-            executable: minisign, ["-G", "-p", "pw.pub", "-s", "pw.key"], in: s.work, stdin: "secret\nsecret\n")
+        let gen = try await Self.minisign(
+            ["-G", "-p", "pw.pub", "-s", "pw.key"], in: s.work, stdin: "secret\nsecret\n")
         #expect(gen.status == 0, "\(gen.stderr)")
         try s.dir.write(
             "work/manifests/zeta/plugin.json",
@@ -80,8 +80,8 @@ import VigilTestSupport
             ["plugin", "sign", "manifests/zeta", "--key", "pw.key"], in: s.work,
             environment: s.environment.merging(["VIGIL_KEY_PASSWORD": "secret"]) { $1 })
         #expect(signed.status == 0, "\(signed.stderr)")
-        let verify = try await VigilExecutable.run(
-            executable: minisign, ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"],
+        let verify = try await Self.minisign(
+            ["-V", "-H", "-p", "../../pw.pub", "-m", "plugin.json"],
             in: s.dir.url("work/manifests/zeta"))
         #expect(verify.status == 0, "\(verify.stderr)")
     }

@@ -30,20 +30,18 @@ struct SleepStatusCommandTests {
     @Test("inhibit_sleep = true: vigil status shows the delay and block locks, and the stand-in lists them")
     func locksShown() async throws {
         try await RuntimeFixtures.withTempDirectory { directory in
-            let bus = try DBusDaemon()
-            defer { bus.stop() }
-            let logind = try await LogindStandIn.start(bus: bus, directory: directory.path, pulseServer: nil)
-            defer { logind.stop() }
-            let (document, text) = try await upAndStatus(
-                "plugins = [\"silent-engine\"]\n\n[host]\nbackground_modes = [\"audio\"]\ninhibit_sleep = true\n",
-                systemBus: bus.address)
-            #expect((document["sleep"] as? [String: Any])?["locks"] as? [String] == ["delay", "block"])
-            #expect(text.contains("sleep locks held: delay, block"), "\(text)")
-            #expect(logind.steps("inhibit").compactMap { $0["mode"] as? String } == ["delay", "block"])
-            // SIGTERM stopped the host: both locks were released.
-            #expect(
-                await RuntimeFixtures.waitUntil(timeout: 10) { logind.steps("released").count == 2 },
-                "\(logind.steps)")
+            try await LogindStandIn.withSystemBus(directory: directory.path) { bus, logind in
+                let (document, text) = try await upAndStatus(
+                    "plugins = [\"silent-engine\"]\n\n[host]\nbackground_modes = [\"audio\"]\ninhibit_sleep = true\n",
+                    systemBus: bus.address)
+                #expect((document["sleep"] as? [String: Any])?["locks"] as? [String] == ["delay", "block"])
+                #expect(text.contains("sleep locks held: delay, block"), "\(text)")
+                #expect(logind.steps("inhibit").compactMap { $0["mode"] as? String } == ["delay", "block"])
+                // SIGTERM stopped the host: both locks were released.
+                #expect(
+                    await RuntimeFixtures.waitUntil(timeout: 10) { logind.steps("released").count == 2 },
+                    "\(logind.steps)")
+            }
         }
     }
 

@@ -12,6 +12,21 @@ import Glibc
 struct SupervisorRuntimeTests {
     typealias Project = HostCommandTests.Project
 
+    /// A worker `w` that sleeps for 300 s.
+    static let sleeper = #"{ name = "w", command = "/bin/sleep", args = ["300"] }"#
+
+    /// Runs `body` with a ``project(workers:extra:)`` and its `vigil up`, which is terminated (and
+    /// the project removed) afterwards.
+    static func withHost(
+        workers: [String], extra: String = "", _ body: (Project, ChildProcess) async throws -> Void
+    ) async throws {
+        let project = try await project(workers: workers, extra: extra)
+        defer { project.dir.remove() }
+        let host = try up(project)
+        defer { host.terminate(grace: 5) }
+        try await body(project, host)
+    }
+
     /// A project whose `vigil.toml` runs the supervisor with `workers` (TOML inline tables).
     static func project(workers: [String], extra: String = "") async throws -> Project {
         let project = try Project()
@@ -77,37 +92,36 @@ struct SupervisorRuntimeTests {
 
     @Test("status follows a restart at once: new pid, restarts = 1; since is RFC 3339, numbers are numbers")
     func statusFollowsRestarts() async throws {
-        let project = try await Self.project(workers: [
+        try await Self.withHost(workers: [
             #"{ name = "w", command = "/bin/sleep", args = ["300"], restart = "always" }"#
-        ])
-        defer { project.dir.remove() }
-        let host = try Self.up(project)
-        defer { host.terminate(grace: 5) }
-        let first = try #require(
-            try await Self.supervisorStatus(project, pid: host.pid) { Self.details($0)["worker.w.pid"] != nil },
-            "\(Self.stderr(project))")
-        // Numbers are JSON numbers; `since` is RFC 3339.
-        let pid = try #require(Self.int(Self.details(first)["worker.w.pid"]), "\(first)")
-        #expect(Self.details(first)["worker.w.pid"] is Int, "pid is not a JSON number: \(first)")
-        #expect(Self.details(first)["worker.w.restarts"] as? Int == 0, "restarts is not the number 0: \(first)")
-        #expect(Self.details(first)["worker.w.state"] as? String == "running")
-        let parser = ISO8601DateFormatter()
-        parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let since = (first["since"] as? String).flatMap { parser.date(from: $0) }
-        #expect(
-            since.map { abs($0.timeIntervalSinceNow) < 60 } == true,
-            "since is not RFC 3339: \(String(describing: first["since"]))")
+        ]) { project, host in
+            let first = try #require(
+                try await Self.supervisorStatus(project, pid: host.pid) { Self.details($0)["worker.w.pid"] != nil },
+                "\(Self.stderr(project))")
+            // Numbers are JSON numbers; `since` is RFC 3339.
+            let pid = try #require(Self.int(Self.details(first)["worker.w.pid"]), "\(first)")
+            #expect(Self.details(first)["worker.w.pid"] is Int, "pid is not a JSON number: \(first)")
+            #expect(Self.details(first)["worker.w.restarts"] as? Int == 0, "restarts is not the number 0: \(first)")
+            #expect(Self.details(first)["worker.w.state"] as? String == "running")
+            let parser = ISO8601DateFormatter()
+            parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let since = (first["since"] as? String).flatMap { parser.date(from: $0) }
+            #expect(
+                since.map { abs($0.timeIntervalSinceNow) < 60 } == true,
+                "since is not RFC 3339: \(String(describing: first["since"]))")
 
-        kill(Int32(pid), SIGKILL)
-        let after = try await Self.supervisorStatus(project, pid: host.pid, timeout: 5) {
-            Self.int(Self.details($0)["worker.w.restarts"]) == 1 && Self.int(Self.details($0)["worker.w.pid"]) != pid
-                && Self.details($0)["worker.w.state"] as? String == "running"
+            kill(Int32(pid), SIGKILL)
+            let after = try await Self.supervisorStatus(project, pid: host.pid, timeout: 5) {
+                Self.int(Self.details($0)["worker.w.restarts"]) == 1
+                    && Self.int(Self.details($0)["worker.w.pid"]) != pid
+                    && Self.details($0)["worker.w.state"] as? String == "running"
+            }
+            let stale = after == nil ? try await Self.supervisorStatus(project, pid: host.pid, timeout: 1) : nil
+            #expect(after != nil, "status still shows the dead worker: \(String(describing: stale))")
+            // The human form reads the same document.
+            let human = try await project.vigil("status")
+            #expect(human.stdout.contains("worker.w.restarts=1"), "\(human.stdout)")
         }
-        let stale = after == nil ? try await Self.supervisorStatus(project, pid: host.pid, timeout: 1) : nil
-        #expect(after != nil, "status still shows the dead worker: \(String(describing: stale))")
-        // The human form reads the same document.
-        let human = try await project.vigil("status")
-        #expect(human.stdout.contains("worker.w.restarts=1"), "\(human.stdout)")
     }
 
     @Test("a host stopped (SIGSTOP) longer than a worker's watchdog does not kill the worker when it resumes")
@@ -145,19 +159,17 @@ struct SupervisorRuntimeTests {
 
     @Test("SIGHUP stops vigil up gracefully: exit 0, workers gone, status file removed")
     func sighupIsGraceful() async throws {
-        let project = try await Self.project(workers: [#"{ name = "w", command = "/bin/sleep", args = ["300"] }"#])
-        defer { project.dir.remove() }
-        let host = try Self.up(project)
-        defer { host.terminate(grace: 5) }
-        let status = try #require(
-            try await Self.supervisorStatus(project, pid: host.pid) { Self.details($0)["worker.w.pid"] != nil },
-            "\(Self.stderr(project))")
-        let worker = try #require(Self.int(Self.details(status)["worker.w.pid"]))
-        host.signal(SIGHUP)
-        let exit = await host.waitForExit(timeout: 20)
-        #expect(exit.map(ChildProcess.exitCode(fromWaitStatus:)) == 0, "\(Self.stderr(project))")
-        #expect(kill(Int32(worker), 0) != 0)
-        #expect(!FileManager.default.fileExists(atPath: project.runtimeDirectory + "/vigil/host-\(host.pid).json"))
+        try await Self.withHost(workers: [Self.sleeper]) { project, host in
+            let status = try #require(
+                try await Self.supervisorStatus(project, pid: host.pid) { Self.details($0)["worker.w.pid"] != nil },
+                "\(Self.stderr(project))")
+            let worker = try #require(Self.int(Self.details(status)["worker.w.pid"]))
+            host.signal(SIGHUP)
+            let exit = await host.waitForExit(timeout: 20)
+            #expect(exit.map(ChildProcess.exitCode(fromWaitStatus:)) == 0, "\(Self.stderr(project))")
+            #expect(kill(Int32(worker), 0) != 0)
+            #expect(!FileManager.default.fileExists(atPath: project.runtimeDirectory + "/vigil/host-\(host.pid).json"))
+        }
     }
 
     @Test("output nobody reads (a full pipe) or nobody wants (a closed pipe) never holds up or kills vigil up")
@@ -207,17 +219,15 @@ struct SupervisorRuntimeTests {
 
     @Test("a second vigil up of the same vigil.toml refuses and names the pid that holds it")
     func oneHostPerConfig() async throws {
-        let project = try await Self.project(workers: [#"{ name = "w", command = "/bin/sleep", args = ["300"] }"#])
-        defer { project.dir.remove() }
-        let host = try Self.up(project)
-        defer { host.terminate(grace: 5) }
-        let up = try await Self.supervisorStatus(project, pid: host.pid)
-        #expect(up != nil, "\(Self.stderr(project))")
-        let second = try await project.vigil("up", "--config", project.config)
-        #expect(second.status == 75, "\(second.stderr)")
-        #expect(second.stderr.contains("already runs \(project.config) (pid \(host.pid))"), "\(second.stderr)")
-        let run = try await project.vigil("run", "--config", project.config, "--", "/bin/true")
-        #expect(run.status == 75, "\(run.stderr)")
+        try await Self.withHost(workers: [Self.sleeper]) { project, host in
+            let up = try await Self.supervisorStatus(project, pid: host.pid)
+            #expect(up != nil, "\(Self.stderr(project))")
+            let second = try await project.vigil("up", "--config", project.config)
+            #expect(second.status == 75, "\(second.stderr)")
+            #expect(second.stderr.contains("already runs \(project.config) (pid \(host.pid))"), "\(second.stderr)")
+            let run = try await project.vigil("run", "--config", project.config, "--", "/bin/true")
+            #expect(run.status == 75, "\(run.stderr)")
+        }
     }
 
     @Test("vigil status does not read a planted huge status file; it says why")
@@ -303,36 +313,34 @@ struct SupervisorRuntimeTests {
         let python = try #require(RuntimeFixtures.which("python3"))
         let flood =
             #"import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\nend=time.monotonic()+3\ni=0\nwhile time.monotonic()<end:\n    i+=1\n    s.sendto(b'STATUS=n %d' % i, os.environ['NOTIFY_SOCKET'])\ns.sendto(b'STATUS=final', os.environ['NOTIFY_SOCKET'])\ntime.sleep(300)\n"#
-        let project = try await Self.project(
-            workers: ["{ name = \"f\", command = \"\(python)\", args = [\"-c\", \"\(flood)\"] }"])
-        defer { project.dir.remove() }
-        let host = try Self.up(project)
-        defer { host.terminate(grace: 5) }
-        let file = project.runtimeDirectory + "/vigil/host-\(host.pid).json"
-        let up = try await Self.supervisorStatus(project, pid: host.pid) { _ in true }
-        #expect(up != nil, "\(Self.stderr(project))")
-        // Every rewrite is a new file (rename) with its own modification time: count the distinct
-        // (inode, mtime) pairs seen during two seconds of the flood.
-        var versions = Set<[Int]>()
-        let until = Date().addingTimeInterval(2)
-        while Date() < until {
-            var info = stat()
-            if stat(file, &info) == 0 {
-                versions.insert([Int(info.st_ino), info.st_mtim.tv_sec, info.st_mtim.tv_nsec])
+        let worker = "{ name = \"f\", command = \"\(python)\", args = [\"-c\", \"\(flood)\"] }"
+        try await Self.withHost(workers: [worker]) { project, host in
+            let file = project.runtimeDirectory + "/vigil/host-\(host.pid).json"
+            let up = try await Self.supervisorStatus(project, pid: host.pid) { _ in true }
+            #expect(up != nil, "\(Self.stderr(project))")
+            // Every rewrite is a new file (rename) with its own modification time: count the distinct
+            // (inode, mtime) pairs seen during two seconds of the flood.
+            var versions = Set<[Int]>()
+            let until = Date().addingTimeInterval(2)
+            while Date() < until {
+                var info = stat()
+                if stat(file, &info) == 0 {
+                    versions.insert([Int(info.st_ino), info.st_mtim.tv_sec, info.st_mtim.tv_nsec])
+                }
+                try await Task.sleep(for: .milliseconds(1))
             }
-            try await Task.sleep(for: .milliseconds(1))
+            #expect(versions.count <= 20, "\(versions.count) status-file writes in 2 s")
+            let last = try await Self.supervisorStatus(project, pid: host.pid, timeout: 10) {
+                Self.details($0)["worker.f.status"] as? String == "final"
+            }
+            #expect(last != nil, "the last STATUS= never reached the status file")
         }
-        #expect(versions.count <= 20, "\(versions.count) status-file writes in 2 s")
-        let last = try await Self.supervisorStatus(project, pid: host.pid, timeout: 10) {
-            Self.details($0)["worker.f.status"] as? String == "final"
-        }
-        #expect(last != nil, "the last STATUS= never reached the status file")
     }
 
     @Test("on a terminal, Ctrl-C's echoed ^C does not shift the redrawn status block (no overlapping lines)")
     func liveBlockAfterControlC() async throws {
         let python = try #require(RuntimeFixtures.which("python3"))
-        let project = try await Self.project(workers: [#"{ name = "w", command = "/bin/sleep", args = ["300"] }"#])
+        let project = try await Self.project(workers: [Self.sleeper])
         defer { project.dir.remove() }
         // vigil up on a pseudo-terminal; once its block shows `running`, Ctrl-C is typed (the
         // terminal echoes ^C and sends SIGINT); everything it printed is saved.

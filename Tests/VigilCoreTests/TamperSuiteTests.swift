@@ -10,6 +10,25 @@ import VigilTestSupport
     let key = MinisignSecretKey.generate()
     var fp: Fingerprint { key.publicKey.fingerprint }
 
+    /// Flips each byte of the signed plugin `alpha`'s file at `path` in turn and hands `check` the
+    /// byte's index, whether it lies in the text of the first line's `untrusted comment: ` (not
+    /// signed, by minisign's design) and the loader's error code; then restores the file.
+    private func forEachFlippedByte(
+        of path: String, in f: PluginFixture, _ check: (_ index: Int, _ inComment: Bool, CoreError.Code?) -> Void
+    ) throws {
+        let original = try f.root.read(path)
+        let firstLineEnd = original.firstIndex(of: 0x0A) ?? original.count
+        let loader = f.loader(trusted: ["alpha": fp], rollback: false)
+        for i in original.indices {
+            var bytes = original
+            bytes[i] ^= 0x01
+            try f.root.write(path, bytes)
+            check(i, i >= "untrusted comment: ".utf8.count && i < firstLineEnd, f.errorCode("alpha", loader))
+        }
+        try f.root.write(path, original)
+        #expect(f.errorCode("alpha", loader) == nil, "the restored \(path) loads again")
+    }
+
     @Test func signedTrustedPluginLoadsWithVerifiedResources() throws {
         let f = try PluginFixture()
         defer { f.remove() }
@@ -111,33 +130,17 @@ import VigilTestSupport
         let f = try PluginFixture()
         defer { f.remove() }
         try f.makeSigned("alpha", key: key)
-        let original = try f.root.read("plugins/alpha/plugin.json")
-        let loader = f.loader(trusted: ["alpha": fp], rollback: false)
-        for i in original.indices {
-            var bytes = original
-            bytes[i] ^= 0x01
-            try f.root.write("plugins/alpha/plugin.json", bytes)
-            #expect(f.errorCode("alpha", loader) == .invalidSignature, "flipped manifest byte \(i)")
+        try forEachFlippedByte(of: "plugins/alpha/plugin.json", in: f) { i, _, code in
+            #expect(code == .invalidSignature, "flipped manifest byte \(i)")
         }
-        try f.root.write("plugins/alpha/plugin.json", original)
-        #expect(f.errorCode("alpha", loader) == nil)
     }
 
     @Test func everyFlippedSignatureByteOutsideTheUntrustedCommentIsRefused() throws {
         let f = try PluginFixture()
         defer { f.remove() }
         try f.makeSigned("alpha", key: key)
-        let path = "plugins/alpha/plugin.json.minisig"
-        let original = try f.root.read(path)
-        let firstLineEnd = original.firstIndex(of: 0x0A)!
-        let loader = f.loader(trusted: ["alpha": fp], rollback: false)
-        let prefixLength = "untrusted comment: ".utf8.count
-        for i in original.indices {
-            var bytes = original
-            bytes[i] ^= 0x01
-            try f.root.write(path, bytes)
-            let code = f.errorCode("alpha", loader)
-            if i >= prefixLength && i < firstLineEnd {
+        try forEachFlippedByte(of: "plugins/alpha/plugin.json.minisig", in: f) { i, inComment, code in
+            if inComment {
                 // The untrusted comment is not signed (minisign's design): editing it may verify.
                 #expect(code == nil || code == .invalidSignature, "flipped untrusted-comment byte \(i)")
             } else {
@@ -168,16 +171,8 @@ import VigilTestSupport
         let f = try PluginFixture()
         defer { f.remove() }
         try f.makeSigned("alpha", key: key)
-        let path = "plugins/alpha/plugin.pub"
-        let original = try f.root.read(path)
-        let firstLineEnd = original.firstIndex(of: 0x0A)!
-        let loader = f.loader(trusted: ["alpha": fp], rollback: false)
-        for i in original.indices {
-            var bytes = original
-            bytes[i] ^= 0x01
-            try f.root.write(path, bytes)
-            let code = f.errorCode("alpha", loader)
-            if i >= "untrusted comment: ".utf8.count && i < firstLineEnd {
+        try forEachFlippedByte(of: "plugins/alpha/plugin.pub", in: f) { i, inComment, code in
+            if inComment {
                 #expect(code == nil || code == .keyInvalid, "flipped public key comment byte \(i)")
             } else {
                 // The key changed (rotation), the file broke (invalid key), or only its key id changed

@@ -21,6 +21,15 @@ import VigilTestSupport
         mode   =   "sine"   # odd spacing survives
         """
 
+    /// Writes `text` to a fresh `vigil.toml`, runs `edit` on its path and returns the file's text after.
+    private func afterEditing(_ text: String, _ edit: (String) throws -> Void) throws -> String {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = try dir.write("vigil.toml", text)
+        try edit(path)
+        return String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+    }
+
     @Test func addsAnEntryKeepingEveryOtherByte() throws {
         let dir = try TestDirectory()
         defer { dir.remove() }
@@ -64,23 +73,19 @@ import VigilTestSupport
     }
 
     @Test func replacesOnlyTheValue() throws {
-        let dir = try TestDirectory()
-        defer { dir.remove() }
-        let path = try dir.write("vigil.toml", Self.original)
-        let outcome = try TrustEditor.trust(plugin: "silent-engine", fingerprint: fpB, configPath: path)
-        #expect(outcome == .replaced(previous: "\"\(fpA)\""))
-        let text = String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+        let text = try afterEditing(Self.original) { path throws in
+            let outcome = try TrustEditor.trust(plugin: "silent-engine", fingerprint: fpB, configPath: path)
+            #expect(outcome == .replaced(previous: "\"\(fpA)\""))
+        }
         #expect(text == Self.original.replacingOccurrences(of: fpA.description, with: fpB.description))
     }
 
     @Test func removesOnlyTheEntryLine() throws {
-        let dir = try TestDirectory()
-        defer { dir.remove() }
-        let path = try dir.write("vigil.toml", Self.original)
-        #expect(try TrustEditor.untrust(plugin: "silent-engine", configPath: path) == .removed)
-        let text = String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
+        let text = try afterEditing(Self.original) { path throws in
+            #expect(try TrustEditor.untrust(plugin: "silent-engine", configPath: path) == .removed)
+            #expect(try TrustEditor.untrust(plugin: "silent-engine", configPath: path) == .unchanged)
+        }
         #expect(text == Self.original.replacingOccurrences(of: "silent-engine = \"\(fpA)\"  # pinned 2026\n", with: ""))
-        #expect(try TrustEditor.untrust(plugin: "silent-engine", configPath: path) == .unchanged)
     }
 
     @Test func appendsTheTableWhenMissingAndCreatesTheFile() throws {
@@ -98,14 +103,10 @@ import VigilTestSupport
     }
 
     @Test func insertsIntoAnEmptyTableBeforeTheNextTable() throws {
-        let dir = try TestDirectory()
-        defer { dir.remove() }
-        let text = "[trusted_plugins]\n\n[a]\nx = 1\n"
-        let path = try dir.write("vigil.toml", text)
-        _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
-        #expect(
-            String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
-                == "[trusted_plugins]\na = \"\(fpA)\"\n\n[a]\nx = 1\n")
+        let text = try afterEditing("[trusted_plugins]\n\n[a]\nx = 1\n") { path in
+            _ = try TrustEditor.trust(plugin: "a", fingerprint: fpA, configPath: path)
+        }
+        #expect(text == "[trusted_plugins]\na = \"\(fpA)\"\n\n[a]\nx = 1\n")
     }
 
     @Test func brokenFileIsRefusedAndUnchanged() throws {
@@ -125,23 +126,18 @@ import VigilTestSupport
     }
 
     @Test func inlineTablesAreRefusedRatherThanRewritten() throws {
-        let dir = try TestDirectory()
-        defer { dir.remove() }
-        let text = "trusted_plugins = { a = \"\(fpA)\" }\n"
-        let path = try dir.write("vigil.toml", text)
-        #expect(throws: CoreError.self) { try TrustEditor.trust(plugin: "b", fingerprint: fpB, configPath: path) }
-        #expect(String(decoding: try dir.read("vigil.toml"), as: UTF8.self) == text)
+        let original = "trusted_plugins = { a = \"\(fpA)\" }\n"
+        let text = try afterEditing(original) { path throws in
+            #expect(throws: CoreError.self) { try TrustEditor.trust(plugin: "b", fingerprint: fpB, configPath: path) }
+        }
+        #expect(text == original)
     }
 
     @Test func dottedKeysAreEditedInPlace() throws {
-        let dir = try TestDirectory()
-        defer { dir.remove() }
-        let text = "trusted_plugins.a = \"\(fpA)\"\n\n[host]\nname = \"x\"\n"
-        let path = try dir.write("vigil.toml", text)
-        _ = try TrustEditor.trust(plugin: "b", fingerprint: fpB, configPath: path)
-        #expect(
-            String(decoding: try dir.read("vigil.toml"), as: UTF8.self)
-                == "trusted_plugins.a = \"\(fpA)\"\ntrusted_plugins.b = \"\(fpB)\"\n\n[host]\nname = \"x\"\n")
+        let text = try afterEditing("trusted_plugins.a = \"\(fpA)\"\n\n[host]\nname = \"x\"\n") { path in
+            _ = try TrustEditor.trust(plugin: "b", fingerprint: fpB, configPath: path)
+        }
+        #expect(text == "trusted_plugins.a = \"\(fpA)\"\ntrusted_plugins.b = \"\(fpB)\"\n\n[host]\nname = \"x\"\n")
     }
 
     @Test func writeIsAtomicAndKeepsTheMode() throws {

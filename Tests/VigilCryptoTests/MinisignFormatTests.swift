@@ -95,6 +95,20 @@ struct MinisignSignatureFormatTests {
         Array((lines.joined(separator: "\n") + "\n").utf8)
     }
 
+    /// Expects `lines` with line `index` changed by `change` to be refused as malformed, with a
+    /// message naming that line.
+    static func expectLineRefused(
+        _ lines: [String], _ index: Int, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation,
+        change: (inout String) -> Void
+    ) {
+        var changed = lines
+        change(&changed[index])
+        let error = expectError(.malformedSignature, "line \(index + 1)\(comment)", sourceLocation: sourceLocation) {
+            try MinisignSignature(fileContents: file(changed))
+        }
+        #expect(error?.message.contains("line \(index + 1)") == true, sourceLocation: sourceLocation)
+    }
+
     @Test func wrongNumberOfLinesIsRefused() throws {
         let lines = try Self.goldenLines()
         let variants: [(String, String)] = [
@@ -118,23 +132,14 @@ struct MinisignSignatureFormatTests {
         for (index, replacement) in [
             (0, "untrusted: x"), (0, "Untrusted comment: x"), (2, "trusted comment:x"), (2, lines[0]),
         ] {
-            var changed = lines
-            changed[index] = replacement
-            let error = expectError(.malformedSignature, "line \(index + 1)") {
-                try MinisignSignature(fileContents: Self.file(changed))
-            }
-            #expect(error?.message.contains("line \(index + 1)") == true)
+            Self.expectLineRefused(lines, index) { $0 = replacement }
         }
     }
 
     @Test func bareCarriageReturnInsideALineIsRefused() throws {
         let lines = try Self.goldenLines()
         for index in lines.indices {
-            var changed = lines
-            changed[index].insert("\r", at: changed[index].index(changed[index].startIndex, offsetBy: 3))
-            expectError(.malformedSignature, "line \(index + 1)") {
-                try MinisignSignature(fileContents: Self.file(changed))
-            }
+            Self.expectLineRefused(lines, index) { $0.insert("\r", at: $0.index($0.startIndex, offsetBy: 3)) }
         }
     }
 
@@ -163,12 +168,7 @@ struct MinisignSignatureFormatTests {
                 String(line.dropLast(4)), line + "AAAA", String(line.dropLast()), line + "=", " " + line, line + " ",
                 nonCanonical, String(line.dropFirst(4)), "",
             ] {
-                var changed = lines
-                changed[index] = variant
-                let error = expectError(.malformedSignature, "line \(index + 1): \(variant)") {
-                    try MinisignSignature(fileContents: Self.file(changed))
-                }
-                #expect(error?.message.contains("line \(index + 1)") == true)
+                Self.expectLineRefused(lines, index, ": \(variant)") { $0 = variant }
             }
         }
     }

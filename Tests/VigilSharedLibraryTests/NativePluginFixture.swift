@@ -100,6 +100,22 @@ struct NativePluginFixture {
         _ = try PluginSigner.sign(directory: dir.path + "/plugins/\(name)", with: key)
     }
 
+    /// Builds and signs plugin `name` from one compiled library: by default `who` and plugin id
+    /// `name`, SONAME `libvigiltest-NAME.so`, the sentinel `name`, installed as `libNAME.so`.
+    func simplePlugin(
+        _ name: String, who: String? = nil, soname: String?? = nil, file: String? = nil, abiMajor: Int = 1,
+        abiMinor: Int = 0, manifestABI: Int = 1, pluginID: String? = nil, descriptorPadding: Int = 0,
+        runpath: String? = nil, settings: String? = nil
+    ) async throws {
+        let build = Build(
+            who: who ?? name, pluginID: pluginID ?? name, soname: soname ?? "libvigiltest-\(name).so",
+            sentinel: sentinel(name), abiMajor: abiMajor, abiMinor: abiMinor, descriptorPadding: descriptorPadding,
+            runpath: runpath)
+        try await compile(build, output: "\(name).so")
+        let library = file ?? "lib\(name).so"
+        try plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI, settings: settings)
+    }
+
     /// The file a test plugin's start/stop append to.
     func marker(_ name: String) -> String { dir.path + "/\(name).marker" }
 

@@ -39,12 +39,7 @@ struct SharedLibraryCommandTests {
     func verifyAndCheckRefuse() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await f.compile(
-            .init(
-                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
-                abiMinor: 7),
-            output: "alpha.so")
-        try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
+        try await f.simplePlugin("alpha", abiMinor: 7)
         try f.config(["alpha"])
         let environment: [String: String?] = ["XDG_STATE_HOME": f.dir.path + "/state", "HOME": f.dir.path]
         let verify = try await VigilExecutable.run(

@@ -10,18 +10,28 @@ import VigilTestSupport
 /// every refusal runs none of the library's code (its constructor would write a sentinel file).
 @Suite("Shared-library plugins", .serialized, .timeLimit(.minutes(3)))
 struct SharedLibraryLoadingTests {
-    /// Builds and signs plugin `name` from one compiled library.
-    private func simplePlugin(
-        _ f: NativePluginFixture, _ name: String, who: String? = nil, soname: String?? = nil, file: String? = nil,
-        abiMajor: Int = 1, abiMinor: Int = 0, manifestABI: Int = 1, pluginID: String? = nil, descriptorPadding: Int = 0,
-        settings: String? = nil
-    ) async throws {
-        let build = NativePluginFixture.Build(
-            who: who ?? name, pluginID: pluginID ?? name, soname: soname ?? "libvigiltest-\(name).so",
-            sentinel: f.sentinel(name), abiMajor: abiMajor, abiMinor: abiMinor, descriptorPadding: descriptorPadding)
-        try await f.compile(build, output: "\(name).so")
-        let library = file ?? "lib\(name).so"
-        try f.plugin(name, library: library, files: [library: "\(name).so"], abi: manifestABI, settings: settings)
+    /// Lists `plugins` in vigil.toml and creates a host for it (which verifies them now).
+    private func host(_ f: NativePluginFixture, running plugins: [String]) throws -> VigilHost {
+        try f.config(plugins)
+        return try f.host()
+    }
+
+    /// Expects each of `names` to have started and stopped once.
+    private func expectStartedAndStopped(
+        _ f: NativePluginFixture, _ names: [String], sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
+        for name in names {
+            #expect(f.markerLines(name) == ["start \(name)", "stop \(name)"], sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Builds and signs plugin `alpha` (who "good"), and compiles, unsigned, an `evil.so` with the
+    /// same SONAME and plugin id to swap in.
+    private func goodAlphaAndEvilLibrary(_ f: NativePluginFixture) async throws {
+        try await f.simplePlugin("alpha", who: "good")
+        try await f.compile(
+            .init(who: "evil", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("evil")),
+            output: "evil.so")
     }
 
     /// Builds plugins `alpha` and `beta` (both with `soname` or library `file`, when given), lists
@@ -29,9 +39,8 @@ struct SharedLibraryLoadingTests {
     private func keepAliveAlphaAndBeta(_ f: NativePluginFixture, soname: String?? = nil, file: String? = nil)
         async throws -> (VigilHost, HostStatus)
     {
-        for name in ["alpha", "beta"] { try await simplePlugin(f, name, soname: soname, file: file) }
-        try f.config(["alpha", "beta"])
-        let host = try f.host()
+        for name in ["alpha", "beta"] { try await f.simplePlugin(name, soname: soname, file: file) }
+        let host = try host(f, running: ["alpha", "beta"])
         return (host, await host.keepAlive())
     }
 
@@ -53,18 +62,28 @@ struct SharedLibraryLoadingTests {
             files: ["libalpha.so": "alpha.so", "libvigiltest-helper.so": "libvigiltest-helper.so"], listed: listed)
     }
 
-    /// Starts `refused` next to a good control plugin and returns the status. The control is the
-    /// positive signal: it runs, and its constructor's sentinel appears, in the same host.
-    private func runWithControl(_ f: NativePluginFixture, refused: String) async throws -> HostStatus {
-        if !f.exists(f.pluginsDirectory + "/control") { try await simplePlugin(f, "control") }
+    /// Starts `refused` next to a good control plugin, expects `refused` to fail with `code` and
+    /// none of its library's code to have run, and returns the status. The control is the positive
+    /// signal: it runs, and its constructor's sentinel appears, in the same host.
+    @discardableResult
+    private func runWithControl(
+        _ f: NativePluginFixture, refused: String, code: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) async throws -> HostStatus {
+        if !f.exists(f.pluginsDirectory + "/control") { try await f.simplePlugin("control") }
         try? FileManager.default.removeItem(atPath: f.marker("control"))
-        try f.config([refused, "control"])
-        let host = try f.host()
+        let host = try host(f, running: [refused, "control"])
         let status = await host.keepAlive()
-        #expect(status[plugin: "control"]?.state == .running)
-        #expect(f.markerLines("control") == ["start control"])
-        #expect(f.exists(f.sentinel("control")), "a loaded library's constructor runs (the sentinel works)")
+        #expect(status[plugin: "control"]?.state == .running, sourceLocation: sourceLocation)
+        #expect(f.markerLines("control") == ["start control"], sourceLocation: sourceLocation)
+        #expect(
+            f.exists(f.sentinel("control")), "a loaded library's constructor runs (the sentinel works)",
+            sourceLocation: sourceLocation)
         await host.stop()
+        #expect(
+            status.failureCode(refused) == code, "\(refused): \(status.failureMessage(refused) ?? "running")",
+            sourceLocation: sourceLocation)
+        #expect(!f.exists(f.sentinel(refused)), "\(refused)'s constructor ran", sourceLocation: sourceLocation)
         return status
     }
 
@@ -72,9 +91,8 @@ struct SharedLibraryLoadingTests {
     func signedLibraryRuns() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha")
-        try f.config(["alpha"])
-        let host = try f.host()
+        try await f.simplePlugin("alpha")
+        let host = try host(f, running: ["alpha"])
         let status = try #require(await host.keepAlive()[plugin: "alpha"])
         #expect(status.state == .running)
         #expect(status.details["who"] == "alpha")
@@ -95,14 +113,12 @@ struct SharedLibraryLoadingTests {
     func flippedByte() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha")
+        try await f.simplePlugin("alpha")
         let path = f.pluginsDirectory + "/alpha/libalpha.so"
         var bytes = try f.dir.read("plugins/alpha/libalpha.so")
         bytes[bytes.count / 2] ^= 0x01
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "resource-mismatch")
-        #expect(!f.exists(f.sentinel("alpha")))
+        try await runWithControl(f, refused: "alpha", code: "resource-mismatch")
         #expect(f.markerLines("alpha").isEmpty)
     }
 
@@ -110,28 +126,24 @@ struct SharedLibraryLoadingTests {
     func largerThanDeclared() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha")
+        try await f.simplePlugin("alpha")
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: f.pluginsDirectory + "/alpha/libalpha.so"))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data([0]))
         try handle.close()
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "resource-mismatch")
+        let status = try await runWithControl(f, refused: "alpha", code: "resource-mismatch")
         #expect(status.failureMessage("alpha")?.contains("larger than the signed size") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
     }
 
     @Test("a symbolic link in the library's place (even to the signed bytes): refused, none of its code runs")
     func symlink() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha")
+        try await f.simplePlugin("alpha")
         let path = f.pluginsDirectory + "/alpha/libalpha.so"
         try FileManager.default.moveItem(atPath: path, toPath: f.dir.path + "/elsewhere.so")
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: f.dir.path + "/elsewhere.so")
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "not-regular-file")
-        #expect(!f.exists(f.sentinel("alpha")))
+        try await runWithControl(f, refused: "alpha", code: "not-regular-file")
     }
 
     @Test("an undeclared non-system DT_NEEDED library beside it: refused, neither library's code runs")
@@ -139,10 +151,8 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await pluginWithHelper(f, listed: ["libalpha.so"])
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "library-undeclared-dependency")
+        let status = try await runWithControl(f, refused: "alpha", code: "library-undeclared-dependency")
         #expect(status.failureMessage("alpha")?.contains("libvigiltest-helper.so") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
         #expect(!f.exists(f.sentinel("helper")))
     }
 
@@ -151,8 +161,7 @@ struct SharedLibraryLoadingTests {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await pluginWithHelper(f)
-        try f.config(["alpha"])
-        let host = try f.host()
+        let host = try host(f, running: ["alpha"])
         // After verification, another helper where $ORIGIN would find it: it must not be what runs.
         try await f.compile(
             .init(
@@ -173,38 +182,28 @@ struct SharedLibraryLoadingTests {
     func wrongMajor() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", abiMajor: 2)
-        try await simplePlugin(f, "beta", abiMajor: 2, manifestABI: 2)
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "abi-major-mismatch")
+        try await f.simplePlugin("alpha", abiMajor: 2)
+        try await f.simplePlugin("beta", abiMajor: 2, manifestABI: 2)
+        let status = try await runWithControl(f, refused: "alpha", code: "abi-major-mismatch")
         #expect(status.failureMessage("alpha")?.contains("ABI 2.0") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
-        let manifestLevel = try await runWithControl(f, refused: "beta")
-        #expect(manifestLevel.failureCode("beta") == "abi-major-mismatch")
-        #expect(!f.exists(f.sentinel("beta")))
+        try await runWithControl(f, refused: "beta", code: "abi-major-mismatch")
     }
 
     @Test("a library built for a newer ABI minor: refused before mapping, none of its code runs")
     func newerMinor() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", abiMinor: 1)
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "abi-minor-too-new")
+        try await f.simplePlugin("alpha", abiMinor: 1)
+        let status = try await runWithControl(f, refused: "alpha", code: "abi-minor-too-new")
         #expect(status.failureMessage("alpha")?.contains("update Vigil") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
     }
 
     @Test("swapped on disk after verification, before dlopen: the verified code runs, the swapped code never does")
     func swapBeforeDlopen() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", who: "good", soname: "libvigiltest-alpha.so")
-        try await f.compile(
-            .init(who: "evil", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("evil")),
-            output: "evil.so")
-        try f.config(["alpha"])
-        let host = try f.host()  // verifies now
+        try await goodAlphaAndEvilLibrary(f)
+        let host = try host(f, running: ["alpha"])  // verifies now
         try f.swap("alpha", file: "libalpha.so", with: "evil.so")
         let status = try #require(await host.keepAlive()[plugin: "alpha"])
         #expect(status.state == .running)
@@ -221,12 +220,8 @@ struct SharedLibraryLoadingTests {
     func swapAfterDlopen() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", who: "good", soname: "libvigiltest-alpha.so")
-        try await f.compile(
-            .init(who: "evil", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("evil")),
-            output: "evil.so")
-        try f.config(["alpha"])
-        let host = try f.host()
+        try await goodAlphaAndEvilLibrary(f)
+        let host = try host(f, running: ["alpha"])
         #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
         try f.swap("alpha", file: "libalpha.so", with: "evil.so")
         #expect(await host.status()[plugin: "alpha"]?.details["who"] == "good")
@@ -246,24 +241,21 @@ struct SharedLibraryLoadingTests {
     func noStaleHandle() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", file: "libplugin.so")
-        try await simplePlugin(f, "beta", file: "libplugin.so")
-        try f.config(["alpha"])
-        let first = try f.host()
+        try await f.simplePlugin("alpha", file: "libplugin.so")
+        try await f.simplePlugin("beta", file: "libplugin.so")
+        let first = try host(f, running: ["alpha"])
         let a = try #require(await first.keepAlive()[plugin: "alpha"])
         #expect(a.details["who"] == "alpha")
         await first.stop()
         #expect(NativePluginFixture.mappings(of: "alpha").isEmpty)
 
-        try f.config(["beta"])
-        let second = try f.host()
+        let second = try host(f, running: ["beta"])
         let b = try #require(await second.keepAlive()[plugin: "beta"])
         #expect(b.state == .running)
         #expect(b.details["who"] == "beta")
         #expect(b.details["object"] == a.details["object"], "the descriptor number was reused, the object was not")
         await second.stop()
-        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
-        #expect(f.markerLines("beta") == ["start beta", "stop beta"])
+        expectStartedAndStopped(f, ["alpha", "beta"])
     }
 
     @Test("two plugins whose libraries have the same file name run side by side, each its own code")
@@ -275,8 +267,7 @@ struct SharedLibraryLoadingTests {
         #expect(status[plugin: "beta"]?.details["who"] == "beta")
         #expect(status[plugin: "alpha"]?.details["object"] != status[plugin: "beta"]?.details["object"])
         await host.stop()
-        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
-        #expect(f.markerLines("beta") == ["start beta", "stop beta"])
+        expectStartedAndStopped(f, ["alpha", "beta"])
     }
 
     @Test("two plugins whose libraries share a SONAME: the second is refused before mapping")
@@ -294,8 +285,8 @@ struct SharedLibraryLoadingTests {
     func hostCheckCoversSharedLibraries() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", abiMinor: 1)
-        try await simplePlugin(f, "beta")
+        try await f.simplePlugin("alpha", abiMinor: 1)
+        try await f.simplePlugin("beta")
         try f.config(["alpha", "beta"])
         let check = HostCheck(
             environment: RequirementChecker.Environment(
@@ -313,9 +304,8 @@ struct SharedLibraryLoadingTests {
     func eventsReachTheHost() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", settings: #"{"marker": "\#(f.marker("alpha"))", "events": true}"#)
-        try f.config(["alpha"])
-        let host = try f.host()
+        try await f.simplePlugin("alpha", settings: #"{"marker": "\#(f.marker("alpha"))", "events": true}"#)
+        let host = try host(f, running: ["alpha"])
         let events = host.events
         #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
         var kinds: [HostEvent.Kind] = []
@@ -335,19 +325,18 @@ struct SharedLibraryLoadingTests {
     func largerDescriptor() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", descriptorPadding: 24)
-        try f.config(["alpha"])
-        let host = try f.host()
+        try await f.simplePlugin("alpha", descriptorPadding: 24)
+        let host = try host(f, running: ["alpha"])
         #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
         await host.stop()
-        #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
+        expectStartedAndStopped(f, ["alpha"])
     }
 
     @Test("a library without a SONAME, one without the descriptor, and a file that is not ELF: refused, no code runs")
     func shapeRefusals() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "nosoname", soname: .some(nil))
+        try await f.simplePlugin("nosoname", soname: .some(nil))
         try await f.compile(
             .init(
                 who: "bare", pluginID: "-", soname: "libvigiltest-bare.so", sentinel: f.sentinel("bare"), isHelper: true
@@ -359,9 +348,7 @@ struct SharedLibraryLoadingTests {
         for (name, code) in [
             ("nosoname", "library-no-soname"), ("bare", "abi-no-descriptor"), ("text", "library-malformed"),
         ] {
-            let status = try await runWithControl(f, refused: name)
-            #expect(status.failureCode(name) == code, "\(name): \(status.failureMessage(name) ?? "running")")
-            #expect(!f.exists(f.sentinel(name)), "\(name)")
+            try await runWithControl(f, refused: name, code: code)
         }
     }
 
@@ -369,9 +356,8 @@ struct SharedLibraryLoadingTests {
     func checkWhileRunning() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha")
-        try f.config(["alpha"])
-        let host = try f.host()
+        try await f.simplePlugin("alpha")
+        let host = try host(f, running: ["alpha"])
         #expect(await host.keepAlive()[plugin: "alpha"]?.state == .running)
         let report = HostCheck(
             environment: RequirementChecker.Environment(
@@ -386,25 +372,17 @@ struct SharedLibraryLoadingTests {
     func unsafeRunpath() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await f.compile(
-            .init(
-                who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", sentinel: f.sentinel("alpha"),
-                runpath: f.dir.path + "/evil-libs"),
-            output: "alpha.so")
-        try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
-        let status = try await runWithControl(f, refused: "alpha")
-        #expect(status.failureCode("alpha") == "library-unsafe-search-path")
+        try await f.simplePlugin("alpha", runpath: f.dir.path + "/evil-libs")
+        let status = try await runWithControl(f, refused: "alpha", code: "library-unsafe-search-path")
         #expect(status.failureMessage("alpha")?.contains(f.dir.path + "/evil-libs") == true)
-        #expect(!f.exists(f.sentinel("alpha")))
     }
 
     @Test("a plugin_id other than the manifest's name: refused after init, and unmapped again")
     func pluginIDMismatch() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
-        try await simplePlugin(f, "alpha", pluginID: "someone-else")
-        try f.config(["alpha"])
-        let host = try f.host()
+        try await f.simplePlugin("alpha", pluginID: "someone-else")
+        let host = try host(f, running: ["alpha"])
         let status = await host.keepAlive()
         #expect(status.failureCode("alpha") == "plugin-id-mismatch")
         #expect(status.failureMessage("alpha")?.contains("\"someone-else\"") == true)

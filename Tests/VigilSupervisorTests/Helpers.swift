@@ -30,6 +30,37 @@ final class EventLog: Sendable {
     }
 }
 
+extension Supervisor {
+    /// A supervisor of `workers` with the test environment and logger, reporting to `events`.
+    static func forTests(
+        _ workers: [WorkerSpec], configuration: SupervisorConfiguration = SupervisorConfiguration(),
+        runtimeDirectory: String? = nil, events: EventLog? = nil
+    ) throws -> Supervisor {
+        try Supervisor(
+            workers: workers, configuration: configuration, environment: testEnvironment,
+            runtimeDirectory: runtimeDirectory, logger: testLogger(), onEvent: { events?.handler($0) })
+    }
+}
+
+extension WorkerSpec {
+    /// A worker that runs `script` with `/bin/sh -c`.
+    static func shell(
+        _ name: String, _ script: String, restart: RestartPolicy = .onFailure, readiness: ReadinessType = .simple,
+        watchdogSeconds: Double? = nil
+    ) -> WorkerSpec {
+        WorkerSpec(
+            name: name, command: "/bin/sh", arguments: ["-c", script], restart: restart, readiness: readiness,
+            watchdogSeconds: watchdogSeconds)
+    }
+}
+
+/// The notify socket a supervisor with `runtimeDirectory` made for its first worker.
+func firstWorkerNotifySocket(in runtimeDirectory: String) throws -> String {
+    let runtime = try #require(
+        try FileManager.default.contentsOfDirectory(atPath: runtimeDirectory).first { $0.hasPrefix("supervisor.") })
+    return "\(runtimeDirectory)/\(runtime)/0.notify"
+}
+
 func testLogger(_ label: String = "vigil.supervisor.test") -> Logger {
     var logger = Logger(label: label)
     logger.logLevel = .critical

@@ -50,6 +50,17 @@ func worker(_ name: String, _ script: String, extra: [String: SettingValue] = [:
 
 @Suite("supervisor plugin: settings, systemd channel, details, events")
 struct PluginTests {
+    /// A stand-in for systemd's notify socket in `dir`, and the isolated environment naming it in
+    /// `NOTIFY_SOCKET`, plus `variables`.
+    static func systemd(
+        in dir: TestDirectory, _ variables: [String: String] = [:]
+    ) throws -> (NotifySocket, [String: String]) {
+        let socket = try NotifySocket(path: dir.url("systemd.notify"))
+        var environment = isolatedEnvironment.merging(variables) { _, new in new }
+        environment["NOTIFY_SOCKET"] = socket.path
+        return (socket, environment)
+    }
+
     @Test("settings from vigil.toml become worker specs; mistakes get clear errors")
     func settings() throws {
         let ok = try SupervisorSettings(
@@ -110,10 +121,7 @@ struct PluginTests {
     func hostNotifyAndWatchdog() async throws {
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let systemd = try NotifySocket(path: dir.url("systemd.notify"))
-        var environment = isolatedEnvironment
-        environment["NOTIFY_SOCKET"] = systemd.path
-        environment["WATCHDOG_USEC"] = "200000"  // ping every 100 ms
+        let (systemd, environment) = try Self.systemd(in: dir, ["WATCHDOG_USEC": "200000"])  // ping every 100 ms
         let events = ReportedEvents()
         let plugin = try makePlugin(
             ["workers": .array([worker("idle", "exec sleep 300")])], environment: environment, events: events)
@@ -156,9 +164,7 @@ struct PluginTests {
     func eventsAndStatus() async throws {
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let systemd = try NotifySocket(path: dir.url("systemd.notify"))
-        var environment = isolatedEnvironment
-        environment["NOTIFY_SOCKET"] = systemd.path
+        let (systemd, environment) = try Self.systemd(in: dir)
         let events = ReportedEvents()
         let marker = dir.url("ran-once")
         // Crashes once, then stays up; a second worker crash-loops into its start limit.

@@ -102,14 +102,11 @@ struct SupervisorFaultTests {
         let go = dir.url("go")
         let script = "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --status=genuine; exec sleep 300"
         let events = EventLog()
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "guarded", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
-            environment: testEnvironment, runtimeDirectory: dir.path, logger: testLogger(), onEvent: events.handler)
+        let supervisor = try Supervisor.forTests(
+            [.shell("guarded", script, readiness: .notify)], runtimeDirectory: dir.path, events: events)
         try await supervisor.start()
         let pid = try #require(supervisor.workers.first?.pid)
-        let runtime = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("supervisor.") })
-        let socket = "\(dir.path)/\(runtime)/0.notify"
+        let socket = try firstWorkerNotifySocket(in: dir.path)
         // An unrelated process of this session moves into the worker's process group, then
         // speaks for it. It is not the worker's main process nor one of its descendants.
         let intruder = """
@@ -155,11 +152,9 @@ struct SupervisorFaultTests {
             """
         let done = dir.url("done")
         let events = EventLog()
-        let supervisor = try Supervisor(
-            workers: [
-                WorkerSpec(name: "flood", command: python, arguments: ["-c", flood], environment: ["DONE": done])
-            ],
-            environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
+        let supervisor = try Supervisor.forTests(
+            [WorkerSpec(name: "flood", command: python, arguments: ["-c", flood], environment: ["DONE": done])],
+            events: events)
         try await supervisor.start()
         #expect(await eventually { FileManager.default.fileExists(atPath: done) })
         let sent = Int((try? TextFile.read(done)) ?? "") ?? 0

@@ -13,10 +13,8 @@ struct SupervisorTests {
         let configuration = SupervisorConfiguration(
             backoffInitial: .milliseconds(50), backoffMax: .milliseconds(400), stableAfter: .seconds(10),
             startLimitBurst: 6, startLimitInterval: .seconds(30), stopGrace: .seconds(1))
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "crasher", command: "/bin/sh", arguments: ["-c", "exit 3"], restart: .always)],
-            configuration: configuration, environment: testEnvironment, logger: testLogger(),
-            onEvent: events.handler)
+        let supervisor = try Supervisor.forTests(
+            [.shell("crasher", "exit 3", restart: .always)], configuration: configuration, events: events)
         try await supervisor.start()
         let final = await supervisor.waitUntilSettled()
         await supervisor.stop()
@@ -45,10 +43,8 @@ struct SupervisorTests {
         let configuration = SupervisorConfiguration(
             backoffInitial: .milliseconds(100), backoffMax: .seconds(5), stableAfter: .milliseconds(150),
             startLimitBurst: 4, startLimitInterval: .seconds(30), stopGrace: .seconds(1))
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "slow", command: "/bin/sh", arguments: ["-c", "sleep 0.3; exit 1"])],
-            configuration: configuration, environment: testEnvironment, logger: testLogger(),
-            onEvent: events.handler)
+        let supervisor = try Supervisor.forTests(
+            [.shell("slow", "sleep 0.3; exit 1")], configuration: configuration, events: events)
         try await supervisor.start()
         _ = await supervisor.waitUntilSettled()
         await supervisor.stop()
@@ -64,14 +60,13 @@ struct SupervisorTests {
     func restartPolicies() async throws {
         let configuration = SupervisorConfiguration(
             backoffInitial: .milliseconds(10), startLimitBurst: 3, startLimitInterval: .seconds(30))
-        let supervisor = try Supervisor(
-            workers: [
+        let supervisor = try Supervisor.forTests(
+            [
                 WorkerSpec(name: "clean", command: "true", restart: .onFailure),
                 WorkerSpec(name: "fails", command: "false", restart: .never),
-                WorkerSpec(name: "killed", command: "/bin/sh", arguments: ["-c", "kill -SEGV $$"], restart: .never),
+                .shell("killed", "kill -SEGV $$", restart: .never),
                 WorkerSpec(name: "loops", command: "true", restart: .always),
-            ],
-            configuration: configuration, environment: testEnvironment, logger: testLogger())
+            ], configuration: configuration)
         try await supervisor.start()
         let final = Dictionary(uniqueKeysWithValues: await supervisor.waitUntilSettled().map { ($0.name, $0) })
         await supervisor.stop()
@@ -89,9 +84,7 @@ struct SupervisorTests {
 
     @Test("a program that does not exist fails start() with a clear error")
     func missingProgram() async throws {
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "ghost", command: "vigil-no-such-program")],
-            environment: testEnvironment, logger: testLogger())
+        let supervisor = try Supervisor.forTests([WorkerSpec(name: "ghost", command: "vigil-no-such-program")])
         let error = await #expect(throws: SupervisorError.self) { try await supervisor.start() }
         #expect(error?.code == .spawnFailed)
         #expect(error?.message.contains("vigil-no-such-program") == true)
@@ -119,10 +112,8 @@ struct SupervisorTests {
         defer { dir.remove() }
         // The worker ignores SIGTERM and has a child in its process group.
         let script = "trap '' TERM; sleep 300 & echo $! > \(dir.url("child")); wait"
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "stubborn", command: "/bin/sh", arguments: ["-c", script])],
-            configuration: SupervisorConfiguration(stopGrace: .milliseconds(300)),
-            environment: testEnvironment, logger: testLogger())
+        let supervisor = try Supervisor.forTests(
+            [.shell("stubborn", script)], configuration: SupervisorConfiguration(stopGrace: .milliseconds(300)))
         try await supervisor.start()
         #expect(await eventually { FileManager.default.fileExists(atPath: dir.url("child")) })
         try await Task.sleep(for: .milliseconds(50))
@@ -152,13 +143,12 @@ struct SupervisorTests {
             { ps -o pgid= -p $$ | tr -d ' '; echo "$$"; echo "$GREETING"; pwd; cat /proc/self/oom_score_adj; \
             echo "$NOTIFY_SOCKET"; ls /proc/self/fd | wc -l; grep SigBlk /proc/self/status; } > \(out).tmp; mv \(out).tmp \(out); sleep 300
             """
-        let supervisor = try Supervisor(
-            workers: [
+        let supervisor = try Supervisor.forTests(
+            [
                 WorkerSpec(
                     name: "attrs", command: "/bin/sh", arguments: ["-c", script], environment: ["GREETING": "hello"],
                     workingDirectory: dir.path, oomScoreAdjust: 321)
-            ],
-            environment: testEnvironment, runtimeDirectory: dir.path, logger: testLogger())
+            ], runtimeDirectory: dir.path)
         try await supervisor.start()
         defer { Task { await supervisor.stop() } }
         #expect(await eventually { FileManager.default.fileExists(atPath: out) })

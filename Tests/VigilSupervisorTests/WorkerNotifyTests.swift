@@ -15,9 +15,7 @@ struct WorkerNotifyTests {
         // systemd-notify waits for the barrier reply; `touch` shows it returned.
         let script = "systemd-notify --ready --status='warmed up: 3 keys' && touch \(done); exec sleep 300"
         let events = EventLog()
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "notifier", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
-            environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
+        let supervisor = try Supervisor.forTests([.shell("notifier", script, readiness: .notify)], events: events)
         try await supervisor.start()
         let began = monotonicNow()
         #expect(await eventually { supervisor.workers.first?.state == .ready })
@@ -36,9 +34,7 @@ struct WorkerNotifyTests {
             sh -c "systemd-notify --pid=self --status=from-grandchild"; \
             (systemd-notify --pid=self --ready) & wait; exec sleep 300
             """
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "tree", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
-            environment: testEnvironment, logger: testLogger())
+        let supervisor = try Supervisor.forTests([.shell("tree", script, readiness: .notify)])
         try await supervisor.start()
         #expect(await eventually { supervisor.workers.first?.state == .ready })
         #expect(supervisor.workers.first?.statusText == "from-grandchild")
@@ -52,13 +48,10 @@ struct WorkerNotifyTests {
         let go = dir.url("go")
         let script =
             "while [ ! -e \(go) ]; do sleep 0.02; done; systemd-notify --ready --status=genuine; exec sleep 300"
-        let supervisor = try Supervisor(
-            workers: [WorkerSpec(name: "guarded", command: "/bin/sh", arguments: ["-c", script], readiness: .notify)],
-            environment: testEnvironment, runtimeDirectory: dir.path, logger: testLogger())
+        let supervisor = try Supervisor.forTests(
+            [.shell("guarded", script, readiness: .notify)], runtimeDirectory: dir.path)
         try await supervisor.start()
-        let runtime = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("supervisor.") })
-        let socket = "\(dir.path)/\(runtime)/0.notify"
+        let socket = try firstWorkerNotifySocket(in: dir.path)
         // The test process is not in the worker's tree: its READY=1 must not count.
         #expect(NotifySocket.send("READY=1\nSTATUS=forged", to: socket))
         try await Task.sleep(for: .milliseconds(300))
@@ -69,7 +62,7 @@ struct WorkerNotifyTests {
         #expect(supervisor.workers.first?.statusText == "genuine")
         await supervisor.stop()
         // The runtime directory and its sockets are gone after stop().
-        #expect(!FileManager.default.fileExists(atPath: "\(dir.path)/\(runtime)"))
+        #expect(!FileManager.default.fileExists(atPath: URL(fileURLWithPath: socket).deletingLastPathComponent().path))
     }
 
     @Test("a worker that stops its watchdog pings is killed and restarted")
@@ -84,14 +77,9 @@ struct WorkerNotifyTests {
             for i in 1 2 3 4 5; do systemd-notify WATCHDOG=1; sleep 0.3; done; exec sleep 300
             """
         let events = EventLog()
-        let supervisor = try Supervisor(
-            workers: [
-                WorkerSpec(
-                    name: "pinger", command: "/bin/sh", arguments: ["-c", script], readiness: .notify,
-                    watchdogSeconds: 1.5)
-            ],
-            configuration: SupervisorConfiguration(backoffInitial: .milliseconds(20)),
-            environment: testEnvironment, logger: testLogger(), onEvent: events.handler)
+        let supervisor = try Supervisor.forTests(
+            [.shell("pinger", script, readiness: .notify, watchdogSeconds: 1.5)],
+            configuration: SupervisorConfiguration(backoffInitial: .milliseconds(20)), events: events)
         try await supervisor.start()
         #expect(
             await eventually(timeout: 10) {

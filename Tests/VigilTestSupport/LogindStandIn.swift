@@ -31,6 +31,18 @@ public final class LogindStandIn: @unchecked Sendable {
         return LogindStandIn(log: log, process: process)
     }
 
+    /// Runs `body` with a private system bus and the stand-in on it (`directory` and `pulseServer`
+    /// as for ``start(bus:directory:pulseServer:)``); stops both afterwards.
+    public static func withSystemBus<T>(
+        directory: String, pulseServer: String? = nil, _ body: (DBusDaemon, LogindStandIn) async throws -> T
+    ) async throws -> T {
+        let bus = try DBusDaemon()
+        defer { bus.stop() }
+        let logind = try await start(bus: bus, directory: directory, pulseServer: pulseServer)
+        defer { logind.stop() }
+        return try await body(bus, logind)
+    }
+
     private init(log: String, process: ChildProcess) {
         self.log = log
         self.process = process

@@ -28,6 +28,16 @@ struct SleepHandlingTests {
         }
     }
 
+    /// Asks the stand-in to emit `PrepareForSleep(false)` and waits for `plugin`'s `resumed` event;
+    /// false when the events end first.
+    static func wakeUp(_ bus: DBusDaemon, until plugin: String, resumesIn events: AsyncStream<HostEvent>)
+        async throws -> Bool
+    {
+        try await emitPrepareForSleep(bus, false)
+        for await event in events where event.plugin == plugin && event.kind == .resumed { return true }
+        return false
+    }
+
     /// Asks the stand-in to emit `PrepareForSleep(start)`.
     static func emitPrepareForSleep(_ bus: DBusDaemon, _ start: Bool) async throws {
         let connection = try await DBusConnection.connect(to: .address(bus.address), logger: logger)
@@ -58,12 +68,9 @@ struct SleepHandlingTests {
     ) async throws {
         try await RuntimeFixtures.withTempDirectory { directory in
             try await PulseAudioServer.with { pulse in
-                let bus = try DBusDaemon()
-                defer { bus.stop() }
-                let logind = try await LogindStandIn.start(
-                    bus: bus, directory: directory.path, pulseServer: pulse.address)
-                defer { logind.stop() }
-                try await body(directory, pulse, bus, logind)
+                try await LogindStandIn.withSystemBus(directory: directory.path, pulseServer: pulse.address) {
+                    bus, logind in try await body(directory, pulse, bus, logind)
+                }
             }
         }
     }
@@ -117,13 +124,7 @@ struct SleepHandlingTests {
             #expect(ledger.snapshot.stopCalls == 0)
             #expect(asleep.sleep == SleepStatus(locks: []))
 
-            try await Self.emitPrepareForSleep(bus, false)
-            var sawResumed = false
-            for await event in events where event.plugin == "silent-engine" && event.kind == .resumed {
-                sawResumed = true
-                break
-            }
-            #expect(sawResumed)
+            #expect(try await Self.wakeUp(bus, until: "silent-engine", resumesIn: events))
             _ = try await pulse.waitForSinkInput { $0.applicationName == "sleep-test (Vigil keep-alive)" }
             #expect(await host.status()[plugin: "silent-engine"]?.state == .running)
             let again = await RuntimeFixtures.waitUntil(timeout: 20) {
@@ -171,13 +172,7 @@ struct SleepHandlingTests {
             #expect(logind.steps("released", mode: "delay").first?["sink_inputs"] as? Int == 0)
             #expect(await pulse.waitForSink(state: "SUSPENDED", timeout: 20))
 
-            try await Self.emitPrepareForSleep(bus, false)
-            var sawResumed = false
-            for await event in events where event.plugin == "soundscape" && event.kind == .resumed {
-                sawResumed = true
-                break
-            }
-            #expect(sawResumed)
+            #expect(try await Self.wakeUp(bus, until: "soundscape", resumesIn: events))
             // A fresh instance, started from the preferences the stopped one saved.
             let details = await host.status()[plugin: "soundscape"]?.details ?? [:]
             #expect(details["soundscape"] == "rain", "\(details)")
@@ -190,23 +185,21 @@ struct SleepHandlingTests {
     @Test("the block lock is held only with [host] inhibit_sleep = true")
     func blockLockOnlyWhenConfigured() async throws {
         try await RuntimeFixtures.withTempDirectory { directory in
-            let bus = try DBusDaemon()
-            defer { bus.stop() }
-            let logind = try await LogindStandIn.start(bus: bus, directory: directory.path, pulseServer: nil)
-            defer { logind.stop() }
-            for inhibit in [false, true] {
-                let host = try VigilHost(
-                    plugins: [TestPlugins.prepared("other", ledger: InstanceLedger())],
-                    declarations: HostDeclarations(inhibitSleep: inhibit), hostName: "block-\(inhibit)",
-                    options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]), logger: Self.logger)
-                let status = await host.keepAlive()
-                let expected = inhibit ? ["delay", "block"] : ["delay"]
-                #expect(status.sleep == SleepStatus(locks: expected))
-                #expect(try await Self.listInhibitors(bus).map(\.mode).sorted() == expected.sorted())
-                await host.stop()
-                #expect(try await Self.listInhibitors(bus).isEmpty)
+            try await LogindStandIn.withSystemBus(directory: directory.path) { bus, logind in
+                for inhibit in [false, true] {
+                    let host = try VigilHost(
+                        plugins: [TestPlugins.prepared("other", ledger: InstanceLedger())],
+                        declarations: HostDeclarations(inhibitSleep: inhibit), hostName: "block-\(inhibit)",
+                        options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]), logger: Self.logger)
+                    let status = await host.keepAlive()
+                    let expected = inhibit ? ["delay", "block"] : ["delay"]
+                    #expect(status.sleep == SleepStatus(locks: expected))
+                    #expect(try await Self.listInhibitors(bus).map(\.mode).sorted() == expected.sorted())
+                    await host.stop()
+                    #expect(try await Self.listInhibitors(bus).isEmpty)
+                }
+                #expect(logind.steps("inhibit", mode: "block").map { $0["who"] as? String } == ["block-true"])
             }
-            #expect(logind.steps("inhibit", mode: "block").map { $0["who"] as? String } == ["block-true"])
         }
     }
 

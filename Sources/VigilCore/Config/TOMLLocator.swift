@@ -328,12 +328,11 @@ package struct TOMLLocator: Sendable {
                     flush()
                     guard let e = peek(1) else { return nil }
                     pos += 2
+                    if let scalar = StringEscape.scalar(for: e) {
+                        scalars.append(scalar)
+                        continue
+                    }
                     switch e {
-                    case UInt8(ascii: "b"): scalars.append("\u{08}")
-                    case UInt8(ascii: "t"): scalars.append("\t")
-                    case UInt8(ascii: "n"): scalars.append("\n")
-                    case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                    case UInt8(ascii: "r"): scalars.append("\r")
                     case UInt8(ascii: "e"): scalars.append("\u{1B}")
                     case UInt8(ascii: "u"), UInt8(ascii: "U"), UInt8(ascii: "x"):
                         let n = e == UInt8(ascii: "u") ? 4 : e == UInt8(ascii: "U") ? 8 : 2

@@ -66,38 +66,42 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     private func write(into out: inout String, indent: Int?, level: Int) {
-        let newline = indent == nil ? "" : "\n"
-        func pad(_ l: Int) -> String { String(repeating: " ", count: (indent ?? 0) * l) }
         switch self {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .number(let n): out += n
         case .string(let s): out += Self.quote(s)
         case .array(let elements):
-            if elements.isEmpty {
-                out += "[]"
-                return
-            }
-            out += "[" + newline
-            for (i, element) in elements.enumerated() {
-                out += pad(level + 1)
+            Self.writeList(elements, "[", "]", into: &out, indent: indent, level: level) { element, out in
                 element.write(into: &out, indent: indent, level: level + 1)
-                out += (i == elements.count - 1 ? "" : ",") + newline
             }
-            out += pad(level) + "]"
         case .object(let members):
-            if members.isEmpty {
-                out += "{}"
-                return
-            }
-            out += "{" + newline
-            for (i, member) in members.enumerated() {
-                out += pad(level + 1) + Self.quote(member.key) + (indent == nil ? ":" : ": ")
+            Self.writeList(members, "{", "}", into: &out, indent: indent, level: level) { member, out in
+                out += Self.quote(member.key) + (indent == nil ? ":" : ": ")
                 member.value.write(into: &out, indent: indent, level: level + 1)
-                out += (i == members.count - 1 ? "" : ",") + newline
             }
-            out += pad(level) + "}"
         }
+    }
+
+    /// `open`, the `items` (each written by `write`, one a line and a level deeper when indenting)
+    /// separated by commas, then `close`; just `open` and `close` when there are none.
+    private static func writeList<Item>(
+        _ items: [Item], _ open: String, _ close: String, into out: inout String, indent: Int?, level: Int,
+        _ write: (Item, inout String) -> Void
+    ) {
+        guard !items.isEmpty else {
+            out += open + close
+            return
+        }
+        let newline = indent == nil ? "" : "\n"
+        func pad(_ l: Int) -> String { String(repeating: " ", count: (indent ?? 0) * l) }
+        out += open + newline
+        for (i, item) in items.enumerated() {
+            out += pad(level + 1)
+            write(item, &out)
+            out += (i == items.count - 1 ? "" : ",") + newline
+        }
+        out += pad(level) + close
     }
 
     /// A JSON string literal for `s`, escaping quotes, backslashes, control characters and

@@ -108,6 +108,18 @@ public enum ManifestDecoder {
             return s
         }
 
+        /// The string member `key` of `fields` (a required one), refused with what `problem` says
+        /// is wrong with it, if anything.
+        mutating func stringMember(
+            _ fields: [String: JSONValue], _ key: String, problem: (String) -> String? = { _ in nil }
+        ) throws(CoreError) -> String {
+            try at(.key(key)) { r throws(CoreError) in
+                let s = try r.string(fields[key]!)
+                if let problem = problem(s) { throw r.fail(problem) }
+                return s
+            }
+        }
+
         func plainText(_ value: JSONValue, max: Int, allowEmpty: Bool = false) throws(CoreError) -> String {
             let s = try string(value)
             if !allowEmpty && s.isEmpty { throw fail("the string is empty") }
@@ -125,18 +137,14 @@ public enum ManifestDecoder {
                     "schema", "name", "version", "description", "entry", "host_requirements", "resources", "settings",
                 ],
                 required: ["schema", "name", "version", "entry"])
-            let schema = try at(.key("schema")) { r throws(CoreError) in try r.string(fields["schema"]!) }
+            let schema = try stringMember(fields, "schema")
             guard schema == PluginManifest.schema else {
                 throw fail(
                     at: .key("schema"),
                     "unknown schema \(JSONValue.quote(Sanitizer.display(schema))); this version of Vigil reads "
                         + "\"\(PluginManifest.schema)\" — update Vigil or ask for a manifest in that schema")
             }
-            let name = try at(.key("name")) { r throws(CoreError) in
-                let n = try r.string(fields["name"]!)
-                if let problem = PluginName.problem(n) { throw r.fail(problem) }
-                return n
-            }
+            let name = try stringMember(fields, "name", problem: PluginName.problem)
             let version = try at(.key("version")) { r throws(CoreError) in
                 let s = try r.string(fields["version"]!)
                 guard let v = SemanticVersion(s) else {
@@ -184,17 +192,13 @@ public enum ManifestDecoder {
                         + "found \(value.kindName)")
             }
             let fields = try members(value, allowed: ["kind", "path", "abi"], required: ["kind", "path", "abi"])
-            let kind = try at(.key("kind")) { r throws(CoreError) in try r.string(fields["kind"]!) }
+            let kind = try stringMember(fields, "kind")
             guard kind == "shared-library" else {
                 throw fail(
                     at: .key("kind"),
                     "unknown entry kind \(JSONValue.quote(Sanitizer.display(kind))) (known: shared-library)")
             }
-            let path = try at(.key("path")) { r throws(CoreError) in
-                let p = try r.string(fields["path"]!)
-                if let problem = ManifestDecoder.resourcePathProblem(p) { throw r.fail(problem) }
-                return p
-            }
+            let path = try stringMember(fields, "path", problem: ManifestDecoder.resourcePathProblem)
             let abi = try at(.key("abi")) { r throws(CoreError) in
                 guard case .number(let n) = fields["abi"]!, let abi = Int(n), (1...65535).contains(abi) else {
                     throw r.fail("expected the plugin ABI major version, a whole number from 1")
@@ -215,7 +219,7 @@ public enum ManifestDecoder {
 
         mutating func requirement(_ value: JSONValue) throws(CoreError) -> HostRequirement {
             let fields = try members(value, allowed: ["kind", "value", "why"], required: ["kind"])
-            let kind = try at(.key("kind")) { r throws(CoreError) in try r.string(fields["kind"]!) }
+            let kind = try stringMember(fields, "kind")
             let why = try at(.key("why")) { r throws(CoreError) in
                 try fields["why"].map { v throws(CoreError) in try r.plainText(v, max: 1024) }
             }
@@ -261,17 +265,10 @@ public enum ManifestDecoder {
 
         mutating func resource(_ value: JSONValue) throws(CoreError) -> PluginManifest.Resource {
             let fields = try members(value, allowed: ["path", "sha256", "size"], required: ["path", "sha256", "size"])
-            let path = try at(.key("path")) { r throws(CoreError) in
-                let p = try r.string(fields["path"]!)
-                if let problem = ManifestDecoder.resourcePathProblem(p) { throw r.fail(problem) }
-                return p
-            }
-            let sha = try at(.key("sha256")) { r throws(CoreError) in
-                let s = try r.string(fields["sha256"]!)
-                guard s.utf8.count == 64,
-                    s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-                else { throw r.fail("expected 64 lower-case hexadecimal digits") }
-                return s
+            let path = try stringMember(fields, "path", problem: ManifestDecoder.resourcePathProblem)
+            let sha = try stringMember(fields, "sha256") { s in
+                let isHex = s.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+                return s.utf8.count == 64 && isHex ? nil : "expected 64 lower-case hexadecimal digits"
             }
             let size = try at(.key("size")) { r throws(CoreError) in
                 // Digits only: no sign (not even "-0"), fraction or exponent.

@@ -136,10 +136,7 @@ public enum StrictJSON {
             var members: [(key: String, value: JSONValue)] = []
             var seen: Set<String> = []
             skipWhitespace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(members)
-            }
+            if consume(UInt8(ascii: "}")) { return .object(members) }
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -152,25 +149,13 @@ public enum StrictJSON {
                     throw error("duplicate key \(JSONValue.quote(key)); each key may appear only once", at: keyOffset)
                 }
                 skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
-                    throw error("expected ':' after the member name")
-                }
-                index += 1
+                guard consume(UInt8(ascii: ":")) else { throw error("expected ':' after the member name") }
                 skipWhitespace()
                 let value = try parseValue(depth: depth)
                 members.append((key, value))
                 path.removeLast()
                 skipWhitespace()
-                guard index < bytes.count else { throw error("unterminated object") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                    continue
-                }
-                if bytes[index] == UInt8(ascii: "}") {
-                    index += 1
-                    return .object(members)
-                }
-                throw error("unexpected \(describe(bytes[index])); expected ',' or '}'")
+                if try endsContainer("}", "object") { return .object(members) }
             }
         }
 
@@ -179,27 +164,31 @@ public enum StrictJSON {
             index += 1
             var elements: [JSONValue] = []
             skipWhitespace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(elements)
-            }
+            if consume(UInt8(ascii: "]")) { return .array(elements) }
             while true {
                 skipWhitespace()
                 path.append(.index(elements.count))
                 elements.append(try parseValue(depth: depth))
                 path.removeLast()
                 skipWhitespace()
-                guard index < bytes.count else { throw error("unterminated array") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                    continue
-                }
-                if bytes[index] == UInt8(ascii: "]") {
-                    index += 1
-                    return .array(elements)
-                }
-                throw error("unexpected \(describe(bytes[index])); expected ',' or ']'")
+                if try endsContainer("]", "array") { return .array(elements) }
             }
+        }
+
+        /// Consumes `byte` if it comes next.
+        mutating func consume(_ byte: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+
+        /// After a member or an element: consumes `,` (false: another follows) or `close` (true:
+        /// the `container` ends); anything else is an error.
+        mutating func endsContainer(_ close: Unicode.Scalar, _ container: String) throws(ParseError) -> Bool {
+            guard index < bytes.count else { throw error("unterminated \(container)") }
+            if consume(UInt8(ascii: ",")) { return false }
+            if consume(UInt8(ascii: close)) { return true }
+            throw error("unexpected \(describe(bytes[index])); expected ',' or '\(close)'")
         }
 
         mutating func parseNumber() throws(ParseError) -> String {
@@ -245,15 +234,12 @@ public enum StrictJSON {
                     guard index < bytes.count else { throw error("unterminated escape") }
                     let e = bytes[index]
                     index += 1
+                    if let scalar = StringEscape.scalar(for: e) {
+                        scalars.append(scalar)
+                        continue
+                    }
                     switch e {
-                    case UInt8(ascii: "\""): scalars.append("\"")
-                    case UInt8(ascii: "\\"): scalars.append("\\")
                     case UInt8(ascii: "/"): scalars.append("/")
-                    case UInt8(ascii: "b"): scalars.append("\u{08}")
-                    case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                    case UInt8(ascii: "n"): scalars.append("\n")
-                    case UInt8(ascii: "r"): scalars.append("\r")
-                    case UInt8(ascii: "t"): scalars.append("\t")
                     case UInt8(ascii: "u"):
                         let first = try hex4()
                         if (0xD800...0xDBFF).contains(first) {

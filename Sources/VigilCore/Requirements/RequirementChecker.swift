@@ -43,20 +43,9 @@ public struct RequirementChecker: Sendable {
     public func check(_ requirement: HostRequirement) -> UnmetRequirement? {
         switch requirement.kind {
         case .backgroundMode(let mode):
-            if declarations.backgroundModes.contains(mode) { return nil }
-            return UnmetRequirement(
-                requirement: requirement,
-                problem: "requires background_modes to include \"\(mode)\"",
-                remedy:
-                    "add it under [host] in vigil.toml: background_modes = [\(quotedList(declarations.backgroundModes + [mode]))]"
-            )
+            return undeclared(requirement, mode, in: "background_modes", declarations.backgroundModes)
         case .service(let service):
-            if declarations.services.contains(service) { return nil }
-            return UnmetRequirement(
-                requirement: requirement,
-                problem: "requires services to include \"\(service)\"",
-                remedy:
-                    "add it under [host] in vigil.toml: services = [\(quotedList(declarations.services + [service]))]")
+            return undeclared(requirement, service, in: "services", declarations.services)
         case .audioOutput:
             return probeAudioOutput(requirement)
         case .executable(let name):
@@ -66,8 +55,16 @@ public struct RequirementChecker: Sendable {
         }
     }
 
-    private func quotedList(_ items: [String]) -> String {
-        items.map { "\"\($0)\"" }.joined(separator: ", ")
+    /// `nil` when `value` is among the `declared` values of the `[host]` key `key`; else what to
+    /// add to vigil.toml.
+    private func undeclared(
+        _ requirement: HostRequirement, _ value: String, in key: String, _ declared: [String]
+    ) -> UnmetRequirement? {
+        if declared.contains(value) { return nil }
+        let list = (declared + [value]).map { "\"\($0)\"" }.joined(separator: ", ")
+        return UnmetRequirement(
+            requirement: requirement, problem: "requires \(key) to include \"\(value)\"",
+            remedy: "add it under [host] in vigil.toml: \(key) = [\(list)]")
     }
 
     // MARK: audio-output

@@ -361,11 +361,7 @@ public struct PluginLoader: Sendable {
         do {
             signature = try MinisignSignature(fileContents: signatureBytes)
         } catch {
-            if isUnsupportedAlgorithm(error) { throw unsupported(name, error) }
-            throw CoreError(
-                code: .invalidSignature, plugin: name,
-                message: "its signature file plugin.json.minisig is malformed (\(error))" + tamper,
-                cause: cryptoCause(error))
+            throw signatureRefusal(error, name, "its signature file plugin.json.minisig is malformed", tamper)
         }
         if let keyID, signature.keyID != keyID {
             throw CoreError(
@@ -380,23 +376,24 @@ public struct PluginLoader: Sendable {
                 try signature.verify(message, with: fingerprint.publicKey)
             }
         } catch {
-            if isUnsupportedAlgorithm(error) { throw unsupported(name, error) }
-            throw CoreError(
-                code: .invalidSignature, plugin: name,
-                message: "its signature does not verify with the key \(fingerprint) (\(error))" + tamper,
-                cause: cryptoCause(error))
+            throw signatureRefusal(error, name, "its signature does not verify with the key \(fingerprint)", tamper)
         }
     }
 
-    private static func isUnsupportedAlgorithm(_ error: any Error) -> Bool {
-        (error as? CryptoError)?.code == .unsupportedAlgorithm
-    }
-
-    private static func unsupported(_ name: String, _ error: any Error) -> CoreError {
-        // The crypto error already says what the algorithm is, why it is refused and how to re-sign.
-        CoreError(
-            code: .unsupportedSignatureAlgorithm, plugin: name, message: "plugin.json.minisig: \(error)",
-            cause: cryptoCause(error))
+    /// The refusal of plugin `name` for the crypto `error` of reading or checking its signature:
+    /// ``CoreError/Code/unsupportedSignatureAlgorithm`` for an algorithm Vigil does not accept, else
+    /// ``CoreError/Code/invalidSignature`` saying `what` happened, the error and the `remedy`.
+    private static func signatureRefusal(
+        _ error: any Error, _ name: String, _ what: String, _ remedy: String
+    ) -> CoreError {
+        if (error as? CryptoError)?.code == .unsupportedAlgorithm {
+            // The crypto error already says what the algorithm is, why it is refused and how to re-sign.
+            return CoreError(
+                code: .unsupportedSignatureAlgorithm, plugin: name, message: "plugin.json.minisig: \(error)",
+                cause: cryptoCause(error))
+        }
+        return CoreError(
+            code: .invalidSignature, plugin: name, message: "\(what) (\(error))" + remedy, cause: cryptoCause(error))
     }
 
     /// The crypto error underneath a refusal, kept typed.
