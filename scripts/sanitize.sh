@@ -8,7 +8,8 @@
 # the others, and the summary gives each target's time, exit status and report count.
 # --concurrency runs only the suites that exercise Vigil's own threads and actors (the supervisor
 # engine, the host runtime's keepAlive/stop/status, the audio writer thread, the announcer's
-# ducking): what CI runs under ThreadSanitizer (scripts/test.sh with CI=true).
+# ducking, the D-Bus connection's thread): what CI runs under ThreadSanitizer (scripts/test.sh
+# with CI=true).
 #
 # `all` (the default) runs thread, then address. Each sanitizer builds into its own scratch
 # directory (.build-tsan, .build-asan) so the normal debug build in .build is left alone; the
@@ -34,6 +35,7 @@ concurrency=(
   --filter 'VigilTests\.VigilHostTests'
   --filter 'VigilAudioTests\.(PulseIntegrationTests|SilentEnginePluginTests)'
   --filter 'VigilAnnounceTests\.DuckingTests'
+  --filter '^VigilDBusTests\.'
 )
 kinds=()
 test_args=()
@@ -47,7 +49,7 @@ while (($#)); do
     test_args+=("${concurrency[@]}")
     filtered=1
     # …and only their test targets are built (Package.swift reads this).
-    export VIGIL_TEST_TARGETS=VigilSupervisorTests,VigilTests,VigilAudioTests,VigilAnnounceTests
+    export VIGIL_TEST_TARGETS=VigilSupervisorTests,VigilTests,VigilAudioTests,VigilAnnounceTests,VigilDBusTests
     ;;
   --filter | --skip)
     (($# >= 2)) || { echo "vigil: $1 needs a regular expression" >&2; exit 64; }

@@ -103,21 +103,30 @@ for sig in [SIGTERM, SIGINT] {
     }
 }
 
-// Every host has awaited something before it calls keepAlive(): the Swift runtime's executor
-// threads exist by then. Do the same, so that "before" does not count the runtime's warm-up
-// (about 1 MB: libdispatch worker threads and their stacks) as the plugin's cost.
-try? await Task.sleep(nanoseconds: 1_000_000_000)
-say("rss_before_kb=\(residentKilobytes())")
-do {
-    if !idle { try await plugin.start() }
-} catch {
-    complain("\(error)")
-    exit(1)
+/// Starts the plugin (unless `idle`), prints the figures and `ready`, and stops it when a byte arrives on
+/// `signalFD`. The work is in a function, not in top-level code: with an async top level, Swift
+/// 6.3 never releases a string temporary built there (an interpolated argument), which
+/// AddressSanitizer reports as leaked at exit.
+@MainActor
+func keepRunning(_ plugin: any KeepAlivePlugin, idle: Bool, untilReadable signalFD: Int32) async {
+    // Every host has awaited something before it calls keepAlive(): the Swift runtime's executor
+    // threads exist by then. Do the same, so that "before" does not count the runtime's warm-up
+    // (about 1 MB: libdispatch worker threads and their stacks) as the plugin's cost.
+    try? await Task.sleep(nanoseconds: 1_000_000_000)
+    say("rss_before_kb=\(residentKilobytes())")
+    do {
+        if !idle { try await plugin.start() }
+    } catch {
+        complain("\(error)")
+        exit(1)
+    }
+    try? await Task.sleep(nanoseconds: 1_000_000_000)
+    say("rss_after_kb=\(residentKilobytes())")
+    say("ready")
+    var byte: UInt8 = 0
+    while read(signalFD, &byte, 1) < 0 && errno == EINTR {}
+    await plugin.stop()
+    say("stopped")
 }
-try? await Task.sleep(nanoseconds: 1_000_000_000)
-say("rss_after_kb=\(residentKilobytes())")
-say("ready")
-var byte: UInt8 = 0
-while read(signalPipe[0], &byte, 1) < 0 && errno == EINTR {}
-await plugin.stop()
-say("stopped")
+
+await keepRunning(plugin, idle: idle, untilReadable: signalPipe[0])

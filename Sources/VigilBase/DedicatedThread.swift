@@ -31,8 +31,8 @@ package final class DedicatedThread: Sendable {
     /// Runs `body` on the thread after the jobs queued before it and returns its result; `nil`
     /// once the thread was closed.
     package func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
-            if !enqueue({ continuation.resume(returning: body()) }) { continuation.resume(returning: nil) }
+        await Handoff<T?>.value { handoff in
+            if !enqueue({ handoff.deliver(body()) }) { handoff.deliver(nil) }
         }
     }
 

@@ -96,15 +96,15 @@ public final class DBusConnection: Sendable {
     ) async throws(DBusError) -> [DBusValue] {
         let usec = UInt64(
             max(1, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000))
-        let result: Result<[DBusValue], DBusError> = await withCheckedContinuation { continuation in
+        let result: Result<[DBusValue], DBusError> = await Handoff.value { handoff in
             let queued = loop.enqueue { loop in
                 loop.startCall(
                     destination: destination, path: path, interface: interface, member: member, arguments: arguments,
-                    usec: usec, continuation: continuation)
+                    usec: usec, handoff: handoff)
             }
             if !queued {
-                continuation.resume(
-                    returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+                handoff.deliver(
+                    .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
             }
         }
         return try result.get()
@@ -267,8 +267,8 @@ final class BusLoop: @unchecked Sendable {
     }
 
     func run<T: Sendable>(_ body: @escaping @Sendable (BusLoop) -> T) async -> T? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
-            if !enqueue({ continuation.resume(returning: body($0)) }) { continuation.resume(returning: nil) }
+        await Handoff<T?>.value { handoff in
+            if !enqueue({ handoff.deliver(body($0)) }) { handoff.deliver(nil) }
         }
     }
 
@@ -369,31 +369,27 @@ final class BusLoop: @unchecked Sendable {
         let id: UInt64
         let member: String
         let loop: BusLoop
-        private var continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>?
+        private var handoff: Handoff<Result<[DBusValue], DBusError>>?
 
-        init(
-            id: UInt64, member: String, loop: BusLoop,
-            continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
-        ) {
+        init(id: UInt64, member: String, loop: BusLoop, handoff: Handoff<Result<[DBusValue], DBusError>>) {
             self.id = id
             self.member = member
             self.loop = loop
-            self.continuation = continuation
+            self.handoff = handoff
         }
 
         func finish(_ result: Result<[DBusValue], DBusError>) {
-            continuation?.resume(returning: result)
-            continuation = nil
+            handoff?.deliver(result)
+            handoff = nil
         }
     }
 
     func startCall(
         destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue], usec: UInt64,
-        continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
+        handoff: Handoff<Result<[DBusValue], DBusError>>
     ) {
         guard let bus, connected.load(ordering: .relaxed) else {
-            continuation.resume(
-                returning: .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+            handoff.deliver(.failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
             return
         }
         var message: OpaquePointer?
@@ -401,15 +397,15 @@ final class BusLoop: @unchecked Sendable {
         if r >= 0 { r = MessageCoding.append(arguments, to: message) }
         guard r >= 0 else {
             if let message { sd_bus_message_unref(message) }
-            continuation.resume(
-                returning: .failure(
+            handoff.deliver(
+                .failure(
                     DBusError(
                         code: .invalidMessage, cause: SystemCallError("sd_bus_message_append", errno: -r),
                         message: "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path): "
                             + String(cString: strerror(-r)))))
             return
         }
-        let call = PendingCall(id: newID(), member: member, loop: self, continuation: continuation)
+        let call = PendingCall(id: newID(), member: member, loop: self, handoff: handoff)
         pending[call.id] = call
         r = sd_bus_call_async(
             bus, nil, message,

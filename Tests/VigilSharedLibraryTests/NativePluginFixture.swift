@@ -168,6 +168,33 @@ struct NativePluginFixture {
         guard rename(temporary, target) == 0 else { throw RuntimeFixtures.Failure("rename failed") }
     }
 
+    /// The descriptors this process has open (without the one that lists them).
+    static func openDescriptors() -> Set<Int32> {
+        guard let directory = opendir("/proc/self/fd") else { return [] }
+        defer { closedir(directory) }
+        let own = dirfd(directory)
+        var open: Set<Int32> = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if let fd = Int32(name), fd != own { open.insert(fd) }
+        }
+        return open
+    }
+
+    /// Opens /dev/null on each of `descriptors` (free ones), so the kernel does not hand those
+    /// numbers out; returns them, for the caller to close.
+    static func occupy(_ descriptors: Set<Int32>) -> [Int32] {
+        descriptors.sorted().compactMap { target in
+            let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            guard null >= 0, null != target else { return null >= 0 ? null : nil }
+            defer { close(null) }
+            let fd = fcntl(null, F_DUPFD_CLOEXEC, target)  // the lowest free number from `target` on: itself
+            return fd >= 0 ? fd : nil
+        }
+    }
+
     /// The lines of /proc/self/maps that belong to plugin `name`'s memfds.
     static func mappings(of name: String) -> [String] {
         // Read to the end: /proc files report size 0, and a one-shot read may stop early.
