@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import VigilBase
 import VigilCheckCommands
+import VigilCore
 import VigilPlugin
 import VigilSoundscape
 
@@ -55,20 +56,20 @@ struct SoundscapeCommand: AsyncParsableCommand {
         case .failure(let error):
             let failure = ControlResponse(
                 ok: false, state: nil, soundscapes: nil, error: .init(code: error.code, message: error.message))
-            if options.json { printJSON(failure) } else { printError("error: \(error.message)") }
+            if options.json { printJSON(failure) } else { CLI.printError("error: \(error.message)") }
             throw ExitCode(error.code == .notRunning ? 3 : 2)
         }
         if options.json {
             printJSON(response)
         } else if let error = response.error {
-            printError("error: \(terminalSafe(error.message))")
+            CLI.printError("error: \(error.message)")
         } else {
             if let list = response.soundscapes {
                 let playing = response.state?.soundscape
                 for soundscape in list {
                     let mark = soundscape.id == playing ? "*" : " "
-                    let source = soundscape.path.map { "  \(terminalSafe($0))" } ?? "  (generated)"
-                    print("\(mark) \(terminalSafe(soundscape.id))  \(terminalSafe(soundscape.title))\(source)")
+                    let fields = [soundscape.id, soundscape.title, soundscape.path ?? "(generated)"]
+                    print(mark + " " + fields.map { Sanitizer.display($0) }.joined(separator: "  "))
                 }
             } else if let state = response.state {
                 print(describe(state))
@@ -78,8 +79,9 @@ struct SoundscapeCommand: AsyncParsableCommand {
     }
 
     static func describe(_ state: SoundscapeState) -> String {
-        var line =
-            "\(terminalSafe(state.title)) (\(terminalSafe(state.soundscape))): \(state.playback.rawValue.lowercased())"
+        // The host's words, one line each: control characters and bidirectional overrides become `?`.
+        let title = Sanitizer.display(state.title), soundscape = Sanitizer.display(state.soundscape)
+        var line = "\(title) (\(soundscape)): \(state.playback.rawValue.lowercased())"
         line += ", volume \(TextFormat.fixed(state.volume, digits: 2))"
         if let preset = state.preset { line += " (\(preset.rawValue))" }
         if state.interrupted { line += ", interrupted by the sound server" }
@@ -93,19 +95,6 @@ struct SoundscapeCommand: AsyncParsableCommand {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = (try? encoder.encode(response)) ?? Data(#"{"ok":false}"#.utf8)
         print(String(decoding: data, as: UTF8.self))
-    }
-
-    static func printError(_ text: String) {
-        CLI.writeStandardError(text + "\n")
-    }
-
-    /// Control characters (escape sequences) from the host or its configuration shown as `\u{…}`.
-    static func terminalSafe(_ text: String) -> String {
-        String(
-            text.unicodeScalars.flatMap { scalar -> [Character] in
-                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-                    ? Array("\\u{\(String(scalar.value, radix: 16))}") : [Character(scalar)]
-            })
     }
 
     /// A subcommand that sends one control command, with no argument, named as the subcommand.

@@ -65,24 +65,27 @@ struct Status: AsyncParsableCommand {
         }
     }
 
+    /// The host's status as text. Every field read from the status file is one line of the host's
+    /// words: control characters (newlines too) and bidirectional overrides show as `?`.
     static func describe(_ host: HostStatus) -> String {
-        var lines = ["\(host.hostName) (pid \(host.pid), config \(host.configPath ?? "-"))"]
+        let safe = { (text: String) in Sanitizer.display(text) }
+        var lines = ["\(safe(host.hostName)) (pid \(host.pid), config \(safe(host.configPath ?? "-")))"]
         let width = host.plugins.map(\.name.count).max() ?? 0
         let now = Date().timeIntervalSince1970
         for plugin in host.plugins {
-            var line = "  " + TextFormat.padded(plugin.name, to: width)
-            line += "  " + plugin.state.description
+            var line = "  " + TextFormat.padded(safe(plugin.name), to: width)
+            line += "  " + safe(plugin.state.description)
             line += "  (since \(Self.duration(now - plugin.since)) ago)"
-            let details = plugin.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            let details = plugin.details.sorted { $0.key < $1.key }.map { "\(safe($0.key))=\(safe($0.value))" }
             if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }
             lines.append(line)
         }
         if host.plugins.isEmpty { lines.append("  no plugins activated") }
         if let sleep = host.sleep {
             if let off = sleep.off {
-                lines.append("  sleep handling off: \(off)")
+                lines.append("  sleep handling off: \(safe(off))")
             } else {
-                let locks = sleep.locks.isEmpty ? "none" : sleep.locks.joined(separator: ", ")
+                let locks = sleep.locks.isEmpty ? "none" : sleep.locks.map(safe).joined(separator: ", ")
                 lines.append("  sleep locks held: \(locks)")
             }
         }

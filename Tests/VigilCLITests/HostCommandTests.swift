@@ -212,6 +212,43 @@ struct HostCommandTests {
         #expect(missing.stderr.contains("missing.toml does not exist"))
     }
 
+    @Test("status text shows each of a status file's strings on its own line, control and bidi characters as ?")
+    func statusEscapesFileText() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        // A status file for a live process (this one), its strings chosen to forge lines and reorder text.
+        let hostile = "a\u{1B}[2Jb\nforged line\u{202E}txt.exe"
+        let document: [String: Any] = [
+            "schema": "vigil.status/v1", "pid": Int(getpid()), "host": hostile, "config": "/srv/\u{2028}x.toml",
+            "plugins": [
+                [
+                    "name": "silent-engine", "state": "running", "since": "2026-11-23T18:00:00Z",
+                    "details": ["sink": hostile, "k\u{202E}ey": 1],
+                ]
+            ],
+            "sleep": ["locks": [hostile]],
+        ]
+        let directory = project.runtimeDirectory + "/vigil"
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try JSONSerialization.data(withJSONObject: document).write(
+            to: URL(fileURLWithPath: directory + "/host-\(getpid()).json"))
+
+        let json = try await project.vigil("status", "--json")
+        let hosts = try #require(try HostCommandTests.json(json.stdout) as? [[String: Any]], "\(json.stderr)")
+        #expect(hosts.first?["host"] as? String == hostile, "JSON keeps the exact text")
+
+        let text = try await project.vigil("status")
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.first == "a?[2Jb?forged line?txt.exe (pid \(getpid()), config /srv/?x.toml)", "\(lines)")
+        #expect(lines.contains("    k?ey=1 sink=a?[2Jb?forged line?txt.exe"), "\(lines)")
+        #expect(lines.contains("  sleep locks held: a?[2Jb?forged line?txt.exe"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("forged") }, "\(lines)")
+        let unsafe = text.stdout.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || $0.value == 0x202E }
+        #expect(unsafe.isEmpty, "\(text.stdout.debugDescription)")
+    }
+
     @Test("up end to end: starts, says what each plugin waits for, status shows it, SIGTERM stops it cleanly")
     func upEndToEnd() async throws {
         let project = try Project()

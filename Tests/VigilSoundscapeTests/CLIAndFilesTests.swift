@@ -85,7 +85,7 @@ struct CLIAndFilesTests {
         }
     }
 
-    @Test("configured files are measured, listed and played; a bad one is left out and reported")
+    @Test("configured files are measured, listed (paths escaped) and played; a bad one is left out and reported")
     func files() async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let tone = state.url("tone.ogg")
@@ -97,17 +97,30 @@ struct CLIAndFilesTests {
                 })
             try writer.finish()
             let broken = try state.write("broken.mp3", "ID3 but not really")
+            // A path that would forge a line and reverse the text after it on a terminal.
+            let tricky = state.url("tone\u{202E}ggo.exe\nforged.ogg")
+            try FileManager.default.copyItem(atPath: tone, toPath: tricky)
             let plugin = try makePlugin(
                 server, state: state.path,
                 [
-                    "files": .table(["tone": .string(tone), "broken": .string(broken)]), "soundscape": .string("tone"),
-                    "volume": .double(1),
+                    "files": .table(["tone": .string(tone), "broken": .string(broken), "tricky": .string(tricky)]),
+                    "soundscape": .string("tone"), "volume": .double(1),
                 ])
             try await plugin.start()
             let controller = try #require(SoundscapeController.running)
-            #expect(controller.soundscapes.map(\.id) == ["ocean-waves", "rain", "brown-noise", "pink-noise", "tone"])
+            #expect(
+                controller.soundscapes.map(\.id) == [
+                    "ocean-waves", "rain", "brown-noise", "pink-noise", "tone", "tricky",
+                ])
             #expect(controller.current.soundscape == "tone")
             #expect(await plugin.details()["files_unavailable"] == "broken")
+            let list = try await VigilExecutable.run(
+                ["soundscape", "list", "--socket", ControlChannel.socketPath(stateDirectory: state.path)],
+                in: state.path)
+            #expect(list.status == 0, "\(list.stderr)")
+            let lines = list.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.last == "  tricky  tricky  \(state.path)/tone?ggo.exe?forged.ogg", "\(lines)")
+            #expect(lines.count == 6 && lines.contains("* tone  tone  \(tone)"), "\(lines)")
             #expect(await server.waitForSink(state: "RUNNING", timeout: 3))
             try await Task.sleep(for: .milliseconds(1200))
             let samples = try await server.captureMonitor(seconds: 4)  // past a loop point
