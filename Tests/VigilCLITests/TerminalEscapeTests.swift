@@ -127,4 +127,39 @@ struct TerminalEscapeTests {
         let plugins = try #require(try AttackReviewTests.json(json.stdout)["plugins"] as? [[String: Any]])
         #expect(plugins.first?["directory"] as? String == s.dir.url("work/\(name)/demo"), "JSON keeps the exact path")
     }
+
+    @Test("vigil announce: a player's D-Bus error text is one escaped log line")
+    func announceLogsAPlayersErrorEscaped() async throws {
+        try await PulseAudioServer.with { server in
+            let s = try CLISandbox()
+            defer { s.remove() }
+            let bus = try DBusDaemon()
+            defer { bus.stop() }
+            var environment = server.environment
+            environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+            // A playing player that refuses to pause, with a message that forges a line.
+            let player = try ChildProcess(
+                "/usr/bin/python3",
+                [RuntimeFixtures.fixtureScript("mpris_player.py"), "evil", "Playing", Self.hostile],
+                environment: environment)
+            defer {
+                player.signal(SIGKILL)
+                player.wait()
+            }
+            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { bus.playerStatus("evil") == "Playing" })
+            try s.dir.write(
+                "work/vigil.toml", "plugins = []\n\n[announce]\npolicy = \"pause-spoken\"\nplayers = [\"evil\"]\n")
+            environment["XDG_STATE_HOME"] = s.dir.url("state")
+            let r = try await VigilExecutable.run(
+                ["announce", "--say", "ready"], in: s.work, environment: environment.mapValues { $0 })
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stdout.hasPrefix("played "), "\(r.stdout)")
+            let log = Self.expectEscaped(r.stderr, shown: Self.shown, "vigil announce's log")
+            let line =
+                "warning vigil.announce: announce.error=[dbus-call-failed] Pause failed: \(Self.shown) "
+                + "(org.mpris.MediaPlayer2.Error.Refused) announce.player=org.mpris.MediaPlayer2.evil [VigilAnnounce] "
+                + "Cannot pause an MPRIS player"
+            #expect(log.count == 1 && log.first?.hasSuffix(line) == true, "\(log)")
+        }
+    }
 }
