@@ -33,13 +33,14 @@ struct TerminalEscapeTests {
     /// separator character but the newlines between lines. Returns the lines.
     @discardableResult
     static func expectEscaped(
-        _ text: String, shown: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ text: String, shown: String, _ what: String, forged: String = "forged",
+        sourceLocation: SourceLocation = #_sourceLocation
     ) -> [String] {
         let lines = text.split(separator: "\n").map(String.init)
         let showing = lines.filter { $0.contains("forged line") }
         #expect(!showing.isEmpty, "\(what) shows the field: \(lines)", sourceLocation: sourceLocation)
         #expect(showing.allSatisfy { $0.contains(shown) }, "\(what): \(showing)", sourceLocation: sourceLocation)
-        #expect(!lines.contains { $0.hasPrefix("forged") }, "\(what): \(lines)", sourceLocation: sourceLocation)
+        #expect(!lines.contains { $0.hasPrefix(forged) }, "\(what): \(lines)", sourceLocation: sourceLocation)
         let unsafe = text.unicodeScalars.filter {
             ($0.value < 0x20 && $0 != "\n") || [0x202E, 0x2028].contains($0.value)
         }
@@ -161,5 +162,38 @@ struct TerminalEscapeTests {
                 + "Cannot pause an MPRIS player"
             #expect(log.count == 1 && log.first?.hasSuffix(line) == true, "\(log)")
         }
+    }
+
+    @Test("a manifest setting's newline cannot forge an error: diagnostic in vigil check or the build plugin's tool")
+    func manifestSettingInDiagnostics() async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        #expect(try await s.vigil("plugin", "keygen", "--name", "sup", "--dir", "keys").status == 0)
+        // A signed third-party manifest for the supervisor whose default worker command forges a
+        // diagnostic line (SwiftPM takes every `error:` line of the build plugin's tool as one).
+        let command = "/nonexistent/a\u{1B}[2Jb\nerror: forged line\u{202E}x\u{2028}y"
+        let shown = "/nonexistent/a?[2Jb?error: forged line?x?y"
+        let manifest: [String: Any] = [
+            "schema": "vigil.plugin-manifest/v1", "name": "sup", "version": "1.0.0", "entry": "supervisor",
+            "settings": ["notification": false, "workers": [["name": "w", "command": command]]],
+        ]
+        try s.dir.write(
+            "work/manifests/sup/plugin.json",
+            [UInt8](try JSONSerialization.data(withJSONObject: manifest, options: [.withoutEscapingSlashes])))
+        #expect(try await s.vigil("plugin", "sign", "manifests/sup", "--key", "keys/sup.key").status == 0)
+        try s.dir.write("work/vigil.toml", "plugins = [\"sup\"]\n[host]\nservices = [\"supervisor\"]\n")
+        #expect(try await s.vigil("plugin", "trust", "sup", "--yes").status == 0)
+
+        let cause = "[sup] command \"\(shown)\" does not exist — install the program there, or fix the path in command"
+        let check = try await s.vigil("check")
+        #expect(check.status == 1, "\(check.stderr)")
+        let lines = Self.expectEscaped(check.stderr, shown: shown, "vigil check", forged: "error: forged")
+        #expect(lines == ["error: \(cause)"], "\(lines)")
+        let arguments = ["check", "--declarations-only", "--config", s.dir.url("work/vigil.toml")]
+        let tool = try await VigilExecutable.run(
+            executable: VigilExecutable.pluginToolPath, arguments, in: s.work, environment: s.environment)
+        #expect(tool.status == 0, "\(tool.stderr)")
+        let toolLines = Self.expectEscaped(tool.stderr, shown: shown, "vigil-plugin-tool", forged: "error: forged")
+        #expect(toolLines == ["warning: \(cause)"], "\(toolLines)")
     }
 }
