@@ -83,7 +83,7 @@ struct Announce: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "vigil.announce", factory: { StreamLogHandler.standardError(label: $0) })
+        var logger = Logger(label: "vigil.announce", factory: { TerminalLogHandler(label: $0) })
         logger.logLevel = json ? .critical : .warning
         let outcome = await perform(logger: logger)
         if case .failure(let error) = outcome { throw fail(error) }
@@ -189,7 +189,7 @@ struct Announce: AsyncParsableCommand {
             ])
             CLI.printJSON(document)
         } else {
-            CLI.printError("error: \(Sanitizer.display(error.message))")
+            CLI.printErrorLine("error: \(error.message)")
         }
         return ExitCode(Self.exitCode(error.code))
     }

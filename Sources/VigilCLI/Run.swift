@@ -82,7 +82,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "vigil.run", factory: { StreamLogHandler.standardError(label: $0) })
+        var logger = Logger(label: "vigil.run", factory: { TerminalLogHandler(label: $0) })
         logger.logLevel = .notice
         let program = command[0]
         let spec = WorkerSpec(
@@ -170,8 +170,10 @@ struct Run: AsyncParsableCommand {
     }
 }
 
+/// One line of `vigil run`'s own on standard error: it names the command, its worker's exit and
+/// the plugins' states, so it is escaped whole (newlines too).
 private func printError(_ message: String) {
-    CLI.printError(message)
+    CLI.printErrorLine(message)
 }
 
 /// `vigil run`'s command as a service: waits for the host's plugins (when there is a host),

@@ -56,13 +56,13 @@ struct SoundscapeCommand: AsyncParsableCommand {
         case .failure(let error):
             let failure = ControlResponse(
                 ok: false, state: nil, soundscapes: nil, error: .init(code: error.code, message: error.message))
-            if options.json { printJSON(failure) } else { CLI.printError("error: \(error.message)") }
+            if options.json { printJSON(failure) } else { CLI.printErrorLine("error: \(error.message)") }
             throw ExitCode(error.code == .notRunning ? 3 : 2)
         }
         if options.json {
             printJSON(response)
         } else if let error = response.error {
-            CLI.printError("error: \(error.message)")
+            CLI.printErrorLine("error: \(error.message)")
         } else {
             if let list = response.soundscapes {
                 let playing = response.state?.soundscape

@@ -31,7 +31,7 @@ struct Status: AsyncParsableCommand {
             directory = try RuntimeDirectory.resolve(environment: CLI.environment.variables, create: false)
         } catch {
             if json { print("[]") }  // still one JSON document: no host could be read
-            CLI.printError("error: \(error.message)")
+            CLI.printErrorLine("error: \(error.message)")
             throw ExitCode.failure
         }
         var hosts: [HostStatus] = []
@@ -39,7 +39,7 @@ struct Status: AsyncParsableCommand {
             for result in PublishedHosts.read(from: directory) {
                 switch result {
                 case .success(let status): hosts.append(status)
-                case .failure(let error): CLI.printError("warning: \(error.message)")
+                case .failure(let error): CLI.printErrorLine("warning: \(error.message)")
                 }
             }
         }
@@ -57,7 +57,7 @@ struct Status: AsyncParsableCommand {
             }
         }
         if hosts.isEmpty {
-            CLI.printError(
+            CLI.printErrorLine(
                 "no Vigil host is running"
                     + (options.config.map { " from \($0)" } ?? "")
                     + " — start one with `vigil up` or a host app that calls Vigil.keepAlive()")

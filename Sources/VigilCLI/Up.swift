@@ -40,7 +40,7 @@ struct Up: AsyncParsableCommand {
         // Plugin state changes are shown by the display below; logs repeat them, so they are opt-in.
         let level: Logger.Level = verbose ? .info : .critical
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = TerminalLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
@@ -51,7 +51,7 @@ struct Up: AsyncParsableCommand {
         do {
             host = try VigilHost(configPath: options.config, options: hostOptions, logger: logger)
         } catch {
-            CLI.printError("error: \(error.message)")
+            CLI.printErrorLine("error: \(error.message)")
             throw ExitCode.failure
         }
         let lock = try Self.lockConfig(of: host)
@@ -78,7 +78,7 @@ struct Up: AsyncParsableCommand {
         } catch {
             displayTask.cancel()
             output.finish(timeout: 1)
-            CLI.printError("error: \(error)")
+            CLI.printErrorLine("error: \(error)")
             throw ExitCode.failure
         }
         displayTask.cancel()
@@ -97,7 +97,7 @@ struct Up: AsyncParsableCommand {
         do {
             return try ConfigLock.acquire(configPath: config, in: directory)
         } catch {
-            CLI.printError("error: \(error.message)")
+            CLI.printErrorLine("error: \(error.message)")
             throw ExitCode(configInUseExit)
         }
     }
@@ -109,7 +109,7 @@ actor StatusDisplay {
     private let live: Bool
     private let output: OutputWriter
     private var renderedLines = 0
-    private var lastReason: [String: String] = [:]
+    private var lastReason: [String: [String]] = [:]
     private var settled = false
     private var settledWaiters: [CheckedContinuation<Void, Never>] = []
     /// The faults last printed per plugin (see ``faults(_:)``).
@@ -162,9 +162,7 @@ actor StatusDisplay {
             } else {
                 emit(Self.line(for: event))
                 if case .failed(let failure) = event.state {
-                    lastReason[event.plugin] =
-                        "\(event.plugin): failed: "
-                        + failure.message
+                    lastReason[event.plugin] = ["\(event.plugin): failed: " + failure.message]
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
@@ -197,28 +195,28 @@ actor StatusDisplay {
         emit("vigil up: stopped")
     }
 
-    /// Prints the full reason of a blocked or failed plugin once (status lines are truncated).
+    /// Prints the full reason of a blocked or failed plugin once (status lines are truncated):
+    /// a line per unmet requirement, or the failure.
     private func note(_ plugin: PluginStatus) {
-        let reason: String?
+        let reason: [String]
         switch plugin.state {
         case .blocked(let unmet):
             reason = unmet.map { item in
                 item.requirement.isDeclaration
                     ? "\(plugin.name): blocked: \(item)"
                     : "\(plugin.name): waits for \(item.requirement.noun): \(item)"
-            }.joined(separator: "\n")
+            }
         case .failed(let failure):
-            reason =
-                "\(plugin.name): failed: " + failure.message
-        default: reason = nil
+            reason = ["\(plugin.name): failed: " + failure.message]
+        default: reason = []
         }
-        guard let reason else {
+        guard !reason.isEmpty else {
             lastReason[plugin.name] = nil
             return
         }
         guard lastReason[plugin.name] != reason else { return }
         lastReason[plugin.name] = reason
-        emit(reason)
+        reason.forEach(emit)
     }
 
     /// Prints each fault a running plugin names in its details (keys ending in `_error`, such as
@@ -252,14 +250,16 @@ actor StatusDisplay {
         }
     }
 
-    /// Prints a permanent line (above the live block on a terminal).
+    /// Prints a permanent line (above the live block on a terminal), escaped whole, newlines too:
+    /// the host name, a plugin's failure, a worker's exit or a fault's cause can carry text from
+    /// vigil.toml, workers, other programs or file names, which must not start a line of its own.
     private func emit(_ text: String) {
         var out = ""
         if live, renderedLines > 0 {
             out += Self.clearBlock(renderedLines)
             renderedLines = 0
         }
-        output.write(out + Sanitizer.display(text, keepingNewlines: true) + "\n")
+        output.write(out + Sanitizer.display(text) + "\n")
     }
 
     /// Moves to the first column (the terminal may have echoed `^C` after the block) and up

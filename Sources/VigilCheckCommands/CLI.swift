@@ -14,9 +14,19 @@ package enum CLI {
     /// Prints text for a terminal on standard output: every line goes through
     /// ``Sanitizer/display(_:)``, so text from manifests, status files or other programs cannot
     /// move the cursor, recolour the terminal or reorder what is shown. Every plain-text line a
-    /// command prints goes through here or ``printError(_:)``; JSON is printed exactly instead.
+    /// command prints goes through here, ``sayLine(_:)``, ``printError(_:)`` or
+    /// ``printErrorLine(_:)``; JSON is printed exactly instead. Newlines are kept, for Vigil's own
+    /// multi-line text: a field that could hold one is escaped on its own (`Sanitizer.display`)
+    /// where it is interpolated, or the line goes through ``sayLine(_:)``.
     package static func say(_ text: String) {
         print(Sanitizer.display(text, keepingNewlines: true))
+    }
+
+    /// Prints one line on standard output with every control character in it shown as `?`,
+    /// newlines too: the way to print a line that carries text from manifests, status files,
+    /// other programs or the command line, so that no such text can start a line of its own.
+    package static func sayLine(_ line: String) {
+        print(Sanitizer.display(line))
     }
 
     /// Prints one JSON document on standard output (exact text; JSON escapes what it must).
@@ -51,6 +61,13 @@ package enum CLI {
         writeStandardError(Sanitizer.display(text, keepingNewlines: true) + "\n")
     }
 
+    /// Writes one line to standard error like ``printError(_:)``, escaped like ``sayLine(_:)``
+    /// (newlines too): for an error or warning line built from untrusted text.
+    package static func printErrorLine(_ line: String) {
+        fflush(nil)
+        writeStandardError(Sanitizer.display(line) + "\n")
+    }
+
     /// Writes `text` as it is to standard error (up to a write error).
     package static func writeStandardError(_ text: String) {
         let bytes = Array(text.utf8)
@@ -63,8 +80,9 @@ package enum CLI {
     }
 
     /// Prints a core error the way every command reports a refusal, and returns the exit code 1.
+    /// A message is one line: the paths, names and file text it quotes cannot start another.
     package static func fail(_ error: CoreError) -> ExitCode {
-        printError("error: \(error.description)")
+        printErrorLine("error: \(error.description)")
         return ExitCode.failure
     }
 
@@ -99,7 +117,7 @@ package enum CLI {
         do {
             return try Fingerprint(parsing: text)
         } catch {
-            throw ValidationError("--fingerprint: \(error)")
+            throw ValidationError("--fingerprint: " + Sanitizer.display("\(error)"))
         }
     }
 

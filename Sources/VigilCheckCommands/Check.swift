@@ -45,16 +45,16 @@ package struct Check: AsyncParsableCommand {
         if json {
             CLI.printJSON(CheckJSON.encode(report))
         } else {
-            for diagnostic in report.diagnostics { CLI.printError(diagnostic.description) }
+            for diagnostic in report.diagnostics { CLI.printErrorLine(diagnostic.description) }
             let errors = report.diagnostics.filter { $0.severity == .error }.count
             let warnings = report.diagnostics.count - errors
             if let path = report.configPath {
-                CLI.say(
+                CLI.sayLine(
                     "\(path): \(report.plugins.count) plugin\(report.plugins.count == 1 ? "" : "s") activated, "
                         + CheckSummary.plugins(report) + "; "
                         + "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
                 for plugin in report.plugins {
-                    CLI.say(
+                    CLI.sayLine(
                         "  \(plugin.name): \(plugin.ready ? "ready" : "not ready")"
                             + (plugin.directory.map { ", from \($0)" } ?? ""))
                 }

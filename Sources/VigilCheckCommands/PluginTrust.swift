@@ -56,7 +56,7 @@ package struct PluginTrust: ParsableCommand {
                 CLI.printJSON(Self.json(review: r, outcome: outcome, error: nil))
             } else {
                 let already = outcome == .unchanged ? "already recorded in" : "recorded in"
-                CLI.say("trusted \(name) (\(r.fingerprint)) — \(already) \(r.configPath)")
+                CLI.sayLine("trusted \(name) (\(r.fingerprint)) — \(already) \(r.configPath)")
             }
         } catch {
             throw fail(error, review: r)
@@ -118,6 +118,8 @@ package struct PluginTrust: ParsableCommand {
         return ExitCode.failure
     }
 
+    /// The review, one line per field; each line is escaped whole (``CLI/sayLine(_:)``), so the
+    /// publisher's description, requirement reasons and paths can neither forge nor hide a line.
     static func printReview(_ r: TrustReview) {
         let m = r.plugin.manifest
         var lines = ["Review \(m.name):"]
@@ -170,7 +172,7 @@ package struct PluginTrust: ParsableCommand {
         } else {
             lines.append("  trust state:   not trusted yet")
         }
-        for line in lines { CLI.say(line) }
+        for line in lines { CLI.sayLine(line) }
     }
 
     /// `{"schema": "vigil.trust/v1", …}`: every key always present (null when unknown).

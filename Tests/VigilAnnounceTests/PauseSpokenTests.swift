@@ -9,12 +9,7 @@ import VigilTestSupport
 struct PauseSpokenTests {
     static let fixture = RuntimeFixtures.fixtureScript("mpris_player.py")
 
-    static func status(_ player: String, bus: DBusDaemon) -> String? {
-        var environment = ProcessInfo.processInfo.environment
-        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        return (try? ChildProcess.run("/usr/bin/playerctl", ["-p", player, "status"], environment: environment))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-    }
+    static func status(_ player: String, bus: DBusDaemon) -> String? { bus.playerStatus(player) }
 
     @Test("a playing player is paused for the prompt and resumed after; a paused one is left paused")
     func pausesAndResumes() async throws {

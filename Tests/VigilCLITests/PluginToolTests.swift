@@ -8,9 +8,7 @@ import VigilTestSupport
 @Suite("The SwiftPM plugins' tool")
 struct PluginToolTests {
     /// The built tool, beside the built `vigil`.
-    static var toolPath: String {
-        (VigilExecutable.path as NSString).deletingLastPathComponent + "/vigil-plugin-tool"
-    }
+    static var toolPath: String { VigilExecutable.pluginToolPath }
 
     @Test("links libsodium for the checks, but none of the runtime's audio, D-Bus or speech libraries")
     func linksOnlyTheChecks() async throws {

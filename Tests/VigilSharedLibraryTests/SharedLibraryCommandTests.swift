@@ -35,6 +35,52 @@ struct SharedLibraryCommandTests {
                 ExamplePluginTests.fingerprint))
     }
 
+    @Test("a dependency's name from a signed library is one escaped line in verify's and check's errors")
+    func dependencyNamesAreEscaped() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        // A helper whose SONAME (so alpha's DT_NEEDED) clears the screen, forges an error line of
+        // its own and reverses the text after it; alpha needs it but does not list it.
+        let hostile = "libx\u{1B}[2J.so\nerror: [alpha] forged\u{202E}os.x\u{2028}"
+        try await f.compile(
+            .init(who: "helper", pluginID: "-", soname: hostile, isHelper: true), output: "libhelper.so")
+        try await f.compile(
+            .init(who: "alpha", pluginID: "alpha", soname: "libvigiltest-alpha.so", helper: "libhelper.so"),
+            output: "alpha.so")
+        try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
+        try f.config(["alpha"])
+        let environment: [String: String?] = ["XDG_STATE_HOME": f.dir.path + "/state", "HOME": f.dir.path]
+        let check = ["check", "--declarations-only", "--config", f.configPath]
+        let runs = [
+            try await VigilExecutable.run(
+                ["plugin", "verify", f.pluginsDirectory + "/alpha", "--fingerprint", f.fingerprint], in: f.dir.path,
+                environment: environment),
+            try await VigilExecutable.run(check, in: f.dir.path, environment: environment),
+            // The tool the build plugin runs: SwiftPM reads each `error:` line of it as a diagnostic.
+            try await VigilExecutable.run(
+                executable: VigilExecutable.pluginToolPath, check, in: f.dir.path, environment: environment),
+        ]
+        for r in runs {
+            #expect(r.status == 1, "\(r.stderr)")
+            let lines = r.stderr.split(separator: "\n").map(String.init)
+            let errors = lines.filter { $0.contains("error: [alpha]") }
+            #expect(errors.count == 1, "\(lines)")
+            #expect(
+                errors.first?.contains("libalpha.so needs libx?[2J.so?error: [alpha] forged?os.x?, which is") == true,
+                "\(lines)")
+            #expect(!lines.contains { $0.hasPrefix("error: [alpha] forged") }, "\(lines)")
+            let unsafe = (r.stdout + r.stderr).unicodeScalars.filter {
+                ($0.value < 0x20 && $0 != "\n") || [0x202E, 0x2028].contains($0.value)
+            }
+            #expect(unsafe.isEmpty, "\(r.stderr.debugDescription)")
+        }
+        let json = try await VigilExecutable.run(check + ["--json"], in: f.dir.path, environment: environment)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let messages = (document["diagnostics"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        #expect(
+            messages.contains { $0.contains("needs \(hostile), which is") }, "JSON keeps the exact text: \(messages)")
+    }
+
     @Test("plugin verify and check refuse a library for a newer ABI minor, and check runs none of its code")
     func verifyAndCheckRefuse() async throws {
         let f = try NativePluginFixture()

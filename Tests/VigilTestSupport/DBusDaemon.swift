@@ -51,6 +51,15 @@ public final class DBusDaemon: @unchecked Sendable {
         address = line
     }
 
+    /// The PlaybackStatus of the MPRIS player `player` on this bus, read with the real
+    /// `playerctl -p PLAYER status`; `nil` when no such player answers.
+    public func playerStatus(_ player: String) -> String? {
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = address
+        return (try? ChildProcess.run("/usr/bin/playerctl", ["-p", player, "status"], environment: environment))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Stops the daemon and removes its directory. Idempotent.
     public func stop() {
         // SIGKILL: nothing of the daemon's needs saving, and it ends at once.

@@ -39,6 +39,12 @@ public enum VigilExecutable {
         return out.trimmingCharacters(in: .whitespacesAndNewlines) + "/vigil"
     }()
 
+    /// The built `vigil-plugin-tool` (the `vigil check` and `vigil plugin trust` Vigil's SwiftPM
+    /// plugins run), beside ``path``.
+    public static var pluginToolPath: String {
+        (path as NSString).deletingLastPathComponent + "/vigil-plugin-tool"
+    }
+
     /// Runs `vigil` with `arguments` in `directory`, with `environment` added to (or, for `nil`
     /// values, removed from) the current environment; stdin is /dev/null unless given.
     public static func run(

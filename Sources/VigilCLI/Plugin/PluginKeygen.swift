@@ -53,17 +53,17 @@ struct PluginKeygen: ParsableCommand {
             let secret = MinisignSecretKey.generate()
             let secretBytes = Array(secret.fileContents().utf8)
             if exists {
-                CLI.printError("warning: \(rotation).")
+                CLI.printErrorLine("warning: \(rotation).")
                 try AtomicFile.write(secretBytes, to: keyPath, mode: 0o600)
             } else {
                 try AtomicFile.create(secretBytes, at: keyPath, mode: 0o600)
             }
             try AtomicFile.write(Array(secret.publicKey.fileContents().utf8), to: pubPath, mode: 0o644)
-            CLI.say("secret key:  \(keyPath)  (mode 0600 — keep it private, never commit it)")
-            CLI.say("public key:  \(pubPath)")
-            CLI.say("fingerprint: \(secret.publicKey.fingerprint)")
-            CLI.say("key id:      \(secret.publicKey.keyIDHex)")
-            CLI.say("next: vigil plugin sign PLUGIN_DIR --key \(keyPath)")
+            CLI.sayLine("secret key:  \(keyPath)  (mode 0600 — keep it private, never commit it)")
+            CLI.sayLine("public key:  \(pubPath)")
+            CLI.sayLine("fingerprint: \(secret.publicKey.fingerprint)")
+            CLI.sayLine("key id:      \(secret.publicKey.keyIDHex)")
+            CLI.sayLine("next: vigil plugin sign PLUGIN_DIR --key \(keyPath)")
         }
     }
 

@@ -42,9 +42,9 @@ struct PluginList: ParsableCommand {
             return
         }
         let firstParty = HostConfiguration.firstPartyManifests(environment: CLI.environment)
-        CLI.say("config: \(loaded?.path ?? "none (no vigil.toml found)")")
-        CLI.say("first-party manifests: \(firstParty.path) (\(firstParty.origin.rawValue))")
-        if reports.isEmpty { CLI.say("no plugins found in \(configuration.pluginPaths.joined(separator: ", "))") }
+        CLI.sayLine("config: \(loaded?.path ?? "none (no vigil.toml found)")")
+        CLI.sayLine("first-party manifests: \(firstParty.path) (\(firstParty.origin.rawValue))")
+        if reports.isEmpty { CLI.sayLine("no plugins found in \(configuration.pluginPaths.joined(separator: ", "))") }
         for r in reports { Self.printText(r) }
     }
 
@@ -91,6 +91,7 @@ struct PluginList: ParsableCommand {
         ])
     }
 
+    /// A plugin as text, one line per field, each escaped whole (``CLI/sayLine(_:)``).
     static func printText(_ r: PluginInspection) {
         var lines = ["\(r.activated ? "*" : " ") \(r.name) \(r.version ?? "?")"]
         lines.append("    signature: \(r.signature.rawValue)   trust: \(r.trust.rawValue)")
@@ -101,6 +102,6 @@ struct PluginList: ParsableCommand {
         }
         for q in r.requirements { lines.append("    requires \(q.kind)\(q.value.map { " \($0)" } ?? ""): \(q.state)") }
         if let error = r.error { lines.append("    error: [\(error.code)] \(error.message)") }
-        for line in lines { CLI.say(line) }
+        for line in lines { CLI.sayLine(line) }
     }
 }

@@ -32,11 +32,11 @@ struct PluginSign: ParsableCommand {
         try CLI.run {
             let secret = try Self.readSecretKey(key)
             let signed = try PluginSigner.sign(directory: CLI.absolute(pluginDirectory), with: secret)
-            CLI.say("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
-            CLI.say("  resources:   \(signed.manifest.resources.count)")
-            CLI.say("  fingerprint: \(secret.publicKey.fingerprint)")
-            CLI.say("  key id:      \(secret.publicKey.keyIDHex)")
-            if signed.wrotePublicKey { CLI.say("  wrote plugin.pub") }
+            CLI.sayLine("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
+            CLI.sayLine("  resources:   \(signed.manifest.resources.count)")
+            CLI.sayLine("  fingerprint: \(secret.publicKey.fingerprint)")
+            CLI.sayLine("  key id:      \(secret.publicKey.keyIDHex)")
+            if signed.wrotePublicKey { CLI.sayLine("  wrote plugin.pub") }
         }
     }
 
@@ -54,7 +54,7 @@ struct PluginSign: ParsableCommand {
         }
         var st = stat()
         if stat(path, &st) == 0, st.st_mode & 0o077 != 0 {
-            CLI.printError(
+            CLI.printErrorLine(
                 "warning: the secret key \(path) is readable by other users (mode "
                     + String(st.st_mode & 0o777, radix: 8) + "); chmod 600 it")
         }
@@ -64,7 +64,7 @@ struct PluginSign: ParsableCommand {
             let password: String
             if let env = CLI.environment.variables["VIGIL_KEY_PASSWORD"] {
                 password = env
-            } else if isatty(0) == 1, let typed = getpass("Password for \(path): ") {
+            } else if isatty(0) == 1, let typed = getpass("Password for \(Sanitizer.display(path)): ") {
                 password = String(cString: typed)
             } else {
                 throw CoreError(

@@ -25,8 +25,8 @@ struct PluginUntrust: ParsableCommand {
                     message: "no vigil.toml was found from the working directory upward — pass --config PATH")
             }
             switch try TrustEditor.untrust(plugin: name, configPath: CLI.absolute(path)) {
-            case .removed: CLI.say("untrusted \(name) — removed from \(path)")
-            default: CLI.say("\(name) was not trusted — \(path) unchanged")
+            case .removed: CLI.sayLine("untrusted \(name) — removed from \(path)")
+            default: CLI.sayLine("\(name) was not trusted — \(path) unchanged")
             }
         }
     }

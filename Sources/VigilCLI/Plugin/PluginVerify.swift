@@ -60,12 +60,12 @@ struct PluginVerify: ParsableCommand {
                 do throws(SharedLibraryError) {
                     try SharedLibraryPlugins.check(plugin)
                 } catch {
-                    CLI.printError("error: \(error.description)")
+                    CLI.printErrorLine("error: \(error.description)")
                     throw ExitCode.failure
                 }
                 library = ", shared library \(entry.path) loadable (plugin ABI \(SharedLibraryPlugins.abiVersion))"
             }
-            CLI.say(
+            CLI.sayLine(
                 "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(key), "
                     + "\(plugin.manifest.resources.count) resource(s) match" + library)
         }

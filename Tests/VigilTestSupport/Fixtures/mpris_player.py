@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""A tiny MPRIS player for tests: mpris_player.py NAME STATUS (Playing|Paused|Stopped).
+"""A tiny MPRIS player for tests: mpris_player.py NAME STATUS (Playing|Paused|Stopped) [REFUSAL].
 
 Owns org.mpris.MediaPlayer2.NAME on the session bus, answers Play/Pause/PlayPause/Stop and the
-Player properties, and prints each new PlaybackStatus on a line of its own.
+Player properties, and prints each new PlaybackStatus on a line of its own. With REFUSAL, Pause
+fails with a D-Bus error whose message is REFUSAL (text another program sends Vigil).
 """
 import sys
 
@@ -15,11 +16,16 @@ PLAYER = "org.mpris.MediaPlayer2.Player"
 ROOT = "org.mpris.MediaPlayer2"
 
 
+class Refused(dbus.exceptions.DBusException):
+    _dbus_error_name = "org.mpris.MediaPlayer2.Error.Refused"
+
+
 class Player(dbus.service.Object):
-    def __init__(self, bus, name, status):
+    def __init__(self, bus, name, status, refusal=None):
         super().__init__(bus, "/org/mpris/MediaPlayer2")
         self.name = name
         self.status = status
+        self.refusal = refusal
 
     def set(self, status):
         self.status = status
@@ -32,6 +38,8 @@ class Player(dbus.service.Object):
 
     @dbus.service.method(PLAYER)
     def Pause(self):
+        if self.refusal is not None:
+            raise Refused(self.refusal)
         if self.status == "Playing":
             self.set("Paused")
 
@@ -74,7 +82,8 @@ class Player(dbus.service.Object):
 
 def main():
     name, status = sys.argv[1], sys.argv[2]
-    serve(ROOT + "." + name, lambda bus: Player(bus, name, status))
+    refusal = sys.argv[3] if len(sys.argv) > 3 else None
+    serve(ROOT + "." + name, lambda bus: Player(bus, name, status, refusal))
 
 
 if __name__ == "__main__":
