@@ -166,15 +166,9 @@ public enum PublishedHosts {
     /// Reads every live host's status from `directory`. Files of processes that no longer exist
     /// are stale (a host killed with SIGKILL) and are removed.
     public static func read(from directory: RuntimeDirectory) -> [Result<HostStatus, VigilError>] {
-        guard let dir = opendir(directory.path) else { return [] }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasPrefix("host-"), name.hasSuffix(".json") { names.append(name) }
+        let names = (Directory.names(in: directory.path) ?? []).filter {
+            $0.hasPrefix("host-") && $0.hasSuffix(".json")
         }
-        closedir(dir)
         var results: [(Int32, Result<HostStatus, VigilError>)] = []
         for name in names {
             guard let pid = Int32(name.dropFirst(5).dropLast(5)) else { continue }

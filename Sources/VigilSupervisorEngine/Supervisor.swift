@@ -1,6 +1,7 @@
 import FoundationEssentials
 public import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -240,7 +241,7 @@ public final class Supervisor: Sendable {
     /// Removes `supervisor.PID.*` directories in `base` whose process no longer exists (a host
     /// killed with SIGKILL cannot clean up after itself).
     static func removeStaleDirectories(in base: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        guard let names = Directory.names(in: base) else { return }
         for name in names where name.hasPrefix("supervisor.") {
             let parts = name.split(separator: ".")
             guard parts.count == 3, let pid = Int32(parts[1]), pid > 0 else { continue }
@@ -250,7 +251,7 @@ public final class Supervisor: Sendable {
             guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == getuid() else {
                 continue
             }
-            for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for entry in Directory.names(in: directory) ?? []
             where entry.hasSuffix(".notify") {
                 unlink("\(directory)/\(entry)")
             }
