@@ -306,7 +306,9 @@ let package = Package(
         .executableTarget(
             name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilBaseTests", dependencies: ["VigilBase"], swiftSettings: strictSettings),
+            name: "VigilBaseTests",
+            dependencies: ["VigilBase", "VigilTestSupport", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strictSettings),
     ]
 )
 

@@ -1,5 +1,6 @@
 internal import CVigilLoader
 import Glibc
+import VigilBase
 import VigilLibraryCheck
 
 /// One library mapped from a sealed memfd holding its verified bytes.
@@ -103,13 +104,10 @@ struct SealedLibrary: Sendable {
 
     /// What `vm.memfd_noexec` says, or `nil` on kernels before 6.3 (no such sysctl).
     static func memfdNoexecPolicy() -> Int? {
-        let fd = Glibc.open("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 16)
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 15) }
-        guard n > 0 else { return nil }
-        return Int(String(decoding: buffer[0..<n], as: UTF8.self).filter(\.isNumber))
+        guard let bytes = FileIO.contents(ofFile: "/proc/sys/vm/memfd_noexec", limit: 15), !bytes.isEmpty else {
+            return nil
+        }
+        return Int(String(decoding: bytes, as: UTF8.self).filter(\.isNumber))
     }
 
     private static func execRefused(_ plugin: String, _ why: String) -> SharedLibraryError {

@@ -132,7 +132,7 @@ package final class ControlChannel: Sendable {
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let line = SocketIO.readLine(client, limit: Self.maxRequestSize) else { return }
         guard let answer = Self.answer(line, controller: controller) else { return }
-        SocketIO.writeAll(client, answer)
+        try? FileIO.writeAll(client, answer)
     }
 
     /// The longest request line read, in bytes.
@@ -191,15 +191,5 @@ enum SocketIO {
             out += buffer[0..<n]
         }
         return nil
-    }
-
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
     }
 }
