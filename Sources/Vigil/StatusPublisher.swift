@@ -179,6 +179,7 @@ public enum PublishedHosts {
             }
             let data: Data
             switch readCapped(path) {
+            case nil: continue
             case .success(let bytes): data = bytes
             case .failure(let error):
                 results.append((pid, .failure(error)))
@@ -197,44 +198,15 @@ public enum PublishedHosts {
     /// The most a status file may hold; a host's is a few KiB.
     public static let maximumFileSize = 1 << 20
 
-    /// Reads a status file without following a symlink, refusing anything but a regular file
-    /// and never reading more than ``maximumFileSize`` bytes.
-    static func readCapped(_ path: String) -> Result<Data, VigilError> {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            return .failure(
-                VigilError(code: .statusUnreadable, message: "cannot read \(path): \(String(cString: strerror(errno)))")
-            )
+    /// Reads a status file with the core's ``SafeFile`` (no symbolic link, a regular file only,
+    /// never more than ``maximumFileSize`` bytes); `nil` when it is gone (its host just exited).
+    static func readCapped(_ path: String) -> Result<Data, VigilError>? {
+        do throws(CoreError) {
+            return try SafeFile.readIfPresent(
+                path, cap: maximumFileSize, what: "status file", remedy: "Vigil did not write it there; remove it"
+            ).map { .success(Data($0)) }
+        } catch {
+            return .failure(VigilError(code: .statusUnreadable, message: error.message, cause: error))
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            return .failure(
-                VigilError(
-                    code: .statusUnreadable,
-                    message: "\(path) is not a regular file — it was not written by Vigil; remove it"))
-        }
-        guard Int(info.st_size) <= maximumFileSize else {
-            return .failure(
-                VigilError(
-                    code: .statusUnreadable,
-                    message: "\(path) is \(info.st_size) bytes, more than a status file can be (\(maximumFileSize)) — "
-                        + "it was not written by Vigil; it was not read; remove it"))
-        }
-        var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
-        var total = 0
-        while total < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            total += n
-        }
-        guard total <= maximumFileSize else {
-            return .failure(
-                VigilError(
-                    code: .statusUnreadable,
-                    message: "\(path) grew past \(maximumFileSize) bytes while it was read — remove it"))
-        }
-        return .success(Data(bytes[0..<total]))
     }
 }
