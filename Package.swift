@@ -78,7 +78,8 @@ let package = Package(
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
         // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups.
         .target(
-            name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log], swiftSettings: strictSettings),
+            name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log, "VigilPlugin"],
+            swiftSettings: strictSettings),
         // First-party plugins.
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
