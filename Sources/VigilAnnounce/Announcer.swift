@@ -219,20 +219,16 @@ final class AnnounceEngine: @unchecked Sendable {
     private func locked<T>(_ body: () throws(AnnounceError) -> T) throws(AnnounceError) -> T {
         try DuckJournal.makeStateDirectory(directory)
         let path = directory + "/announce.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw AnnounceError(
-                code: .journal,
-                message: "cannot open the lock \(path): \(String(cString: strerror(errno))) — check its permissions")
-        }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR {
-                throw AnnounceError(code: .journal, message: "cannot lock \(path): \(String(cString: strerror(errno)))")
-            }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        return try FileLock.withExclusiveLock(
+            on: path, flags: O_RDWR | O_CREAT | O_NOFOLLOW,
+            failure: { failure in
+                AnnounceError(
+                    code: .journal,
+                    message: failure.call == "open"
+                        ? "cannot open the lock \(path): \(failure.reason) — check its permissions"
+                        : "cannot lock \(path): \(failure.reason)",
+                    cause: ErrorCause(failure))
+            }, body)
     }
 
     func recover(emit: @Sendable (AnnouncementEvent) -> Void) -> Result<RecoveryReport?, AnnounceError> {

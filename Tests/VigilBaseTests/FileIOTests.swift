@@ -1,3 +1,4 @@
+import Dispatch
 import SystemPackage
 import Testing
 import VigilBase
@@ -54,10 +55,17 @@ import Glibc
         defer { close(readEnd) }
         // 1 MiB: many times the pipe's 64 KiB, so the writer blocks and resumes while it is read.
         let bytes = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
-        let reader = Task.detached { try FileIO.read(readEnd, limit: 2 << 20) }
-        try FileIO.writeAll(writeEnd, bytes)
-        close(writeEnd)
-        #expect(try await reader.value == bytes)
+        // Both ends block, so each runs on a thread of its own, not on the cooperative pool.
+        let received: [UInt8]? = await withCheckedContinuation { continuation in
+            KernelThread.start(name: "vigil-test-rd") {
+                continuation.resume(returning: try? FileIO.read(readEnd, limit: 2 << 20))
+            }
+            KernelThread.start(name: "vigil-test-wr") {
+                try? FileIO.writeAll(writeEnd, bytes)
+                close(writeEnd)
+            }
+        }
+        #expect(received == bytes)
 
         let dir = try TestDirectory()
         defer { dir.remove() }
@@ -78,6 +86,60 @@ import Glibc
             FileIO.contents(ofFile: "/proc/self/status", limit: 5).map { String(decoding: $0, as: UTF8.self) }
                 == "Name:")
         #expect(FileIO.contents(ofFile: "/nonexistent/vigil-file", limit: 16) == nil)
+    }
+
+    /// ``FileLock/withExclusiveLock(on:flags:mode:failure:_:)`` with its failure as it is.
+    private static func locked(_ path: String, flags: Int32, _ body: () -> Void) throws(SystemCallError) {
+        try FileLock.withExclusiveLock(on: path, flags: flags, failure: { $0 }) { () throws(SystemCallError) in body() }
+    }
+
+    @Test("a second holder of an exclusive lock waits (the kernel lists it as blocked) until the first is done")
+    func exclusiveLockWaits() async throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let path = dir.url("section.lock")
+        let events = EventRecorder<String>()
+        let release = DispatchSemaphore(value: 0)
+        // Both holders block (in a semaphore, in flock), so they run on threads of their own,
+        // never on the cooperative pool.
+        KernelThread.start(name: "vigil-test-lk1") {
+            do {
+                try Self.locked(path, flags: O_RDWR | O_CREAT) {
+                    events.record("first in")
+                    release.wait()
+                    events.record("first out")
+                }
+            } catch {
+                events.record("first: \(error)")
+            }
+        }
+        #expect(await events.wait(timeout: 10) { $0 == ["first in"] })
+        KernelThread.start(name: "vigil-test-lk2") {
+            do {
+                try Self.locked(path, flags: O_RDWR) { events.record("second in") }
+            } catch {
+                events.record("second: \(error)")
+            }
+        }
+        // The positive signal that the second holder really waits: /proc/locks lists its blocked
+        // request (`->`) on the lock file's inode.
+        var info = stat()
+        try #require(stat(path, &info) == 0)
+        let inode = info.st_ino
+        let blocked = await RuntimeFixtures.waitUntil(timeout: 10) {
+            let locks = String(decoding: FileIO.contents(ofFile: "/proc/locks", limit: 1 << 20) ?? [], as: UTF8.self)
+            return locks.split(separator: "\n").contains { $0.contains("->") && $0.contains(":\(inode) ") }
+        }
+        #expect(blocked, "the second lock request never showed as blocked")
+        #expect(events.all == ["first in"])
+        release.signal()
+        #expect(await events.wait(timeout: 10) { $0.count == 3 })
+        #expect(events.all == ["first in", "first out", "second in"])
+
+        let missing = #expect(throws: SystemCallError.self) {
+            try Self.locked(dir.url("no/such.lock"), flags: O_RDWR) {}
+        }
+        #expect(missing == SystemCallError("open", errno: .noSuchFileOrDirectory))
     }
 
     @Test("a directory lists its names without . and ..; a missing one is nil; create makes the parents")

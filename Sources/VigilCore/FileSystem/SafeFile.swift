@@ -173,19 +173,18 @@ public enum SafeFile {
 
 /// Small helpers over libc.
 enum SystemCall {
-    /// Opens `path` with `flags` (and `mode` when it creates), takes an exclusive `flock` on it,
-    /// runs `body`, then unlocks and closes. `what` names the lock in errors ("the lock file").
+    /// ``FileLock/withExclusiveLock(on:flags:mode:failure:_:)`` with the core's errors; `what`
+    /// names the lock in them ("the lock file").
     static func withExclusiveLock<T>(
-        on path: String, flags: Int32, mode: mode_t = 0o600, what: String, _ body: () throws(CoreError) -> T
+        on path: String, flags: Int32, what: String, _ body: () throws(CoreError) -> T
     ) throws(CoreError) -> T {
-        let fd = open(path, flags | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CoreError.io("open \(what)", path: path, errno: errno, call: "open") }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw CoreError.io("lock \(what)", path: path, errno: errno, call: "flock") }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        try FileLock.withExclusiveLock(
+            on: path, flags: flags,
+            failure: {
+                CoreError.io(
+                    "\($0.call == "open" ? "open" : "lock") \(what)", path: path, errno: $0.number, call: $0.call)
+            },
+            body)
     }
 
     /// `strerror` text for an errno value.
