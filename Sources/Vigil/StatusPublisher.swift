@@ -119,7 +119,7 @@ final class StatusPublisher: Sendable {
             while true {
                 while !finished && pending == nil { condition.wait() }
                 if finished { break }
-                let wait = lastWrite + StatusPublisher.minimumInterval - ConditionLock.monotonicSeconds()
+                let wait = lastWrite + StatusPublisher.minimumInterval - MonotonicClock.seconds()
                 if wait > 0 && waiters.isEmpty {
                     // Later changes replace `pending` meanwhile: the latest wins.
                     condition.wait(seconds: wait)
@@ -136,7 +136,7 @@ final class StatusPublisher: Sendable {
                 condition.lock()
                 writing = false
                 writes += 1
-                lastWrite = ConditionLock.monotonicSeconds()
+                lastWrite = MonotonicClock.seconds()
                 if !active { unlink(file) }  // removed while it was being written
                 if let problem, problem != lastProblem {
                     logger.warning("cannot publish status for `vigil status`: \(problem)")

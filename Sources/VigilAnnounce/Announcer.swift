@@ -70,7 +70,7 @@ public actor Announcer {
     ///   whatever was lowered is put back first (or, if the server went away, left in the journal
     ///   for the next start).
     public func announce(_ announcement: Announcement) async throws(AnnounceError) -> AnnouncementReport {
-        let calledAt = PulseMixer.monotonicNow()
+        let calledAt = MonotonicClock.nanoseconds()
         nextID += 1
         let id = nextID
         await takeTurn()
@@ -304,7 +304,7 @@ final class AnnounceEngine: @unchecked Sendable {
         var role = settings.role
         var ducker: ClientDucker?
         var ducked: [DuckedStream] = []
-        let duckStart = PulseMixer.monotonicNow()
+        let duckStart = MonotonicClock.nanoseconds()
         if case .duck(let level) = policy {
             if settings.ducking == .auto, let trigger = try serverDuckingRole(mixer) {
                 method = .server(role: trigger)
@@ -329,7 +329,7 @@ final class AnnounceEngine: @unchecked Sendable {
                 }
             }
         }
-        let duckMilliseconds = Double(PulseMixer.monotonicNow() - duckStart) / 1e6
+        let duckMilliseconds = Double(MonotonicClock.nanoseconds() - duckStart) / 1e6
 
         let properties = [
             "media.role": role, "media.name": "Vigil announcement", "application.name": "Vigil announcer",
@@ -362,9 +362,9 @@ final class AnnounceEngine: @unchecked Sendable {
                 message: "the prompt did not play: \(error.message)" + (restoreError.map { "; \($0.message)" } ?? ""))
         }
         if let ducker { _ = ducker.handleChanges() }
-        let restoreStart = PulseMixer.monotonicNow()
+        let restoreStart = MonotonicClock.nanoseconds()
         let recovery = try ducker?.end()
-        let restoreMilliseconds = Double(PulseMixer.monotonicNow() - restoreStart) / 1e6
+        let restoreMilliseconds = Double(MonotonicClock.nanoseconds() - restoreStart) / 1e6
         let allDucked = ducker?.ducked ?? []
         let restored = recovery?.restored ?? []
         let kept = recovery?.keptUserChange ?? []

@@ -418,12 +418,3 @@ struct WakePipe: Sendable {
         }
     }
 }
-
-/// The monotonic clock in nanoseconds.
-enum Clock {
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-}

@@ -329,9 +329,7 @@ final class BusLoop: @unchecked Sendable {
                             revents: 0))
                     var until: UInt64 = 0
                     if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
-                        var now = timespec()
-                        clock_gettime(CLOCK_MONOTONIC, &now)
-                        let nowUsec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                        let nowUsec = MonotonicClock.nanoseconds() / 1000
                         timeout = until <= nowUsec ? 0 : Int32(min((until - nowUsec + 999) / 1000, 60_000))
                     }
                 }
