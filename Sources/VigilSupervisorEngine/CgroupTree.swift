@@ -63,7 +63,7 @@ final class CgroupTree {
         }
         let path = "\(parent)/vigil-supervisor.\(getpid()).\(n)"
         guard mkdir(path, 0o755) == 0 else {
-            return unavailable("cannot create \(path): \(String(cString: strerror(errno)))")
+            return unavailable("cannot create \(path): \(SystemCallError.current("mkdir").reason)")
         }
         var workerPaths: [String] = []
         var procs: [Int32] = []
@@ -102,7 +102,7 @@ final class CgroupTree {
             tree.killFDs = []
             tree.directoryFDs = []
             tree.rmdirList.deallocate()
-            return undo("cannot start the sentinel: \(String(cString: strerror(-rc)))")
+            return undo("cannot start the sentinel: \(SystemCallError("vigil_sentinel_start", errno: rc).reason)")
         }
         tree.sentinelPID = pid
         tree.sentinelPipe = pipe

@@ -193,7 +193,7 @@ public final class Supervisor: Sendable {
             let shared = runtimeBase == nil && index == bases.count - 1  // /tmp: other users' too
             if !shared {
                 if mkdir(base, 0o700) != 0 && errno != EEXIST {
-                    problems.append("\(base): \(String(cString: strerror(errno)))")
+                    problems.append("\(base): \(SystemCallError.current("mkdir").reason)")
                     continue
                 }
                 if let unsafe = Self.ownershipProblem(base) {
@@ -210,7 +210,7 @@ public final class Supervisor: Sendable {
                 if !skipped.isEmpty { logger.warning("\(skipped.joined(separator: "; ")); using \(base)") }
                 return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             }
-            problems.append("\(base): \(String(cString: strerror(errno)))")
+            problems.append("\(base): \(SystemCallError.current("mkdtemp").reason)")
         }
         throw SupervisorError(
             code: .runtimeDirectory,
@@ -223,7 +223,7 @@ public final class Supervisor: Sendable {
     /// other users (who could rename a socket directory and plant their own). Nil when it is safe.
     static func ownershipProblem(_ base: String) -> String? {
         var info = stat()
-        guard lstat(base, &info) == 0 else { return "\(base): \(String(cString: strerror(errno)))" }
+        guard lstat(base, &info) == 0 else { return "\(base): \(SystemCallError.current("lstat").reason)" }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             return "\(base) is not a directory (a symlink or file?) — remove it; Vigil recreates it with mode 0700"
         }

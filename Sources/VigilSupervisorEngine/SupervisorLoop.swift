@@ -87,12 +87,14 @@ final class SupervisorLoop: @unchecked Sendable {
             for worker in workers {
                 let fd = vigil_notify_listen(worker.notifyPath)
                 guard fd >= 0 else {
+                    let failure = SystemCallError("vigil_notify_listen", errno: fd)
                     throw SupervisorError(
                         code: .runtimeDirectory,
                         message:
                             "cannot create the notify socket \(worker.notifyPath) for worker \"\(worker.spec.name)\": "
-                            + "\(String(cString: strerror(-fd))) — check that the runtime directory is writable "
-                            + "and its path is shorter than 100 bytes (set XDG_RUNTIME_DIR)")
+                            + "\(failure.reason) — check that the runtime directory is writable "
+                            + "and its path is shorter than 100 bytes (set XDG_RUNTIME_DIR)",
+                        cause: ErrorCause(failure))
                 }
                 worker.notifyFD = fd
                 try check(vigil_epoll_add(ep, fd, token(worker, notify: true)), "epoll_ctl")
@@ -105,9 +107,10 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     private static func systemError(_ call: String, _ errnoValue: Int32) -> SupervisorError {
-        SupervisorError(
-            code: .system,
-            message: "\(call) failed: \(String(cString: strerror(errnoValue))) — the supervisor needs Linux ≥ 5.4")
+        let failure = SystemCallError(call, errno: errnoValue)
+        return SupervisorError(
+            code: .system, message: "\(call) failed: \(failure.reason) — the supervisor needs Linux ≥ 5.4",
+            cause: ErrorCause(failure))
     }
 
     private func check(_ rc: Int32, _ call: String) throws {
@@ -156,7 +159,7 @@ final class SupervisorLoop: @unchecked Sendable {
             plannedWake = timeout >= 0 ? MonotonicClock.seconds() + Double(timeout) / 1000 : nil
             let n = tokens.withUnsafeMutableBufferPointer { vigil_epoll_wait(epollFD, $0.baseAddress, 32, timeout) }
             if n < 0 && n != -EINTR {
-                logger.error("epoll_wait failed", metadata: ["error": "\(String(cString: strerror(-n)))"])
+                logger.error("epoll_wait failed", metadata: ["error": "\(SystemCallError("epoll_wait", errno: n))"])
             }
             forgiveStall()
             var exited: [WorkerRuntime] = []
@@ -357,7 +360,7 @@ final class SupervisorLoop: @unchecked Sendable {
         let reaped = vigil_reap(worker.pidfd, &code, &status)
         if reaped == 0 { return }
         if reaped < 0 {
-            logger.error("waitid failed", metadata: ["error": "\(String(cString: strerror(-reaped)))"])
+            logger.error("waitid failed", metadata: ["error": "\(SystemCallError("waitid", errno: reaped))"])
         }
         let pgid = worker.pid ?? 0
         _ = vigil_epoll_remove(epollFD, worker.pidfd)

@@ -32,9 +32,7 @@ public enum SafeFile {
                     message: "the \(what) \(path) is a symbolic link; Vigil reads only regular files — "
                         + (remedy ?? "replace the link with the file itself"))
             }
-            throw CoreError(
-                code: .ioFailure, plugin: plugin,
-                message: "cannot open the \(what) \(path): \(SystemCall.describe(errno: e))")
+            throw ioFailure("open the \(what) \(path)", SystemCallError("open", errno: e), plugin: plugin)
         }
         defer { close(fd) }
         return try read(fd: fd, path: path, cap: cap, what: what, plugin: plugin, remedy: remedy)
@@ -64,9 +62,7 @@ public enum SafeFile {
         if dirfd < 0 {
             let e = errno
             if e == ENOENT { return nil }
-            throw CoreError(
-                code: .ioFailure, plugin: plugin,
-                message: "cannot open the directory \(directory): \(SystemCall.describe(errno: e))")
+            throw ioFailure("open the directory \(directory)", SystemCallError("open", errno: e), plugin: plugin)
         }
         defer { close(dirfd) }
         for (index, component) in components.enumerated() {
@@ -93,9 +89,7 @@ public enum SafeFile {
                             + "; Vigil follows no symbolic links inside a plugin directory — replace it with the real "
                             + (last ? "file" : "directory"))
                 }
-                throw CoreError(
-                    code: .ioFailure, plugin: plugin,
-                    message: "cannot open the \(what) \(display): \(SystemCall.describe(errno: e))")
+                throw ioFailure("open the \(what) \(display)", SystemCallError("openat", errno: e), plugin: plugin)
             }
             if last {
                 defer { close(fd) }
@@ -113,9 +107,7 @@ public enum SafeFile {
     ) throws(CoreError) -> [UInt8] {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
-            throw CoreError(
-                code: .ioFailure, plugin: plugin,
-                message: "cannot stat the \(what) \(path): \(SystemCall.describe(errno: errno))")
+            throw ioFailure("stat the \(what) \(path)", .current("fstat"), plugin: plugin)
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw CoreError(
@@ -134,14 +126,19 @@ public enum SafeFile {
         do {
             bytes = try FileIO.read(fd, limit: cap + 1, expected: Int(st.st_size) + 1)
         } catch {
-            throw CoreError(
-                code: .ioFailure, plugin: plugin, message: "cannot read the \(what) \(path): \(error.reason)",
-                cause: ErrorCause(error))
+            throw ioFailure("read the \(what) \(path)", error, plugin: plugin)
         }
         if bytes.count > cap {
             throw tooLarge(path: path, size: nil, cap: cap, what: what, plugin: plugin, remedy: remedy)
         }
         return bytes
+    }
+
+    /// An `.ioFailure` that says what could not be done (`"open the manifest PATH"`), with the
+    /// failed call as its cause.
+    private static func ioFailure(_ what: String, _ failure: SystemCallError, plugin: String?) -> CoreError {
+        CoreError(
+            code: .ioFailure, plugin: plugin, message: "cannot \(what): \(failure.reason)", cause: ErrorCause(failure))
     }
 
     /// `size` is the file's from `fstat`; a file that grew past `cap` while it was read has `size: nil`.
@@ -185,11 +182,6 @@ enum SystemCall {
                     "\($0.call == "open" ? "open" : "lock") \(what)", path: path, errno: $0.number, call: $0.call)
             },
             body)
-    }
-
-    /// `strerror` text for an errno value.
-    static func describe(errno code: Int32) -> String {
-        String(cString: strerror(code))
     }
 
     /// `lstat`'s file type bits, or `nil` when the path does not exist.
