@@ -78,7 +78,8 @@ let package = Package(
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
         // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups.
         .target(
-            name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log], swiftSettings: strictSettings),
+            name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log, "VigilPlugin"],
+            swiftSettings: strictSettings),
         // First-party plugins.
         .target(
             name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
@@ -306,7 +307,9 @@ let package = Package(
         .executableTarget(
             name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilBaseTests", dependencies: ["VigilBase"], swiftSettings: strictSettings),
+            name: "VigilBaseTests",
+            dependencies: ["VigilBase", "VigilTestSupport", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strictSettings),
     ]
 )
 

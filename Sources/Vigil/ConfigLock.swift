@@ -1,3 +1,5 @@
+import VigilBase
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -28,7 +30,7 @@ public final class ConfigLock: Sendable {
         guard fd >= 0 else {
             throw VigilError(
                 code: .runtimeDirectory,
-                message: "cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+                message: "cannot open the lock file \(path): \(SystemCallError.current("open").reason)")
         }
         var rc: Int32
         repeat { rc = flock(fd, LOCK_EX | LOCK_NB) } while rc != 0 && errno == EINTR

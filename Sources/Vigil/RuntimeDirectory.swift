@@ -1,3 +1,5 @@
+import VigilBase
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -47,7 +49,7 @@ public struct RuntimeDirectory: Sendable, Hashable {
                 + "or ask root to remove \(directory.path)"
             : "remove it"
         if create, mkdir(directory.path, 0o700) != 0, errno != EEXIST {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCallError.current("mkdir").reason
             throw VigilError(
                 code: .runtimeDirectory,
                 message: "cannot create the runtime directory \(directory.path): \(reason) — "
@@ -56,7 +58,7 @@ public struct RuntimeDirectory: Sendable, Hashable {
         var info = stat()
         guard lstat(directory.path, &info) == 0 else {
             if errno == ENOENT, !create { return nil }
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCallError.current("lstat").reason
             throw VigilError(
                 code: .runtimeDirectory, message: "cannot inspect the runtime directory \(directory.path): \(reason)")
         }

@@ -119,7 +119,7 @@ final class StatusPublisher: Sendable {
             while true {
                 while !finished && pending == nil { condition.wait() }
                 if finished { break }
-                let wait = lastWrite + StatusPublisher.minimumInterval - ConditionLock.monotonicSeconds()
+                let wait = lastWrite + StatusPublisher.minimumInterval - MonotonicClock.seconds()
                 if wait > 0 && waiters.isEmpty {
                     // Later changes replace `pending` meanwhile: the latest wins.
                     condition.wait(seconds: wait)
@@ -136,7 +136,7 @@ final class StatusPublisher: Sendable {
                 condition.lock()
                 writing = false
                 writes += 1
-                lastWrite = ConditionLock.monotonicSeconds()
+                lastWrite = MonotonicClock.seconds()
                 if !active { unlink(file) }  // removed while it was being written
                 if let problem, problem != lastProblem {
                     logger.warning("cannot publish status for `vigil status`: \(problem)")
@@ -166,15 +166,9 @@ public enum PublishedHosts {
     /// Reads every live host's status from `directory`. Files of processes that no longer exist
     /// are stale (a host killed with SIGKILL) and are removed.
     public static func read(from directory: RuntimeDirectory) -> [Result<HostStatus, VigilError>] {
-        guard let dir = opendir(directory.path) else { return [] }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasPrefix("host-"), name.hasSuffix(".json") { names.append(name) }
+        let names = (Directory.names(in: directory.path) ?? []).filter {
+            $0.hasPrefix("host-") && $0.hasSuffix(".json")
         }
-        closedir(dir)
         var results: [(Int32, Result<HostStatus, VigilError>)] = []
         for name in names {
             guard let pid = Int32(name.dropFirst(5).dropLast(5)) else { continue }
@@ -185,6 +179,7 @@ public enum PublishedHosts {
             }
             let data: Data
             switch readCapped(path) {
+            case nil: continue
             case .success(let bytes): data = bytes
             case .failure(let error):
                 results.append((pid, .failure(error)))
@@ -203,44 +198,15 @@ public enum PublishedHosts {
     /// The most a status file may hold; a host's is a few KiB.
     public static let maximumFileSize = 1 << 20
 
-    /// Reads a status file without following a symlink, refusing anything but a regular file
-    /// and never reading more than ``maximumFileSize`` bytes.
-    static func readCapped(_ path: String) -> Result<Data, VigilError> {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            return .failure(
-                VigilError(code: .statusUnreadable, message: "cannot read \(path): \(String(cString: strerror(errno)))")
-            )
+    /// Reads a status file with the core's ``SafeFile`` (no symbolic link, a regular file only,
+    /// never more than ``maximumFileSize`` bytes); `nil` when it is gone (its host just exited).
+    static func readCapped(_ path: String) -> Result<Data, VigilError>? {
+        do throws(CoreError) {
+            return try SafeFile.readIfPresent(
+                path, cap: maximumFileSize, what: "status file", remedy: "Vigil did not write it there; remove it"
+            ).map { .success(Data($0)) }
+        } catch {
+            return .failure(VigilError(code: .statusUnreadable, message: error.message, cause: error))
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            return .failure(
-                VigilError(
-                    code: .statusUnreadable,
-                    message: "\(path) is not a regular file — it was not written by Vigil; remove it"))
-        }
-        guard Int(info.st_size) <= maximumFileSize else {
-            return .failure(
-                VigilError(
-                    code: .statusUnreadable,
-                    message: "\(path) is \(info.st_size) bytes, more than a status file can be (\(maximumFileSize)) — "
-                        + "it was not written by Vigil; it was not read; remove it"))
-        }
-        var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
-        var total = 0
-        while total < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + total, $0.count - total) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            total += n
-        }
-        guard total <= maximumFileSize else {
-            return .failure(
-                VigilError(
-                    code: .statusUnreadable,
-                    message: "\(path) grew past \(maximumFileSize) bytes while it was read — remove it"))
-        }
-        return .success(Data(bytes[0..<total]))
     }
 }

@@ -70,7 +70,7 @@ public actor Announcer {
     ///   whatever was lowered is put back first (or, if the server went away, left in the journal
     ///   for the next start).
     public func announce(_ announcement: Announcement) async throws(AnnounceError) -> AnnouncementReport {
-        let calledAt = PulseMixer.monotonicNow()
+        let calledAt = MonotonicClock.nanoseconds()
         nextID += 1
         let id = nextID
         await takeTurn()
@@ -219,20 +219,16 @@ final class AnnounceEngine: @unchecked Sendable {
     private func locked<T>(_ body: () throws(AnnounceError) -> T) throws(AnnounceError) -> T {
         try DuckJournal.makeStateDirectory(directory)
         let path = directory + "/announce.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw AnnounceError(
-                code: .journal,
-                message: "cannot open the lock \(path): \(String(cString: strerror(errno))) — check its permissions")
-        }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR {
-                throw AnnounceError(code: .journal, message: "cannot lock \(path): \(String(cString: strerror(errno)))")
-            }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        return try FileLock.withExclusiveLock(
+            on: path, flags: O_RDWR | O_CREAT | O_NOFOLLOW,
+            failure: { failure in
+                AnnounceError(
+                    code: .journal,
+                    message: failure.call == "open"
+                        ? "cannot open the lock \(path): \(failure.reason) — check its permissions"
+                        : "cannot lock \(path): \(failure.reason)",
+                    cause: ErrorCause(failure))
+            }, body)
     }
 
     func recover(emit: @Sendable (AnnouncementEvent) -> Void) -> Result<RecoveryReport?, AnnounceError> {
@@ -308,7 +304,7 @@ final class AnnounceEngine: @unchecked Sendable {
         var role = settings.role
         var ducker: ClientDucker?
         var ducked: [DuckedStream] = []
-        let duckStart = PulseMixer.monotonicNow()
+        let duckStart = MonotonicClock.nanoseconds()
         if case .duck(let level) = policy {
             if settings.ducking == .auto, let trigger = try serverDuckingRole(mixer) {
                 method = .server(role: trigger)
@@ -333,7 +329,7 @@ final class AnnounceEngine: @unchecked Sendable {
                 }
             }
         }
-        let duckMilliseconds = Double(PulseMixer.monotonicNow() - duckStart) / 1e6
+        let duckMilliseconds = Double(MonotonicClock.nanoseconds() - duckStart) / 1e6
 
         let properties = [
             "media.role": role, "media.name": "Vigil announcement", "application.name": "Vigil announcer",
@@ -366,9 +362,9 @@ final class AnnounceEngine: @unchecked Sendable {
                 message: "the prompt did not play: \(error.message)" + (restoreError.map { "; \($0.message)" } ?? ""))
         }
         if let ducker { _ = ducker.handleChanges() }
-        let restoreStart = PulseMixer.monotonicNow()
+        let restoreStart = MonotonicClock.nanoseconds()
         let recovery = try ducker?.end()
-        let restoreMilliseconds = Double(PulseMixer.monotonicNow() - restoreStart) / 1e6
+        let restoreMilliseconds = Double(MonotonicClock.nanoseconds() - restoreStart) / 1e6
         let allDucked = ducker?.ducked ?? []
         let restored = recovery?.restored ?? []
         let kept = recovery?.keptUserChange ?? []

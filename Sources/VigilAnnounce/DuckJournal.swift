@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VigilAudio
+import VigilBase
 import VigilCore
 
 #if canImport(Glibc)
@@ -59,14 +60,12 @@ package struct DuckJournal: Codable, Sendable, Hashable {
     /// Creates the announcer's state directory (0700) if it is missing; `consequence` ends the
     /// error's message.
     static func makeStateDirectory(_ directory: String, consequence: String? = nil) throws(AnnounceError) {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
+        if let failure = Directory.create(directory, mode: 0o700) {
             throw AnnounceError(
                 code: .journal,
-                message: "cannot create the state directory \(directory): \(error) — check its permissions"
-                    + (consequence.map { "; \($0)" } ?? ""))
+                message: "cannot create the state directory \(failure.path): \(failure.error.reason) — check its "
+                    + "permissions" + (consequence.map { "; \($0)" } ?? ""),
+                cause: ErrorCause(failure.error))
         }
     }
 

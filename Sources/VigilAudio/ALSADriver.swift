@@ -1,4 +1,5 @@
 import Logging
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -73,7 +74,7 @@ final class ALSADriver: PlaybackDriver {
     /// Fills the buffer and starts the PCM; returns the error if that fails.
     private func prime() -> AudioError? {
         framesSinceStart = 0
-        startedAt = Clock.now()
+        startedAt = MonotonicClock.nanoseconds()
         if let rc = refill() {
             return AudioError.alsa(.streamFailed, function: rc.function, result: rc.code, device: device)
         }
@@ -94,7 +95,8 @@ final class ALSADriver: PlaybackDriver {
     private func queuedFrames() -> Result<Int, ALSAFailure> {
         guard let pcm else { return .success(0) }
         if pcm.isClockless {
-            let played = Int((Clock.now() - startedAt) * UInt64(PlaybackConfiguration.sampleRate) / 1_000_000_000)
+            let played = Int(
+                (MonotonicClock.nanoseconds() - startedAt) * UInt64(PlaybackConfiguration.sampleRate) / 1_000_000_000)
             return .success(max(0, min(pcm.bufferFrames, framesSinceStart - played)))
         }
         let avail = pcm.avail()
@@ -142,7 +144,7 @@ final class ALSADriver: PlaybackDriver {
     func play() -> DriverExit {
         let rate = UInt64(PlaybackConfiguration.sampleRate)
         let healthInterval = UInt64(configuration.healthCheckSeconds) * 1_000_000_000
-        var nextHealthCheck = Clock.now() + healthInterval
+        var nextHealthCheck = MonotonicClock.nanoseconds() + healthInterval
         while true {
             guard let pcm else { return .stopped }
             // Sleep until about half of the buffer is left (never less than 10 ms: no spinning). Half,
@@ -159,11 +161,11 @@ final class ALSADriver: PlaybackDriver {
                 let above = max(0, queued - pcm.bufferFrames / 2)
                 delay = max(10_000_000, UInt64(above) * 1_000_000_000 / rate)
             }
-            let now = Clock.now()
+            let now = MonotonicClock.nanoseconds()
             delay = min(delay, nextHealthCheck > now ? nextHealthCheck - now : 0)
             if WakePipe.wait(readFD: wakeFD, nanoseconds: delay) { return .stopped }
-            if Clock.now() >= nextHealthCheck {
-                nextHealthCheck = Clock.now() + healthInterval
+            if MonotonicClock.nanoseconds() >= nextHealthCheck {
+                nextHealthCheck = MonotonicClock.nanoseconds() + healthInterval
                 let state = pcm.state
                 if state != .running {
                     logger.warning(

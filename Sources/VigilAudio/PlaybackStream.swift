@@ -1,5 +1,6 @@
 public import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -158,10 +159,10 @@ public final class PlaybackStream: Sendable {
         let device = resolvedDevice
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
-            let code = Glibc.errno
+            let failure = SystemCallError.current("pipe")
             throw AudioError(
-                code: .openFailed, function: "pipe", errno: code,
-                message: "cannot create the writer's wake-up pipe: \(String(cString: strerror(code))) — "
+                code: .openFailed, function: failure.call, errno: failure.number,
+                message: "cannot create the writer's wake-up pipe: \(failure.reason) — "
                     + "raise the open-files limit (ulimit -n)")
         }
         for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -416,14 +417,5 @@ struct WakePipe: Sendable {
             if rc < 0 && Glibc.errno == EINTR { continue }
             return rc > 0
         }
-    }
-}
-
-/// The monotonic clock in nanoseconds.
-enum Clock {
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }

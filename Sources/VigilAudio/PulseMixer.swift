@@ -1,5 +1,6 @@
 internal import CPulse
 public import Logging
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -177,14 +178,14 @@ public final class PulseMixer {
             if pa_context_connect(context, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
                 throw error(.openFailed, "pa_context_connect", pa_context_errno(context))
             }
-            let deadline = Clock.now() + timeoutMicroseconds * 1000
+            let deadline = MonotonicClock.nanoseconds() + timeoutMicroseconds * 1000
             while true {
                 let state = pa_context_get_state(context)
                 if state == PA_CONTEXT_READY { break }
                 if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
                     throw error(.openFailed, "pa_context_connect", pa_context_errno(context))
                 }
-                if Clock.now() > deadline {
+                if MonotonicClock.nanoseconds() > deadline {
                     throw error(.openFailed, "pa_context_connect", Int32(PA_ERR_TIMEOUT.rawValue))
                 }
                 iterate(microseconds: 100_000)
@@ -435,9 +436,9 @@ public final class PulseMixer {
 
     /// Runs the main loop for `microseconds`, collecting notifications (a sleep that listens).
     public func pump(microseconds: UInt64) {
-        let deadline = Clock.now() + microseconds * 1000
+        let deadline = MonotonicClock.nanoseconds() + microseconds * 1000
         while true {
-            let now = Clock.now()
+            let now = MonotonicClock.nanoseconds()
             if now >= deadline { return }
             iterate(microseconds: Int32(min((deadline - now) / 1000 + 1, 1_000_000)))
         }
@@ -511,9 +512,9 @@ public final class PulseMixer {
             throw error(.openFailed, "pa_stream_connect_playback", pa_context_errno(context))
         }
         let playTimeout = UInt64((audio.duration + 5) * 1e9) + timeoutMicroseconds * 1000
-        let deadline = Clock.now() + playTimeout
+        let deadline = MonotonicClock.nanoseconds() + playTimeout
         var drainRequested = false
-        var lastTick = Clock.now()
+        var lastTick = MonotonicClock.nanoseconds()
         while !player.drained {
             switch pa_stream_get_state(stream) {
             case PA_STREAM_FAILED, PA_STREAM_TERMINATED:
@@ -531,7 +532,7 @@ public final class PulseMixer {
                     stream,
                     { _, _, userdata in
                         let writer = Unmanaged<PromptWriter>.fromOpaque(userdata!).takeUnretainedValue()
-                        if writer.drainAckedAt == nil { writer.drainAckedAt = Clock.now() }
+                        if writer.drainAckedAt == nil { writer.drainAckedAt = MonotonicClock.nanoseconds() }
                     }, raw)
                 drainOperation = op
             }
@@ -541,22 +542,22 @@ public final class PulseMixer {
             // latency (~1.7 s with the keep-alive) after the last sample was heard.
             // (Without a "started" notification, the drain's acknowledgement stands in for it.)
             if drainRequested, let at = player.startedAt ?? player.drainAckedAt,
-                Clock.now() >= at + UInt64((audio.duration + 0.03) * 1e9)
+                MonotonicClock.nanoseconds() >= at + UInt64((audio.duration + 0.03) * 1e9)
             {
                 player.drained = true
-                player.finishedAt = Clock.now()
+                player.finishedAt = MonotonicClock.nanoseconds()
                 break
             }
             if cancelled() {
                 throw AudioError(
                     code: .streamFailed, function: nil, message: "the prompt was cancelled before it finished")
             }
-            if Clock.now() > deadline {
+            if MonotonicClock.nanoseconds() > deadline {
                 throw error(.streamFailed, "pa_stream_drain", Int32(PA_ERR_TIMEOUT.rawValue))
             }
             iterate(microseconds: 20_000)
-            if Clock.now() - lastTick >= 15_000_000 {
-                lastTick = Clock.now()
+            if MonotonicClock.nanoseconds() - lastTick >= 15_000_000 {
+                lastTick = MonotonicClock.nanoseconds()
                 tick()
             }
         }
@@ -583,7 +584,7 @@ public final class PulseMixer {
         }
 
         func markStarted() {
-            if startedAt == nil { startedAt = Clock.now() }
+            if startedAt == nil { startedAt = MonotonicClock.nanoseconds() }
         }
 
         func write(_ bytes: Int) {
@@ -613,13 +614,13 @@ public final class PulseMixer {
         let context = try readyContext()
         guard let op else { throw error(.streamFailed, function, pa_context_errno(context)) }
         defer { pa_operation_unref(op) }
-        let deadline = Clock.now() + timeoutMicroseconds * 1000
+        let deadline = MonotonicClock.nanoseconds() + timeoutMicroseconds * 1000
         while pa_operation_get_state(op) == PA_OPERATION_RUNNING {
             if pa_context_get_state(context) != PA_CONTEXT_READY {
                 pa_operation_cancel(op)
                 throw error(.streamFailed, function, pa_context_errno(context))
             }
-            if Clock.now() > deadline {
+            if MonotonicClock.nanoseconds() > deadline {
                 pa_operation_cancel(op)
                 throw error(.streamFailed, function, Int32(PA_ERR_TIMEOUT.rawValue))
             }
@@ -707,9 +708,4 @@ private final class Box<T> {
     var value: T
     init(_ value: T) { self.value = value }
     var pointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
-}
-
-extension PulseMixer {
-    /// `CLOCK_MONOTONIC` in nanoseconds (the clock of ``Playback``).
-    public static func monotonicNow() -> UInt64 { Clock.now() }
 }

@@ -42,7 +42,7 @@ package final class ConditionLock: @unchecked Sendable {
     /// As ``wait()``, for at most `seconds`; false when the time ran out.
     @discardableResult
     package func wait(seconds: Double) -> Bool {
-        let deadline = Self.monotonicSeconds() + max(seconds, 0)
+        let deadline = MonotonicClock.seconds() + max(seconds, 0)
         var time = timespec()
         time.tv_sec = Int(deadline.rounded(.down))
         time.tv_nsec = Int((deadline - deadline.rounded(.down)) * 1e9)
@@ -51,11 +51,4 @@ package final class ConditionLock: @unchecked Sendable {
 
     /// Wakes every thread waiting on the lock.
     package func broadcast() { pthread_cond_broadcast(condition) }
-
-    /// Seconds of `CLOCK_MONOTONIC`, the clock timed waits run on.
-    package static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
 }

@@ -19,12 +19,12 @@ package enum Directory {
     }
 
     /// Creates `path` and its missing parents with `mode` (mkdir -p); on failure, the directory
-    /// that could not be created and the errno.
-    package static func create(_ path: String, mode: mode_t) -> (path: String, errno: Int32)? {
+    /// that could not be created and the failed `mkdir`.
+    package static func create(_ path: String, mode: mode_t) -> (path: String, error: SystemCallError)? {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, mode) != 0 && errno != EEXIST { return (prefix, errno) }
+            if mkdir(prefix, mode) != 0 && errno != EEXIST { return (prefix, .current("mkdir")) }
         }
         return nil
     }

@@ -48,9 +48,9 @@ final class OutputWriter: @unchecked Sendable {
     @discardableResult
     func finish(timeout: Double) -> Bool {
         condition.withLock {
-            let deadline = ConditionLock.monotonicSeconds() + timeout
+            let deadline = MonotonicClock.seconds() + timeout
             while !closed, !queue.isEmpty || writing {
-                if !condition.wait(seconds: deadline - ConditionLock.monotonicSeconds()) { break }
+                if !condition.wait(seconds: deadline - MonotonicClock.seconds()) { break }
             }
             let done = queue.isEmpty && !writing
             finished = true

@@ -70,13 +70,7 @@ package enum CLI {
 
     /// Writes `text` as it is to standard error (up to a write error).
     package static func writeStandardError(_ text: String) {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, bytes.count - offset) }
-            if n <= 0 { return }
-            offset += n
-        }
+        try? FileIO.writeAll(2, Array(text.utf8))
     }
 
     /// Prints a core error the way every command reports a refusal, and returns the exit code 1.

@@ -54,15 +54,7 @@ enum TerminalPrompt {
     }
 
     private static func writeAll(_ fd: Int32, _ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            if n < 0, errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
+        (try? FileIO.writeAll(fd, Array(text.utf8))) != nil
     }
 
     /// One line from `fd`, without its newline; `nil` at end of input before any byte, or on an error.

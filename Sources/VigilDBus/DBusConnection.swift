@@ -67,9 +67,9 @@ public final class DBusConnection: Sendable {
                 guard r >= 0, let unique else {
                     if let handle { sd_bus_flush_close_unref(handle) }
                     return .failure(
-                        DBusError(
-                            code: .connectFailed, cause: SystemCallError("sd_bus_start", errno: -r),
-                            message: "cannot connect to the \(bus) at \(address): \(String(cString: strerror(-r)))"))
+                        .failed(
+                            .connectFailed, call: "sd_bus_start", result: r,
+                            "cannot connect to the \(bus) at \(address)"))
                 }
                 loop.bus = handle
                 return .success(String(cString: unique))
@@ -320,7 +320,9 @@ final class BusLoop: @unchecked Sendable {
                 repeat { r = sd_bus_process(bus, nil) } while r > 0
                 if r < 0 || sd_bus_is_open(bus) <= 0 {
                     connected.store(false, ordering: .relaxed)
-                    logger.info("D-Bus connection lost", metadata: ["dbus.error": "\(String(cString: strerror(-r)))"])
+                    logger.info(
+                        "D-Bus connection lost",
+                        metadata: ["dbus.error": "\(SystemCallError("sd_bus_process", errno: r))"])
                     failPending(DBusError(code: .disconnected, message: "the bus closed the connection"))
                 } else {
                     fds.append(
@@ -329,9 +331,7 @@ final class BusLoop: @unchecked Sendable {
                             revents: 0))
                     var until: UInt64 = 0
                     if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
-                        var now = timespec()
-                        clock_gettime(CLOCK_MONOTONIC, &now)
-                        let nowUsec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+                        let nowUsec = MonotonicClock.nanoseconds() / 1000
                         timeout = until <= nowUsec ? 0 : Int32(min((until - nowUsec + 999) / 1000, 60_000))
                     }
                 }
@@ -399,10 +399,9 @@ final class BusLoop: @unchecked Sendable {
             if let message { sd_bus_message_unref(message) }
             handoff.deliver(
                 .failure(
-                    DBusError(
-                        code: .invalidMessage, cause: SystemCallError("sd_bus_message_append", errno: -r),
-                        message: "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path): "
-                            + String(cString: strerror(-r)))))
+                    .failed(
+                        .invalidMessage, call: "sd_bus_message_append", result: r,
+                        "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path)")))
             return
         }
         let call = PendingCall(id: newID(), member: member, loop: self, handoff: handoff)
@@ -418,10 +417,7 @@ final class BusLoop: @unchecked Sendable {
         if r < 0 {
             pending[call.id] = nil
             call.finish(
-                .failure(
-                    DBusError(
-                        code: .disconnected, cause: SystemCallError("sd_bus_call_async", errno: -r),
-                        message: "cannot send \(member): \(String(cString: strerror(-r)))")))
+                .failure(.failed(.disconnected, call: "sd_bus_call_async", result: r, "cannot send \(member)")))
         }
     }
 
@@ -470,10 +466,7 @@ final class BusLoop: @unchecked Sendable {
         _ r: Int32, _ call: String, slot: OpaquePointer?, box: AnyObject, _ what: String, function: String = #function
     ) -> Result<UInt64, DBusError> {
         guard r >= 0 else {
-            return .failure(
-                DBusError(
-                    code: .registrationFailed, cause: SystemCallError(call, errno: -r),
-                    message: "\(what): \(String(cString: strerror(-r)))", function: function))
+            return .failure(.failed(.registrationFailed, call: call, result: r, what, function: function))
         }
         let id = newID()
         registrations[id] = (slot, box)
@@ -512,9 +505,8 @@ final class BusLoop: @unchecked Sendable {
         if let message { sd_bus_message_unref(message) }
         guard r >= 0 else {
             return .failure(
-                DBusError(
-                    code: .invalidMessage, cause: SystemCallError("sd_bus_send", errno: -r),
-                    message: "cannot send the signal \(interface).\(member): \(String(cString: strerror(-r)))"))
+                .failed(
+                    .invalidMessage, call: "sd_bus_send", result: r, "cannot send the signal \(interface).\(member)"))
         }
         return .success(())
     }

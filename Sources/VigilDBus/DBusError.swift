@@ -52,6 +52,15 @@ public struct DBusError: StructuredError, Hashable {
         DBusError(code: .refused, name: name, message: message, function: function)
     }
 
+    /// `call` returned `result` (a negative errno, as sd-bus reports one) while doing `what`; the
+    /// message is `what: reason`, the cause the call and its errno.
+    static func failed(
+        _ code: Code, call: String, result: Int32, _ what: String, function: String = #function
+    ) -> DBusError {
+        let failure = SystemCallError(call, errno: result)
+        return DBusError(code: code, cause: failure, message: "\(what): \(failure.reason)", function: function)
+    }
+
     /// The failed call, when a system or sd-bus call is the cause.
     public var systemCall: SystemCallError? { cause?.systemCall }
 

@@ -168,9 +168,7 @@ enum MessageCoding {
     }
 
     static func decodeError(_ r: Int32, function: String = #function) -> DBusError {
-        DBusError(
-            code: .invalidMessage, cause: SystemCallError("sd_bus_message_read", errno: -r),
-            message: "malformed D-Bus message: \(String(cString: strerror(-r)))", function: function)
+        .failed(.invalidMessage, call: "sd_bus_message_read", result: r, "malformed D-Bus message", function: function)
     }
 
     /// The error carried by a method-error reply, or `nil` for a method return.

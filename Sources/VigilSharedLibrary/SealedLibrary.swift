@@ -1,5 +1,6 @@
 internal import CVigilLoader
 import Glibc
+import VigilBase
 import VigilLibraryCheck
 
 /// One library mapped from a sealed memfd holding its verified bytes.
@@ -103,33 +104,34 @@ struct SealedLibrary: Sendable {
 
     /// What `vm.memfd_noexec` says, or `nil` on kernels before 6.3 (no such sysctl).
     static func memfdNoexecPolicy() -> Int? {
-        let fd = Glibc.open("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 16)
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 15) }
-        guard n > 0 else { return nil }
-        return Int(String(decoding: buffer[0..<n], as: UTF8.self).filter(\.isNumber))
+        guard let bytes = FileIO.contents(ofFile: "/proc/sys/vm/memfd_noexec", limit: 15), !bytes.isEmpty else {
+            return nil
+        }
+        return Int(String(decoding: bytes, as: UTF8.self).filter(\.isNumber))
     }
 
-    private static func execRefused(_ plugin: String, _ why: String) -> SharedLibraryError {
+    private static func execRefused(
+        _ plugin: String, _ why: String, cause: SystemCallError? = nil
+    ) -> SharedLibraryError {
         SharedLibraryError(
             code: .memfdExecRefused, plugin: plugin,
             message: "this system refuses executable memfds (\(why)), and Vigil maps plugin code only from a sealed "
                 + "memfd holding the verified bytes — allow them with `sysctl vm.memfd_noexec=1` (or 0; 1 still makes "
                 + "memfds non-executable by default for other programs), or check the security module's policy for "
-                + "this program; built-in plugins are not affected")
+                + "this program; built-in plugins are not affected",
+            cause: cause.map { ErrorCause($0) })
     }
 
     /// A memfd holding `library`'s bytes, sealed, checked to allow an executable mapping.
     private static func makeSealedMemfd(
         _ library: VerifiedLibrarySet.Library, plugin: String
     ) throws(SharedLibraryError) -> Int32 {
-        func fail(_ what: String, _ e: Int32) -> SharedLibraryError {
+        func fail(_ what: String, _ failure: SystemCallError) -> SharedLibraryError {
             SharedLibraryError(
                 code: .memfdFailed, plugin: plugin,
-                message: "cannot \(what) the memfd for \(library.path): \(String(cString: strerror(e))) — check the "
-                    + "process's memory and descriptor limits")
+                message: "cannot \(what) the memfd for \(library.path): \(failure.reason) — check the "
+                    + "process's memory and descriptor limits",
+                cause: ErrorCause(failure))
         }
         if memfdNoexecPolicy() == 2 { throw execRefused(plugin, "vm.memfd_noexec is 2") }
         let name = String("vigil-plugin:\(plugin):\(library.soname)".utf8.prefix(240)) ?? "vigil-plugin"
@@ -140,44 +142,37 @@ struct SealedLibrary: Sendable {
             fd = vigil_memfd_create(name, base)
         }
         if fd < 0 {
-            let e = errno
-            if e == EACCES || e == EPERM {
-                throw execRefused(plugin, "memfd_create(MFD_EXEC): \(String(cString: strerror(e)))")
+            let failure = SystemCallError.current("memfd_create")
+            if failure.number == EACCES || failure.number == EPERM {
+                throw execRefused(plugin, "memfd_create(MFD_EXEC): \(failure.reason)", cause: failure)
             }
-            throw fail("create", e)
+            throw fail("create", failure)
         }
-        var written = 0
-        while written < library.bytes.count {
-            let n = library.bytes.withUnsafeBytes { raw in
-                Glibc.write(fd, raw.baseAddress! + written, library.bytes.count - written)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                Glibc.close(fd)
-                throw fail("write", e)
-            }
-            written += n
+        do {
+            try FileIO.writeAll(fd, library.bytes)
+        } catch {
+            Glibc.close(fd)
+            throw fail("write", error)
         }
         let seals = VIGIL_F_SEAL_SHRINK | VIGIL_F_SEAL_GROW | VIGIL_F_SEAL_WRITE | VIGIL_F_SEAL_SEAL
         guard vigil_add_seals(fd, seals) == 0 else {
-            let e = errno
+            let failure = SystemCallError.current("fcntl(F_ADD_SEALS)")
             Glibc.close(fd)
-            throw fail("seal", e)
+            throw fail("seal", failure)
         }
         let applied = vigil_get_seals(fd)
         guard applied >= 0, UInt32(applied) & seals == seals else {
             Glibc.close(fd)
-            throw fail("verify the seals of", EINVAL)
+            throw fail("verify the seals of", SystemCallError("fcntl(F_GET_SEALS)", errno: EINVAL))
         }
         // Probe an executable mapping now, so a refusal gets its own error instead of a dlopen message.
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         if let probe = mmap(nil, pageSize, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0), probe != MAP_FAILED {
             munmap(probe, pageSize)
         } else {
-            let e = errno
+            let failure = SystemCallError.current("mmap")
             Glibc.close(fd)
-            throw execRefused(plugin, "an executable mapping of the memfd failed: \(String(cString: strerror(e)))")
+            throw execRefused(plugin, "an executable mapping of the memfd failed: \(failure.reason)", cause: failure)
         }
         return fd
     }

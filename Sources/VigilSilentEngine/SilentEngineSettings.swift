@@ -54,12 +54,6 @@ struct SilentEngineSettings: Sendable, Hashable {
     /// The playback configuration for a host named `hostName` in `environment` (where the sound
     /// server is when `pulse_server` is unset).
     func playbackConfiguration(hostName: String, environment: HostEnvironment) -> PlaybackConfiguration {
-        PlaybackConfiguration(
-            device: playback.device, pulseServer: playback.pulseServer,
-            soundServerAddresses: environment.soundServerAddresses, bufferMilliseconds: playback.bufferMilliseconds,
-            healthCheckSeconds: playback.healthCheckSeconds,
-            retryInitialMilliseconds: playback.retryInitialMilliseconds,
-            retryMaxMilliseconds: playback.retryMaxMilliseconds, retryBudget: playback.retryBudget,
-            applicationName: "\(hostName) (Vigil keep-alive)")
+        PlaybackConfiguration(playback, environment: environment, applicationName: "\(hostName) (Vigil keep-alive)")
     }
 }

@@ -1,4 +1,5 @@
 internal import CSndfile
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -44,12 +45,11 @@ public final class SoundFile {
         self.path = path
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            let code = Glibc.errno
+            let failure = SystemCallError.current("open")
+            let missing = failure.number == ENOENT || failure.number == ENOTDIR
             throw SoundFileError(
-                code: code == ENOENT || code == ENOTDIR ? .notFound : .unreadable, path: path,
-                message: code == ENOENT || code == ENOTDIR
-                    ? "no such file; check the path" : "cannot open: \(String(cString: strerror(code)))",
-                cause: SystemCallError("open", errno: code))
+                code: missing ? .notFound : .unreadable, path: path,
+                message: missing ? "no such file; check the path" : "cannot open: \(failure.reason)", cause: failure)
         }
         var st = stat()
         if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {

@@ -32,9 +32,7 @@ package final class ControlChannel: Sendable {
     {
         let directory = Path.directory(of: path)
         if let failure = Directory.create(directory, mode: 0o700) {
-            throw SoundscapeError(
-                code: .controlChannel,
-                message: "cannot create \(failure.path): \(String(cString: strerror(failure.errno)))")
+            throw Self.failure(failure.error, "cannot create \(failure.path)")
         }
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
@@ -52,9 +50,7 @@ package final class ControlChannel: Sendable {
         }
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else {
-            throw SoundscapeError(code: .controlChannel, message: "socket: \(String(cString: strerror(errno)))")
-        }
+        guard fd >= 0 else { throw Self.failure(.current("socket"), "cannot create the control socket") }
         let previous = umask(0o177)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -63,16 +59,16 @@ package final class ControlChannel: Sendable {
         }
         umask(previous)
         guard bound == 0, listen(fd, 8) == 0 else {
-            let message = String(cString: strerror(errno))
+            let failure = SystemCallError.current(bound == 0 ? "listen" : "bind")
             close(fd)
-            throw SoundscapeError(code: .controlChannel, message: "cannot listen on \(path): \(message)")
+            throw Self.failure(failure, "cannot listen on \(path)")
         }
         chmod(path, 0o600)
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
             close(fd)
             unlink(path)
-            throw SoundscapeError(code: .controlChannel, message: "pipe: \(String(cString: strerror(errno)))")
+            throw Self.failure(.current("pipe"), "cannot create the control channel's wake-up pipe")
         }
         for p in pipeFDs { _ = fcntl(p, F_SETFD, FD_CLOEXEC) }
         let channel = ControlChannel(path: path, listenFD: fd, wakeWrite: pipeFDs[1])
@@ -82,6 +78,11 @@ package final class ControlChannel: Sendable {
             close(wakeRead)
         }
         return channel
+    }
+
+    /// `what` failed in `failure`: a control-channel error with the system call as its cause.
+    private static func failure(_ failure: SystemCallError, _ what: String) -> SoundscapeError {
+        SoundscapeError(code: .controlChannel, message: "\(what): \(failure.reason)", cause: ErrorCause(failure))
     }
 
     /// Stops serving and removes the socket.
@@ -132,7 +133,7 @@ package final class ControlChannel: Sendable {
         setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let line = SocketIO.readLine(client, limit: Self.maxRequestSize) else { return }
         guard let answer = Self.answer(line, controller: controller) else { return }
-        SocketIO.writeAll(client, answer)
+        try? FileIO.writeAll(client, answer)
     }
 
     /// The longest request line read, in bytes.
@@ -191,15 +192,5 @@ enum SocketIO {
             out += buffer[0..<n]
         }
         return nil
-    }
-
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -66,7 +67,7 @@ public struct SoundscapeClient: Sendable {
         guard let body = try? JSONEncoder().encode(request) else {
             throw SoundscapeError(code: .controlChannel, message: "cannot encode the request")
         }
-        SocketIO.writeAll(fd, Array(body) + [UInt8(ascii: "\n")])
+        try? FileIO.writeAll(fd, Array(body) + [UInt8(ascii: "\n")])
         guard let line = SocketIO.readLine(fd, limit: 1 << 20),
             let response = try? JSONDecoder().decode(ControlResponse.self, from: Data(line))
         else {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Logging
 import Synchronization
+import VigilBase
 import VigilCore
 
 #if canImport(Glibc)
@@ -134,8 +135,7 @@ package final class PreferenceStore: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             let bytes = Array(try encoder.encode(file)) + [UInt8(ascii: "\n")]
-            try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            if let failure = Directory.create(directory, mode: 0o700) { throw failure.error }
             try AtomicFile.write(bytes, to: path, mode: 0o600)
             lastWriteError.withLock { $0 = nil }
             let recovered = writeFailureReported.withLock { reported -> Bool in

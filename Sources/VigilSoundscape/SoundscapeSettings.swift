@@ -56,12 +56,7 @@ struct SoundscapeSettings: Sendable {
     /// server is when `pulse_server` is unset).
     func playbackConfiguration(hostName: String, environment: HostEnvironment) -> PlaybackConfiguration {
         var configuration = PlaybackConfiguration(
-            device: playback.device, pulseServer: playback.pulseServer,
-            soundServerAddresses: environment.soundServerAddresses, bufferMilliseconds: playback.bufferMilliseconds,
-            healthCheckSeconds: playback.healthCheckSeconds,
-            retryInitialMilliseconds: playback.retryInitialMilliseconds,
-            retryMaxMilliseconds: playback.retryMaxMilliseconds, retryBudget: playback.retryBudget,
-            applicationName: "\(hostName) (Vigil soundscape)")
+            playback, environment: environment, applicationName: "\(hostName) (Vigil soundscape)")
         if !mediaRole.isEmpty { configuration.streamProperties = ["media.role": mediaRole] }
         return configuration
     }

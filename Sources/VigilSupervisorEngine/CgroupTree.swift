@@ -2,6 +2,7 @@ internal import CVigilSpawn
 import FoundationEssentials
 import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -62,7 +63,7 @@ final class CgroupTree {
         }
         let path = "\(parent)/vigil-supervisor.\(getpid()).\(n)"
         guard mkdir(path, 0o755) == 0 else {
-            return unavailable("cannot create \(path): \(String(cString: strerror(errno)))")
+            return unavailable("cannot create \(path): \(SystemCallError.current("mkdir").reason)")
         }
         var workerPaths: [String] = []
         var procs: [Int32] = []
@@ -101,7 +102,7 @@ final class CgroupTree {
             tree.killFDs = []
             tree.directoryFDs = []
             tree.rmdirList.deallocate()
-            return undo("cannot start the sentinel: \(String(cString: strerror(-rc)))")
+            return undo("cannot start the sentinel: \(SystemCallError("vigil_sentinel_start", errno: rc).reason)")
         }
         tree.sentinelPID = pid
         tree.sentinelPipe = pipe
@@ -174,17 +175,6 @@ final class CgroupTree {
     }
 
     private static func readAll(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { _ = Glibc.close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        FileIO.contents(ofFile: path, limit: 1 << 20).map { String(decoding: $0, as: UTF8.self) }
     }
 }

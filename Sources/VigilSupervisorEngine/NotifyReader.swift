@@ -1,5 +1,6 @@
 internal import CVigilSpawn
 import Logging
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -40,7 +41,8 @@ struct NotifyReader {
             }
             if n < 0 {
                 logger.error(
-                    "notify socket receive failed", metadata: ["error": "\(String(cString: strerror(Int32(-n))))"])
+                    "notify socket receive failed",
+                    metadata: ["error": "\(SystemCallError("recvmsg", errno: Int32(n)))"])
                 return false
             }
             count(worker, now: now)

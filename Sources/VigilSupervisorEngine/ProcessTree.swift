@@ -1,3 +1,5 @@
+import VigilBase
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,12 +44,7 @@ enum ProcessTree {
 
     /// The first KiB of a small file (a procfs entry), or nil.
     static func readSmallFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 1024)
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        return String(decoding: bytes[0..<n], as: UTF8.self)
+        guard let bytes = FileIO.contents(ofFile: path, limit: 1024), !bytes.isEmpty else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

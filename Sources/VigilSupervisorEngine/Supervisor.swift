@@ -1,6 +1,7 @@
 import FoundationEssentials
 public import Logging
 import Synchronization
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -192,7 +193,7 @@ public final class Supervisor: Sendable {
             let shared = runtimeBase == nil && index == bases.count - 1  // /tmp: other users' too
             if !shared {
                 if mkdir(base, 0o700) != 0 && errno != EEXIST {
-                    problems.append("\(base): \(String(cString: strerror(errno)))")
+                    problems.append("\(base): \(SystemCallError.current("mkdir").reason)")
                     continue
                 }
                 if let unsafe = Self.ownershipProblem(base) {
@@ -209,7 +210,7 @@ public final class Supervisor: Sendable {
                 if !skipped.isEmpty { logger.warning("\(skipped.joined(separator: "; ")); using \(base)") }
                 return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             }
-            problems.append("\(base): \(String(cString: strerror(errno)))")
+            problems.append("\(base): \(SystemCallError.current("mkdtemp").reason)")
         }
         throw SupervisorError(
             code: .runtimeDirectory,
@@ -222,7 +223,7 @@ public final class Supervisor: Sendable {
     /// other users (who could rename a socket directory and plant their own). Nil when it is safe.
     static func ownershipProblem(_ base: String) -> String? {
         var info = stat()
-        guard lstat(base, &info) == 0 else { return "\(base): \(String(cString: strerror(errno)))" }
+        guard lstat(base, &info) == 0 else { return "\(base): \(SystemCallError.current("lstat").reason)" }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             return "\(base) is not a directory (a symlink or file?) — remove it; Vigil recreates it with mode 0700"
         }
@@ -240,7 +241,7 @@ public final class Supervisor: Sendable {
     /// Removes `supervisor.PID.*` directories in `base` whose process no longer exists (a host
     /// killed with SIGKILL cannot clean up after itself).
     static func removeStaleDirectories(in base: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        guard let names = Directory.names(in: base) else { return }
         for name in names where name.hasPrefix("supervisor.") {
             let parts = name.split(separator: ".")
             guard parts.count == 3, let pid = Int32(parts[1]), pid > 0 else { continue }
@@ -250,7 +251,7 @@ public final class Supervisor: Sendable {
             guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == getuid() else {
                 continue
             }
-            for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for entry in Directory.names(in: directory) ?? []
             where entry.hasSuffix(".notify") {
                 unlink("\(directory)/\(entry)")
             }

@@ -87,12 +87,14 @@ final class SupervisorLoop: @unchecked Sendable {
             for worker in workers {
                 let fd = vigil_notify_listen(worker.notifyPath)
                 guard fd >= 0 else {
+                    let failure = SystemCallError("vigil_notify_listen", errno: fd)
                     throw SupervisorError(
                         code: .runtimeDirectory,
                         message:
                             "cannot create the notify socket \(worker.notifyPath) for worker \"\(worker.spec.name)\": "
-                            + "\(String(cString: strerror(-fd))) — check that the runtime directory is writable "
-                            + "and its path is shorter than 100 bytes (set XDG_RUNTIME_DIR)")
+                            + "\(failure.reason) — check that the runtime directory is writable "
+                            + "and its path is shorter than 100 bytes (set XDG_RUNTIME_DIR)",
+                        cause: ErrorCause(failure))
                 }
                 worker.notifyFD = fd
                 try check(vigil_epoll_add(ep, fd, token(worker, notify: true)), "epoll_ctl")
@@ -105,9 +107,10 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     private static func systemError(_ call: String, _ errnoValue: Int32) -> SupervisorError {
-        SupervisorError(
-            code: .system,
-            message: "\(call) failed: \(String(cString: strerror(errnoValue))) — the supervisor needs Linux ≥ 5.4")
+        let failure = SystemCallError(call, errno: errnoValue)
+        return SupervisorError(
+            code: .system, message: "\(call) failed: \(failure.reason) — the supervisor needs Linux ≥ 5.4",
+            cause: ErrorCause(failure))
     }
 
     private func check(_ rc: Int32, _ call: String) throws {
@@ -153,10 +156,10 @@ final class SupervisorLoop: @unchecked Sendable {
         var tokens = [UInt64](repeating: 0, count: 32)
         while true {
             let timeout = timeoutMilliseconds()
-            plannedWake = timeout >= 0 ? monotonicNow() + Double(timeout) / 1000 : nil
+            plannedWake = timeout >= 0 ? MonotonicClock.seconds() + Double(timeout) / 1000 : nil
             let n = tokens.withUnsafeMutableBufferPointer { vigil_epoll_wait(epollFD, $0.baseAddress, 32, timeout) }
             if n < 0 && n != -EINTR {
-                logger.error("epoll_wait failed", metadata: ["error": "\(String(cString: strerror(-n)))"])
+                logger.error("epoll_wait failed", metadata: ["error": "\(SystemCallError("epoll_wait", errno: n))"])
             }
             forgiveStall()
             var exited: [WorkerRuntime] = []
@@ -187,7 +190,7 @@ final class SupervisorLoop: @unchecked Sendable {
     /// its planned wake-up (the host stopped, frozen or starved), so that it is not counted.
     private func forgiveStall() {
         guard let planned = plannedWake else { return }
-        let late = monotonicNow() - planned
+        let late = MonotonicClock.seconds() - planned
         guard late > Self.stallThreshold else { return }
         logger.notice(
             """
@@ -203,7 +206,7 @@ final class SupervisorLoop: @unchecked Sendable {
     /// Reads every worker's notify socket; returns the workers with datagrams still queued.
     private func drainAll() -> Set<Int> {
         var behind = Set<Int>()
-        let now = monotonicNow()
+        let now = MonotonicClock.seconds()
         for worker in workers where worker.notifyFD >= 0 {
             let more = reader.drain(worker, now: now) { apply($0, to: worker, now: now) }
             if more { behind.insert(worker.index) }
@@ -221,7 +224,7 @@ final class SupervisorLoop: @unchecked Sendable {
             switch command {
             case .start(let reply):
                 var failures: [String] = []
-                let now = monotonicNow()
+                let now = MonotonicClock.seconds()
                 for worker in workers {
                     _ = worker.policy.mayStart(at: now, history: &worker.history)
                     if let failure = spawn(worker) {
@@ -240,7 +243,7 @@ final class SupervisorLoop: @unchecked Sendable {
             case .stop(let signal, let reply):
                 stopReplies.append(reply)
                 stoppingAll = true
-                let now = monotonicNow()
+                let now = MonotonicClock.seconds()
                 for worker in workers {
                     worker.stopRequested = true
                     worker.restartAt = nil
@@ -271,12 +274,12 @@ final class SupervisorLoop: @unchecked Sendable {
             }
         }
         guard nearest.isFinite else { return -1 }
-        let ms = ((nearest - monotonicNow()) * 1000).rounded(.up)
+        let ms = ((nearest - MonotonicClock.seconds()) * 1000).rounded(.up)
         return Int32(max(0, min(ms, 86_400_000)))
     }
 
     private func fireTimers(skippingWatchdogOf behind: Set<Int>) {
-        let now = monotonicNow()
+        let now = MonotonicClock.seconds()
         for worker in workers {
             if let t = worker.restartAt, t <= now {
                 worker.restartAt = nil
@@ -308,7 +311,7 @@ final class SupervisorLoop: @unchecked Sendable {
 
     /// Starts `worker`'s process; returns the reason on failure.
     private func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
-        let now = monotonicNow()
+        let now = MonotonicClock.seconds()
         let started: WorkerSpawner.Started
         var result = spawner.spawn(
             worker.spec, notifyPath: worker.notifyPath,
@@ -357,7 +360,7 @@ final class SupervisorLoop: @unchecked Sendable {
         let reaped = vigil_reap(worker.pidfd, &code, &status)
         if reaped == 0 { return }
         if reaped < 0 {
-            logger.error("waitid failed", metadata: ["error": "\(String(cString: strerror(-reaped)))"])
+            logger.error("waitid failed", metadata: ["error": "\(SystemCallError("waitid", errno: reaped))"])
         }
         let pgid = worker.pid ?? 0
         _ = vigil_epoll_remove(epollFD, worker.pidfd)
@@ -384,7 +387,7 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     private func afterEnd(_ worker: WorkerRuntime, exit: WorkerExit) {
-        let now = monotonicNow()
+        let now = MonotonicClock.seconds()
         if worker.stopRequested {
             worker.state = .stopped
             emit(.stopped, worker)
@@ -577,12 +580,6 @@ final class SupervisorLoop: @unchecked Sendable {
             unlink(worker.notifyPath)
         }
     }
-}
-
-func monotonicNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 func formatSeconds(_ seconds: Double) -> String {

@@ -1,4 +1,5 @@
 internal import CVigilSpawn
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -116,7 +117,7 @@ struct WorkerSpawner {
     }
 
     private static func failure(stage: Int32, error: Int32, spec: WorkerSpec, path: String) -> SpawnFailure {
-        let what = String(cString: strerror(error))
+        let what = SystemCallError("vigil_spawn", errno: error).reason
         switch Int(stage) {
         case Int(VIGIL_STAGE_EXEC):
             return SpawnFailure("cannot execute \(path): \(what) — check the `command` setting")

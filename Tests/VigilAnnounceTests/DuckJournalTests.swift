@@ -1,7 +1,9 @@
 import Foundation
 import Testing
-import VigilAnnounce
+import VigilBase
 import VigilTestSupport
+
+@testable import VigilAnnounce
 
 /// The duck journal is read back after a crash: values Vigil never writes are refused as damage,
 /// not handed to recovery (found while writing its fuzz target: `rampSteps` drove an allocation of
@@ -15,6 +17,20 @@ import VigilTestSupport
             {"absentRestoreIDs":[],"level":\(level),"pid":1,"rampSteps":\(rampSteps),"server":null,"serverCookie":1,
              "streams":[{"ducked":[19661,19661],"index":12,"original":\(original)}],"version":1}
             """.utf8)
+    }
+
+    @Test func aStateDirectoryThatCannotBeCreatedSaysWhereAndWhyWithTheCallAsCause() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let file = try dir.write("plain", "x")
+        let error = #expect(throws: AnnounceError.self) {
+            try DuckJournal.makeStateDirectory(file + "/state/vigil", consequence: "nothing was lowered")
+        }
+        #expect(
+            error?.message
+                == "cannot create the state directory \(file)/state: Not a directory — check its permissions; "
+                + "nothing was lowered")
+        #expect(error?.cause?.systemCall == SystemCallError("mkdir", errno: ENOTDIR))
     }
 
     @Test func aJournalAsVigilWritesItIsRead() throws {

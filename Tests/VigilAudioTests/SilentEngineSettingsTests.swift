@@ -37,6 +37,25 @@ struct SilentEngineSettingsTests {
         #expect(configuration.healthCheckSeconds == 30)
     }
 
+    @Test("every playback key reaches the stream's configuration, none left at its default")
+    func everyPlaybackKeyReachesTheConfiguration() throws {
+        let playback = try PlaybackSettings(
+            Self.settings([
+                "device": .string("pulse:sink-7"), "pulse_server": .string("unix:/srv/pulse"),
+                "buffer_ms": .integer(700),
+                "health_check_s": .integer(9), "retry_initial_ms": .integer(40), "retry_max_ms": .integer(900),
+                "retry_budget": .integer(5),
+            ]), defaults: SilentEngineSettings.Default.playback)
+        let environment = HostEnvironment(variables: ["XDG_RUNTIME_DIR": "/run/y"])
+        let configuration = PlaybackConfiguration(playback, environment: environment, applicationName: "app")
+        #expect(
+            configuration
+                == PlaybackConfiguration(
+                    device: "pulse:sink-7", pulseServer: "unix:/srv/pulse",
+                    soundServerAddresses: ["unix:/run/y/pulse/native"], bufferMilliseconds: 700, healthCheckSeconds: 9,
+                    retryInitialMilliseconds: 40, retryMaxMilliseconds: 900, retryBudget: 5, applicationName: "app"))
+    }
+
     @Test(
         "bad values are refused with the key and a remedy",
         arguments: [

@@ -1,27 +1,7 @@
 import Foundation
 import Logging
-import Synchronization
 import VigilAudio
 import VigilTestSupport
-
-/// Collects a stream's or plugin's events so tests can wait for them.
-final class EventRecorder<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
-
-    func record(_ event: Event) { events.withLock { $0.append(event) } }
-
-    var all: [Event] { events.withLock { $0 } }
-
-    /// Waits up to `timeout` seconds until `predicate` holds for the recorded events.
-    func wait(timeout: Double, until predicate: ([Event]) -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
-            if predicate(all) { return true }
-            try? await Task.sleep(nanoseconds: 20_000_000)
-        } while Date() < deadline
-        return predicate(all)
-    }
-}
 
 /// A logger that drops everything (tests never bootstrap logging).
 let quietLogger = Logger(label: "vigil.test") { _ in SwiftLogNoOpLogHandler() }

@@ -245,7 +245,7 @@ struct SupervisorRuntimeTests {
         let r = try await project.vigil("status", "--json")
         #expect(r.status == 1)
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
-        #expect(r.stderr.contains("314572800 bytes, more than a status file can be"), "\(r.stderr)")
+        #expect(r.stderr.contains("is 314572800 bytes, larger than its limit (1048576 bytes)"), "\(r.stderr)")
     }
 
     @Test("vigil run: stale socket directories are removed; an unsafe runtime directory is refused")

@@ -1,6 +1,11 @@
 import Testing
+import VigilBase
 import VigilCore
 import VigilTestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// SafeFile's capped reads (sized by the file, never by the cap) and AtomicFile's writes.
 @Suite struct FileSystemTests {
@@ -31,6 +36,17 @@ import VigilTestSupport
             try SafeFile.read("/proc/self/status", cap: 16, what: "process status")
         }
         #expect(error?.code == .fileTooLarge)
+    }
+
+    @Test("a file that cannot be opened is an I/O failure that keeps the failed call and its errno as its cause")
+    func openFailuresKeepTheirCause() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        let file = try dir.write("plain", "x")
+        let error = #expect(throws: CoreError.self) { try SafeFile.read(file + "/below", cap: 16, what: "test file") }
+        #expect(error?.code == .ioFailure)
+        #expect(error?.cause?.systemCall == SystemCallError("open", errno: ENOTDIR))
+        #expect(error?.message == "cannot open the test file \(file)/below: Not a directory")
     }
 
     @Test("a write that is not durable still replaces the file atomically, with its mode and no temporary left")

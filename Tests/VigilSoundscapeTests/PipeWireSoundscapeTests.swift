@@ -11,7 +11,7 @@ struct PipeWireSoundscapeTests {
     @Test("plays at the set level and hot-swaps with the sink RUNNING throughout")
     func playsAndSwaps() async throws {
         try await PipeWireServer.with(directory: "vigil-soundscape") { server, state in
-            let events = Events()
+            let events = EventRecorder<PluginEvent>()
             let (plugin, controller) = try await startPlugin(
                 server, state: state.path, ["soundscape": .string("pink-noise"), "volume": .double(1)], events: events)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 5))

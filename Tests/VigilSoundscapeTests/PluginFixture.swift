@@ -7,13 +7,6 @@ import VigilTestSupport
 
 @testable import VigilSoundscape
 
-/// Collects plugin events so tests can wait for them.
-final class Events: Sendable {
-    private let events = Mutex<[PluginEvent]>([])
-    func record(_ event: PluginEvent) { events.withLock { $0.append(event) } }
-    var all: [PluginEvent] { events.withLock { $0 } }
-}
-
 let quiet = Logger(label: "vigil.test") { _ in SwiftLogNoOpLogHandler() }
 
 /// The manifest's settings defaults (kept in step with manifests/soundscape/plugin.json by a test).
@@ -28,7 +21,8 @@ let manifestDefaults: [String: SettingValue] = [
 /// A soundscape plugin on `server`, with its state in `stateDirectory` and the session bus in `bus` (if any).
 func makePlugin(
     _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
-    _ overrides: [String: SettingValue] = [:], events: Events = Events(), logger: Logger = quiet
+    _ overrides: [String: SettingValue] = [:], events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),
+    logger: Logger = quiet
 ) throws -> SoundscapeKeeper {
     var values = overrides
     values["pulse_server"] = .string(server.address)
@@ -48,7 +42,8 @@ func makePlugin(
 /// ``makePlugin(_:state:bus:_:events:logger:)``, started; with the controller it registered.
 func startPlugin(
     _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
-    _ overrides: [String: SettingValue] = [:], events: Events = Events(), logger: Logger = quiet
+    _ overrides: [String: SettingValue] = [:], events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),
+    logger: Logger = quiet
 ) async throws -> (SoundscapeKeeper, SoundscapeController) {
     let plugin = try makePlugin(server, state: stateDirectory, bus: bus, overrides, events: events, logger: logger)
     try await plugin.start()

@@ -44,7 +44,7 @@ struct SoundscapePluginTests {
     @Test("a hot swap crossfades on the same stream: the sink never leaves RUNNING, no interruption")
     func hotSwap() async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
-            let events = Events()
+            let events = EventRecorder<PluginEvent>()
             let (plugin, controller) = try await startPlugin(server, state: state.path, events: events)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 3))
             let input = try server.pactl(["list", "short", "sink-inputs"])
@@ -96,7 +96,7 @@ struct SoundscapePluginTests {
     @Test("a server restart heals the stream: interrupted, then resumed and RUNNING again")
     func serverRestart() async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
-            let events = Events()
+            let events = EventRecorder<PluginEvent>()
             let plugin = try makePlugin(server, state: state.path, events: events)
             try await plugin.start()
             #expect(await server.waitForSink(state: "RUNNING", timeout: 3))
@@ -152,7 +152,7 @@ struct SoundscapePluginTests {
     func corkRequest() async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             _ = try server.pactl(["load-module", "module-role-cork"])
-            let events = Events()
+            let events = EventRecorder<PluginEvent>()
             let (plugin, controller) = try await startPlugin(
                 server, state: state.path, ["soundscape": .string("pink-noise")], events: events)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 3))

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import VigilBase
 import VigilTestSupport
 
 @testable import VigilSupervisor
@@ -16,7 +17,7 @@ final class EventLog: Sendable {
     private let entries = Mutex<[Entry]>([])
 
     var handler: @Sendable (SupervisorEvent) -> Void {
-        { [self] event in entries.withLock { $0.append(Entry(time: monotonicNow(), event: event)) } }
+        { [self] event in entries.withLock { $0.append(Entry(time: MonotonicClock.seconds(), event: event)) } }
     }
 
     var all: [Entry] { entries.withLock { $0 } }

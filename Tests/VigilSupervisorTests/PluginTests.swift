@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import Synchronization
 import Testing
+import VigilBase
 import VigilPlugin
 import VigilTestSupport
 
@@ -14,19 +14,14 @@ let manifestDefaults: [String: SettingValue] = [
     "start_limit_burst": .integer(5), "start_limit_interval_s": .integer(10), "stop_grace_s": .integer(5),
 ]
 
-final class ReportedEvents: Sendable {
-    private let events = Mutex<[PluginEvent]>([])
-    var reporter: PluginReporter { PluginReporter { [self] event in events.withLock { $0.append(event) } } }
-    var all: [PluginEvent] { events.withLock { $0 } }
-}
-
 func makePlugin(
-    _ overrides: [String: SettingValue], environment: [String: String], events: ReportedEvents = ReportedEvents()
+    _ overrides: [String: SettingValue], environment: [String: String],
+    events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>()
 ) throws -> any KeepAlivePlugin {
     let context = PluginContext(
         pluginName: "supervisor", hostName: "test-host",
         settings: PluginSettings(pluginName: "supervisor", defaults: manifestDefaults, overrides: overrides),
-        logger: testLogger(), reporter: events.reporter, stateDirectory: "/nonexistent",
+        logger: testLogger(), reporter: PluginReporter(events.record), stateDirectory: "/nonexistent",
         environment: HostEnvironment(variables: environment))
     return try SupervisorPlugin.implementation.make(context)
 }
@@ -122,7 +117,7 @@ struct PluginTests {
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         let (systemd, environment) = try Self.systemd(in: dir, ["WATCHDOG_USEC": "200000"])  // ping every 100 ms
-        let events = ReportedEvents()
+        let events = EventRecorder<PluginEvent>()
         let plugin = try makePlugin(
             ["workers": .array([worker("idle", "exec sleep 300")])], environment: environment, events: events)
         try await plugin.start()
@@ -133,9 +128,9 @@ struct PluginTests {
         // At least three pings, spaced like a 100 ms timer rather than a burst. Waits are generous:
         // the whole suite runs in parallel on two cores.
         var pingTimes: [Double] = []
-        let until = monotonicNow() + 5
-        while pingTimes.count < 3, monotonicNow() < until, let message = await systemd.next(timeout: 1) {
-            if message == "WATCHDOG=1" { pingTimes.append(monotonicNow()) }
+        let until = MonotonicClock.seconds() + 5
+        while pingTimes.count < 3, MonotonicClock.seconds() < until, let message = await systemd.next(timeout: 1) {
+            if message == "WATCHDOG=1" { pingTimes.append(MonotonicClock.seconds()) }
         }
         #expect(pingTimes.count == 3, "\(pingTimes.count) pings in 5 s at a 100 ms period; first: \(first)")
         if pingTimes.count == 3 {
@@ -165,7 +160,7 @@ struct PluginTests {
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
         let (systemd, environment) = try Self.systemd(in: dir)
-        let events = ReportedEvents()
+        let events = EventRecorder<PluginEvent>()
         let marker = dir.url("ran-once")
         // Crashes once, then stays up; a second worker crash-loops into its start limit.
         let plugin = try makePlugin(

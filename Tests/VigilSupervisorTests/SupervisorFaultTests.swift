@@ -12,7 +12,7 @@ import VigilTestSupport
 struct SupervisorFaultTests {
     @Test("a worker that fails under restart = never leaves its healthy sibling running; the plugin is degraded")
     func failureStaysTheWorkers() async throws {
-        let events = ReportedEvents()
+        let events = EventRecorder<PluginEvent>()
         let plugin = try makePlugin(
             [
                 "workers": .array([
@@ -42,7 +42,7 @@ struct SupervisorFaultTests {
 
     @Test("failure_action = \"stop\" makes a worker's failure the plugin's")
     func failureActionStop() async throws {
-        let events = ReportedEvents()
+        let events = EventRecorder<PluginEvent>()
         let plugin = try makePlugin(
             [
                 "workers": .array([
@@ -70,7 +70,7 @@ struct SupervisorFaultTests {
     func spawnFailureIsTheWorkers() async throws {
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
-        let events = ReportedEvents()
+        let events = EventRecorder<PluginEvent>()
         let plugin = try makePlugin(
             [
                 "workers": .array([

@@ -257,6 +257,29 @@ struct VigilHostTests {
         }
     }
 
+    @Test("a planted status file (a link, a FIFO) is refused with what it is and the remedy; a vanished one is skipped")
+    func plantedStatusFilesAreRefused() async throws {
+        try await RuntimeFixtures.withTempDirectory { dir in
+            let runtime = try #require(
+                try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path], create: true))
+            let target = try dir.write("elsewhere.json", "{}")
+            // Named after a live process (this one), so it is read rather than removed as stale.
+            let file = runtime.statusFile(pid: getpid())
+            #expect(symlink(target, file) == 0)
+            #expect(mkfifo(dir.path + "/vigil/host-1.json", 0o600) == 0)  // pid 1 lives too
+            let errors = PublishedHosts.read(from: runtime).compactMap { result -> VigilError? in
+                if case .failure(let error) = result { return error }
+                return nil
+            }
+            #expect(errors.map(\.code) == [.statusUnreadable, .statusUnreadable])
+            #expect(errors.map { $0.cause?.code } == [.notRegularFile, .notRegularFile])
+            #expect(errors[0].message.contains("host-1.json is a FIFO, not a regular file"), "\(errors[0])")
+            #expect(errors[1].message.contains("\(file) is a symbolic link"), "\(errors[1])")
+            #expect(errors.allSatisfy { $0.message.hasSuffix("Vigil did not write it there; remove it") })
+            #expect(PublishedHosts.readCapped(dir.path + "/vigil/host-999999999.json") == nil)
+        }
+    }
+
     @Test("an unsafe runtime directory is refused with the fix")
     func unsafeRuntimeDirectoryRefused() async throws {
         try await RuntimeFixtures.withTempDirectory { dir in

@@ -79,7 +79,8 @@ struct PluginKeygen: ParsableCommand {
     static func makeDirectory(_ path: String) throws(CoreError) {
         if let failure = Directory.create(path, mode: 0o700) {
             throw CoreError(
-                code: .ioFailure, message: "cannot create \(failure.path): \(String(cString: strerror(failure.errno)))")
+                code: .ioFailure, message: "cannot create \(failure.path): \(failure.error.reason)",
+                cause: ErrorCause(failure.error))
         }
     }
 }

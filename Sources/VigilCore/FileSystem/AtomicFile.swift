@@ -1,4 +1,5 @@
 import Glibc
+import VigilBase
 
 /// Writes files atomically: a temporary file created with `O_EXCL` in the same directory,
 /// written, `fsync`ed, renamed over the target, then the directory `fsync`ed (no `fsync` for
@@ -83,16 +84,10 @@ public enum AtomicFile {
     }
 
     static func writeAll(fd: Int32, bytes: [UInt8], path: String) throws(CoreError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in
-                Glibc.write(fd, raw.baseAddress! + offset, bytes.count - offset)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CoreError.io("write", path: path, errno: errno, call: "write")
-            }
-            offset += n
+        do {
+            try FileIO.writeAll(fd, bytes)
+        } catch {
+            throw CoreError.io("write", path: path, errno: error.number, call: error.call)
         }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import VigilBase
 
 /// Reads files the way the verification pipeline needs: once, without following symbolic links,
 /// regular files only, and never more than a cap.
@@ -14,10 +15,12 @@ public enum SafeFile {
     ///   - cap: The largest size accepted, in bytes.
     ///   - what: How the file is named in error messages (for example "manifest").
     ///   - plugin: The plugin the file belongs to, for error messages.
+    ///   - remedy: How to fix a file that is a link, not a regular file or too large, when the
+    ///     general advice (replace it with the right regular file) does not fit.
     /// - Returns: The file's bytes, or `nil` when it does not exist.
     /// - Throws: ``CoreError`` with `.notRegularFile`, `.fileTooLarge` or `.ioFailure`.
     public static func readIfPresent(
-        _ path: String, cap: Int, what: String, plugin: String? = nil
+        _ path: String, cap: Int, what: String, plugin: String? = nil, remedy: String? = nil
     ) throws(CoreError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
@@ -27,14 +30,12 @@ public enum SafeFile {
                 throw CoreError(
                     code: .notRegularFile, plugin: plugin,
                     message: "the \(what) \(path) is a symbolic link; Vigil reads only regular files — "
-                        + "replace the link with the file itself")
+                        + (remedy ?? "replace the link with the file itself"))
             }
-            throw CoreError(
-                code: .ioFailure, plugin: plugin,
-                message: "cannot open the \(what) \(path): \(SystemCall.describe(errno: e))")
+            throw ioFailure("open the \(what) \(path)", SystemCallError("open", errno: e), plugin: plugin)
         }
         defer { close(fd) }
-        return try read(fd: fd, path: path, cap: cap, what: what, plugin: plugin)
+        return try read(fd: fd, path: path, cap: cap, what: what, plugin: plugin, remedy: remedy)
     }
 
     /// Reads the regular file at `path` like ``readIfPresent(_:cap:what:plugin:)``, but a missing
@@ -61,9 +62,7 @@ public enum SafeFile {
         if dirfd < 0 {
             let e = errno
             if e == ENOENT { return nil }
-            throw CoreError(
-                code: .ioFailure, plugin: plugin,
-                message: "cannot open the directory \(directory): \(SystemCall.describe(errno: e))")
+            throw ioFailure("open the directory \(directory)", SystemCallError("open", errno: e), plugin: plugin)
         }
         defer { close(dirfd) }
         for (index, component) in components.enumerated() {
@@ -90,9 +89,7 @@ public enum SafeFile {
                             + "; Vigil follows no symbolic links inside a plugin directory — replace it with the real "
                             + (last ? "file" : "directory"))
                 }
-                throw CoreError(
-                    code: .ioFailure, plugin: plugin,
-                    message: "cannot open the \(what) \(display): \(SystemCall.describe(errno: e))")
+                throw ioFailure("open the \(what) \(display)", SystemCallError("openat", errno: e), plugin: plugin)
             }
             if last {
                 defer { close(fd) }
@@ -105,57 +102,56 @@ public enum SafeFile {
     }
 
     /// Reads from an open descriptor after checking that it is a regular file within `cap`.
-    static func read(fd: Int32, path: String, cap: Int, what: String, plugin: String?) throws(CoreError) -> [UInt8] {
+    static func read(
+        fd: Int32, path: String, cap: Int, what: String, plugin: String?, remedy: String? = nil
+    ) throws(CoreError) -> [UInt8] {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
-            throw CoreError(
-                code: .ioFailure, plugin: plugin,
-                message: "cannot stat the \(what) \(path): \(SystemCall.describe(errno: errno))")
+            throw ioFailure("stat the \(what) \(path)", .current("fstat"), plugin: plugin)
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw CoreError(
                 code: .notRegularFile, plugin: plugin,
                 message: "the \(what) \(path) is a \(fileKind(st.st_mode)), not a regular file — "
-                    + "replace it with a regular file")
+                    + (remedy ?? "replace it with a regular file"))
         }
         // Back to blocking reads now that we know it is a regular file.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         if Int(st.st_size) > cap {
-            throw tooLarge(path: path, size: Int(st.st_size), cap: cap, what: what, plugin: plugin)
+            throw tooLarge(path: path, size: Int(st.st_size), cap: cap, what: what, plugin: plugin, remedy: remedy)
         }
         // Sized for the file as it is (plus one byte, to see it grow), not for the cap: a 4 MiB
-        // cap must not cost 4 MiB of zeroed memory for a file of 300 bytes. It grows, up to
-        // `cap + 1`, only when the file grows while being read.
-        var buffer = [UInt8](repeating: 0, count: Int(st.st_size) + 1)
-        var total = 0
-        while total < cap + 1 {
-            if total == buffer.count {
-                buffer.append(contentsOf: repeatElement(0, count: min(max(buffer.count, 4096), cap + 1 - total)))
-            }
-            let n = buffer.withUnsafeMutableBytes { raw in
-                Glibc.read(fd, raw.baseAddress! + total, raw.count - total)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CoreError(
-                    code: .ioFailure, plugin: plugin,
-                    message: "cannot read the \(what) \(path): \(SystemCall.describe(errno: errno))")
-            }
-            if n == 0 { break }
-            total += n
+        // cap must not cost 4 MiB of zeroed memory for a file of 300 bytes.
+        let bytes: [UInt8]
+        do {
+            bytes = try FileIO.read(fd, limit: cap + 1, expected: Int(st.st_size) + 1)
+        } catch {
+            throw ioFailure("read the \(what) \(path)", error, plugin: plugin)
         }
-        if total > cap {
-            throw tooLarge(path: path, size: total, cap: cap, what: what, plugin: plugin)
+        if bytes.count > cap {
+            throw tooLarge(path: path, size: nil, cap: cap, what: what, plugin: plugin, remedy: remedy)
         }
-        buffer.removeSubrange(total...)
-        return buffer
+        return bytes
     }
 
-    private static func tooLarge(path: String, size: Int, cap: Int, what: String, plugin: String?) -> CoreError {
+    /// An `.ioFailure` that says what could not be done (`"open the manifest PATH"`), with the
+    /// failed call as its cause.
+    private static func ioFailure(_ what: String, _ failure: SystemCallError, plugin: String?) -> CoreError {
         CoreError(
+            code: .ioFailure, plugin: plugin, message: "cannot \(what): \(failure.reason)", cause: ErrorCause(failure))
+    }
+
+    /// `size` is the file's from `fstat`; a file that grew past `cap` while it was read has `size: nil`.
+    private static func tooLarge(
+        path: String, size: Int?, cap: Int, what: String, plugin: String?, remedy: String?
+    ) -> CoreError {
+        let problem =
+            size.map { "is \($0) bytes, larger than its limit (\(cap) bytes)" }
+            ?? "grew past its limit (\(cap) bytes) while it was read"
+        return CoreError(
             code: .fileTooLarge, plugin: plugin,
-            message: "the \(what) \(path) is larger than its limit (\(size > cap ? "over " : "")\(cap) bytes); "
-                + "this is not a file Vigil accepts — check that the right file is in place")
+            message: "the \(what) \(path) \(problem); this is not a file Vigil accepts — "
+                + (remedy ?? "check that the right file is in place"))
     }
 
     static func fileKind(_ mode: mode_t) -> String {
@@ -174,24 +170,18 @@ public enum SafeFile {
 
 /// Small helpers over libc.
 enum SystemCall {
-    /// Opens `path` with `flags` (and `mode` when it creates), takes an exclusive `flock` on it,
-    /// runs `body`, then unlocks and closes. `what` names the lock in errors ("the lock file").
+    /// ``FileLock/withExclusiveLock(on:flags:mode:failure:_:)`` with the core's errors; `what`
+    /// names the lock in them ("the lock file").
     static func withExclusiveLock<T>(
-        on path: String, flags: Int32, mode: mode_t = 0o600, what: String, _ body: () throws(CoreError) -> T
+        on path: String, flags: Int32, what: String, _ body: () throws(CoreError) -> T
     ) throws(CoreError) -> T {
-        let fd = open(path, flags | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw CoreError.io("open \(what)", path: path, errno: errno, call: "open") }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw CoreError.io("lock \(what)", path: path, errno: errno, call: "flock") }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
-    }
-
-    /// `strerror` text for an errno value.
-    static func describe(errno code: Int32) -> String {
-        String(cString: strerror(code))
+        try FileLock.withExclusiveLock(
+            on: path, flags: flags,
+            failure: {
+                CoreError.io(
+                    "\($0.call == "open" ? "open" : "lock") \(what)", path: path, errno: $0.number, call: $0.call)
+            },
+            body)
     }
 
     /// `lstat`'s file type bits, or `nil` when the path does not exist.

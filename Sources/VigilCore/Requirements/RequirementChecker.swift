@@ -131,16 +131,9 @@ public struct RequirementChecker: Sendable {
     }
 
     private func alsaPlaybackDevices() -> [String] {
-        guard let dir = opendir(environment.soundDeviceDirectory) else { return [] }
-        defer { closedir(dir) }
-        var found: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasPrefix("pcmC"), name.hasSuffix("p") { found.append(name) }
+        (Directory.names(in: environment.soundDeviceDirectory) ?? []).filter {
+            $0.hasPrefix("pcmC") && $0.hasSuffix("p")
         }
-        return found
     }
 
     // MARK: executable

@@ -142,12 +142,7 @@ public struct PluginLoader: Sendable {
     public static func discover(in paths: [String]) -> [(name: String, directory: String)] {
         var found: [String: String] = [:]
         for base in paths {
-            guard let dir = opendir(base) else { continue }
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
+            for name in Directory.names(in: base) ?? [] {
                 guard PluginName.isValid(name), found[name] == nil else { continue }
                 let candidate = Path.join(base, name)
                 if let type = SystemCall.fileType(candidate), type == S_IFDIR || type == S_IFLNK {

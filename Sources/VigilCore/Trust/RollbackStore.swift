@@ -233,7 +233,8 @@ public struct RollbackStore: Sendable {
             // Create missing parents with 0700 too (mkdir -p).
             if let failure = Directory.create(directory, mode: 0o700) {
                 throw CoreError.io(
-                    "create the state directory", path: failure.path, errno: failure.errno, call: "mkdir")
+                    "create the state directory", path: failure.path, errno: failure.error.number,
+                    call: failure.error.call)
             }
             guard lstat(directory, &st) == 0 else {
                 throw CoreError.io("stat", path: directory, errno: errno, call: "lstat")

@@ -1,0 +1,23 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exclusive `flock` locks for read-modify-write sections that other processes run too.
+package enum FileLock {
+    /// Opens `path` with `flags` (and `mode` when it creates), waits for an exclusive `flock` on
+    /// it, runs `body`, then unlocks and closes. A failed `open` or `flock` is turned into the
+    /// caller's error by `failure` (the ``SystemCallError`` names the call).
+    package static func withExclusiveLock<T, E: Error>(
+        on path: String, flags: Int32, mode: mode_t = 0o600, failure: (SystemCallError) -> E,
+        _ body: () throws(E) -> T
+    ) throws(E) -> T {
+        let fd = open(path, flags | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw failure(.current("open")) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw failure(.current("flock")) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+}
