@@ -139,6 +139,12 @@ let package = Package(
             name: "SilentEngineBench", dependencies: ["VigilSilentEngine", "VigilPlugin", log],
             swiftSettings: strictSettings),
 
+        // The example host app (Examples/ExampleHost, a package of its own for users to copy),
+        // compiled here too so that it keeps up with the library's API.
+        .executableTarget(
+            name: "ExampleHostSource", dependencies: ["Vigil", log, lifecycle],
+            path: "Examples/ExampleHost/Sources/ExampleHost"),
+
         // SwiftPM plugins for host packages.
         .plugin(
             name: "VigilBuildCheck", capability: .buildTool(), dependencies: ["vigil-plugin-tool"]),
