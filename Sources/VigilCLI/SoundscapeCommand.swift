@@ -2,7 +2,6 @@ import ArgumentParser
 import FoundationEssentials
 import VigilBase
 import VigilCheckCommands
-import VigilCore
 import VigilPlugin
 import VigilSoundscape
 
@@ -68,20 +67,18 @@ struct SoundscapeCommand: AsyncParsableCommand {
                 let playing = response.state?.soundscape
                 for soundscape in list {
                     let mark = soundscape.id == playing ? "*" : " "
-                    let fields = [soundscape.id, soundscape.title, soundscape.path ?? "(generated)"]
-                    print(mark + " " + fields.map { Sanitizer.display($0) }.joined(separator: "  "))
+                    CLI.sayLine("\(mark) \(soundscape.id)  \(soundscape.title)  \(soundscape.path ?? "(generated)")")
                 }
             } else if let state = response.state {
-                print(describe(state))
+                CLI.sayLine(describe(state))
             }
         }
         if !response.ok { throw ExitCode.failure }
     }
 
+    /// The state as one line (printed escaped whole: title and soundscape are the host's words).
     static func describe(_ state: SoundscapeState) -> String {
-        // The host's words, one line each: control characters and bidirectional overrides become `?`.
-        let title = Sanitizer.display(state.title), soundscape = Sanitizer.display(state.soundscape)
-        var line = "\(title) (\(soundscape)): \(state.playback.rawValue.lowercased())"
+        var line = "\(state.title) (\(state.soundscape)): \(state.playback.rawValue.lowercased())"
         line += ", volume \(TextFormat.fixed(state.volume, digits: 2))"
         if let preset = state.preset { line += " (\(preset.rawValue))" }
         if state.interrupted { line += ", interrupted by the sound server" }
