@@ -34,7 +34,7 @@ struct DuckingTests {
 
             let announcer = makeAnnouncer(server, directory: state.path)
             let watcher = AnnouncementWatcher(announcer)
-            let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 3)), watcher: watcher)
+            let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 6)), watcher: watcher)
             let expected = PulseMixer.scaled(music.volume, by: 0.3)
             #expect(ducked.map(\.index) == [music.index])
             let during = try server.sinkInputSnapshots().first { $0.index == music.index }
@@ -145,7 +145,7 @@ struct DuckingTests {
             let before = try await level(server)
             let announcer = makeAnnouncer(server, directory: state.path)
             let watcher = AnnouncementWatcher(announcer)
-            let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 3)), watcher: watcher)
+            let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 6)), watcher: watcher)
             #expect(ducked.isEmpty)
             let prompt = try server.sinkInputSnapshots().first { $0.properties["vigil.stream"] == "announcement" }
             #expect(prompt?.role == "phone")
@@ -158,18 +158,24 @@ struct DuckingTests {
         }
     }
 
-    @Test("spoken text is audible and lasts as long as the words take")
+    @Test("spoken text is audible from the start of the prompt to its end")
     func speech() async throws {
         try await PulseAudioServer.with(directory: "vigil-announce") { server, state in
             let announcer = makeAnnouncer(server, directory: state.path)
-            let watcher = AnnouncementWatcher(announcer)
             let text = "Attention please. A signing request is waiting for your approval at the front desk."
-            let (task, _) = try await startAnnouncement(announcer, .say(text), watcher: watcher)
-            let captured = try await level(server, seconds: 1.5)
-            let report = try await task.value
-            #expect(captured > 0.01, "speech RMS \(captured)")
+            let recording = try await server.startRecording()
+            let report = try await announcer.announce(.say(text))
+            try await Task.sleep(nanoseconds: 300_000_000)  // the prompt's last samples reach parec
+            let speech = AudioAnalysis(interleaved: try await recording.finish())
+            #expect(speech.rms > 0.01, "speech RMS \(speech.rms)")
             // 14 words at 175 words a minute: about 4.8 s; espeak-ng pauses at full stops.
             #expect(report.promptSeconds > 2.5 && report.promptSeconds < 10, "\(report.promptSeconds) s")
+            // Heard from the first word to the last: the words fill most of the prompt (espeak-ng
+            // ends it with a short silence); an underrun on a loaded machine may stretch it a little.
+            let span = speech.audibleSpan(threshold: 1000)
+            #expect(
+                span > 0.85 * report.promptSeconds && span < report.promptSeconds + 0.5,
+                "heard for \(span) s of a \(report.promptSeconds) s prompt")
             #expect(report.method == .client)
             #expect(report.ducked.isEmpty)
         }
@@ -185,19 +191,14 @@ struct PromptPlaybackTests {
             let keepAlive = try await startKeepAlive(server)
             #expect(await server.waitForSink(state: "RUNNING", timeout: 5))
             let announcer = makeAnnouncer(server, directory: state.path)
-            async let capture = server.captureMonitor(seconds: 3)
-            try await Task.sleep(nanoseconds: 700_000_000)
+            let recording = try await server.startRecording()
             let report = try await announcer.announce(
                 .play(.tone(frequency: 660, seconds: 1, amplitude: 0.5), policy: .mix))
-            let samples = try await capture
+            try await Task.sleep(nanoseconds: 300_000_000)  // the prompt's last samples reach parec
+            let samples = try await recording.finish()
             await keepAlive.stop()
-            let left = AudioAnalysis(interleaved: samples).left
             // Audible 10 ms windows: the tone, from its first to its last sample.
-            let window = 480
-            let loud = stride(from: 0, to: left.count - window, by: window).filter { start in
-                left[start..<(start + window)].map { abs(Int($0)) }.max() ?? 0 > 8000
-            }
-            let heard = Double(loud.count * window) / 48_000
+            let heard = Double(AudioAnalysis(interleaved: samples).audibleWindows(threshold: 8000).count) / 100
             #expect(abs(heard - 1.0) < 0.06, "heard \(heard) s of a 1 s prompt")
             // Generous for a loaded machine; before the fix it waited out the sink's ~1.7 s of mixed-ahead audio.
             #expect(report.firstSampleMilliseconds < 1000, "first sample after \(report.firstSampleMilliseconds) ms")

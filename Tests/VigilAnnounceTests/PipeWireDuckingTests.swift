@@ -20,7 +20,7 @@ struct PipeWireDuckingTests {
             let announcer = makeAnnouncer(
                 server, directory: state.path, settings: AnnounceSettings(sink: server.sinkName))
             let watcher = AnnouncementWatcher(announcer)
-            let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 3)), watcher: watcher)
+            let (task, ducked) = try await startAnnouncement(announcer, .play(.silence(seconds: 6)), watcher: watcher)
             #expect(ducked.map(\.index) == [music.index])
             let during = try server.sinkInputSnapshots().first { $0.index == music.index }
             let expected = PulseMixer.scaled(music.volume, by: 0.3)

@@ -5,25 +5,21 @@ import VigilTestSupport
 /// `vigil announce`: usage, settings and server errors, and a real spoken prompt.
 @Suite("vigil announce", .serialized)
 struct AnnounceCommandTests {
-    /// Runs `vigil announce ARGUMENTS --json` against `server` while `seconds` of its monitor are
-    /// recorded; returns the exit status, the recording and the JSON document.
+    /// Runs `vigil announce ARGUMENTS --json` against `server` while its monitor is recorded, from
+    /// before the prompt to after it; returns the exit status, the recording and the JSON document.
     static func announce(
-        _ arguments: [String], on server: PulseAudioServer, recording seconds: Double, in sandbox: CLISandbox
+        _ arguments: [String], on server: PulseAudioServer, in sandbox: CLISandbox
     ) async throws -> (status: Int32, samples: [Int16], document: [String: Any]?) {
         var environment = server.environment
         environment["XDG_STATE_HOME"] = sandbox.dir.url("state")
         let out = sandbox.dir.url("announce.json")
         // The monitor carries what the sink mixes, when it mixes it: record from before the prompt.
-        async let capture = server.captureMonitor(seconds: seconds)
-        #expect(
-            try await RuntimeFixtures.waitUntil(timeout: 10) {
-                !(try server.pactl(["list", "short", "source-outputs"]).isEmpty)
-            })
-        try await Task.sleep(nanoseconds: 300_000_000)
+        let recording = try await server.startRecording()
         let cli = try ChildProcess(
             VigilExecutable.path, ["announce"] + arguments + ["--json"], environment: environment, stdout: out)
         let status = await blockingCall { cli.wait() }
-        let samples = try await capture
+        try await Task.sleep(nanoseconds: 300_000_000)  // the prompt's last samples reach parec
+        let samples = try await recording.finish()
         let document =
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
         return (status, samples, document)
@@ -74,7 +70,7 @@ struct AnnounceCommandTests {
             defer { sandbox.remove() }
             let (status, samples, document) = try await Self.announce(
                 ["--say", "Attention please. The signing service is ready for the next request."], on: server,
-                recording: 6, in: sandbox)
+                in: sandbox)
             #expect(status == 0)
             let rms = AudioAnalysis(interleaved: samples, trimSeconds: 0.1).rms
             #expect(rms > 0.005, "speech RMS over the recording \(rms)")
@@ -82,6 +78,8 @@ struct AnnounceCommandTests {
             let seconds = (document?["prompt_seconds"] as? NSNumber)?.doubleValue ?? 0
             // 11 words at 175 a minute: about 3.8 s, with pauses at the full stops.
             #expect(seconds > 2 && seconds < 9, "\(seconds) s")
+            let span = AudioAnalysis(interleaved: samples).audibleSpan(threshold: 1000)
+            #expect(span > 0.85 * seconds && span < seconds + 0.5, "heard for \(span) s of a \(seconds) s prompt")
         }
     }
 
@@ -93,13 +91,16 @@ struct AnnounceCommandTests {
             let flac = sandbox.dir.url("chime.flac")
             try ChildProcess.run(
                 "/usr/bin/sox", ["-n", "-r", "44100", "-c", "1", flac, "synth", "3", "sine", "660", "vol", "0.5"])
-            let (status, samples, document) = try await Self.announce([flac], on: server, recording: 5, in: sandbox)
+            let (status, samples, document) = try await Self.announce([flac], on: server, in: sandbox)
             #expect(status == 0)
             let analysis = AudioAnalysis(interleaved: samples)
             #expect(analysis.peak > 14_000, "tone peak \(analysis.peak)")
             #expect(abs(analysis.zeroCrossingFrequency - 660) < 5, "\(analysis.zeroCrossingFrequency) Hz")
             #expect(document?["ok"] as? Bool == true)
             #expect((document?["prompt_seconds"] as? NSNumber)?.doubleValue == 3)
+            #expect(
+                abs(analysis.audibleSpan(threshold: 8000) - 3) < 0.06,
+                "heard \(analysis.audibleSpan(threshold: 8000)) s")
         }
     }
 

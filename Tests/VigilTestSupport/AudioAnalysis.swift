@@ -25,6 +25,21 @@ public struct AudioAnalysis: Sendable {
         return (sum / Double(left.count)).squareRoot() / 32768
     }
 
+    /// The start (a sample index) of each `windowSeconds` window whose peak exceeds `threshold`.
+    public func audibleWindows(windowSeconds: Double = 0.01, threshold: Int) -> [Int] {
+        let window = max(1, Int(windowSeconds * sampleRate))
+        return stride(from: 0, to: left.count - window + 1, by: window).filter { start in
+            left[start..<(start + window)].contains { abs(Int($0)) > threshold }
+        }
+    }
+
+    /// Seconds from the start of the first audible 10 ms window to the end of the last (0 if none).
+    public func audibleSpan(threshold: Int) -> Double {
+        let windows = audibleWindows(threshold: threshold)
+        guard let first = windows.first, let last = windows.last else { return 0 }
+        return Double(last - first) / sampleRate + 0.01
+    }
+
     /// The frequency of the dominant tone, estimated from rising zero crossings.
     public var zeroCrossingFrequency: Double {
         guard left.count > 1 else { return 0 }

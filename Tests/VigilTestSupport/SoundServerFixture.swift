@@ -58,36 +58,61 @@ extension SoundServerFixture {
     public func sinkInputs() throws -> String { try pactl(["list", "sink-inputs"]) }
 
     /// Records `seconds` of `sink`'s monitor (default: the null sink) with `parec` as 48 kHz
-    /// stereo S16_LE and returns the interleaved samples. `parec` is stopped with SIGINT, which
-    /// flushes its buffer.
+    /// stereo S16_LE and returns the interleaved samples, timed from the recording's first bytes.
     public func captureMonitor(of sink: String? = nil, seconds: Double) async throws -> [Int16] {
+        let recording = try await startRecording(of: sink)
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        return try await recording.finish()
+    }
+
+    /// Starts recording `sink`'s monitor (default: the null sink) and returns once the first
+    /// bytes have arrived (on a loaded machine `parec` may take a while to connect); throws if
+    /// none arrive within 5 s. ``MonitorRecording/finish()`` ends it and returns the samples.
+    public func startRecording(of sink: String? = nil) async throws -> MonitorRecording {
         let file = directory.appendingPathComponent("capture-\(UUID().uuidString.prefix(6)).raw")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let p = try ChildProcess(
+        let process = try ChildProcess(
             "/usr/bin/parec",
             [
                 "--latency-msec=20", "-d", "\(sink ?? sinkName).monitor", "--raw", "--format=s16le", "--rate=48000",
                 "--channels=2",
             ],
             environment: environment, stdout: file.path)
-        // Time the capture from its first bytes: on a loaded machine parec may take a while to connect.
+        let recording = MonitorRecording(process: process, file: file)
         let started = Date()
-        while Date().timeIntervalSince(started) < 5,
-            ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0) == 0
-        {
+        while ((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0) == 0 {
+            guard Date().timeIntervalSince(started) < 5, process.isRunning else {
+                _ = try? await recording.finish()
+                throw FixtureError("parec recorded nothing from \(sink ?? sinkName).monitor within 5 s")
+            }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
-        try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-        p.signal(SIGINT)
-        _ = await blockingCall { p.wait() }
-        let data = try Data(contentsOf: file)
-        return data.withUnsafeBytes { raw in
-            Array(raw.bindMemory(to: Int16.self)).map { Int16(littleEndian: $0) }
-        }
+        return recording
     }
 
     /// Starts a client process (for example `aplay -D pulse …`) that talks to this server.
     public func launch(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
         try ChildProcess(executable, arguments, environment: environment)
+    }
+}
+
+/// A running `parec` recording of a sink's monitor (see ``SoundServerFixture/startRecording(of:)``).
+public final class MonitorRecording: Sendable {
+    private let process: ChildProcess
+    private let file: URL
+
+    init(process: ChildProcess, file: URL) {
+        self.process = process
+        self.file = file
+    }
+
+    /// Stops `parec` with SIGINT (which flushes its buffer) and returns the interleaved samples.
+    public func finish() async throws -> [Int16] {
+        defer { try? FileManager.default.removeItem(at: file) }
+        process.signal(SIGINT)
+        _ = await blockingCall { self.process.wait() }
+        let data = try Data(contentsOf: file)
+        return data.withUnsafeBytes { raw in
+            Array(raw.bindMemory(to: Int16.self)).map { Int16(littleEndian: $0) }
+        }
     }
 }
