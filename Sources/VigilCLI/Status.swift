@@ -17,7 +17,9 @@ struct Status: AsyncParsableCommand {
         discussion: """
             Reads the status files running hosts publish in $XDG_RUNTIME_DIR/vigil/ (0700; /tmp/vigil-UID \
             when XDG_RUNTIME_DIR is unset). Exits 1 when no host is running. With --config, only hosts \
-            started from that vigil.toml are shown.
+            started from that vigil.toml are shown. Exits 77 when the runtime directory is refused \
+            (not owned by you, or writable by others) or cannot be read; with --json the document is \
+            then {"ok": false, "error": {"code", "message"}} instead of the array.
             """)
 
     @OptionGroup var options: ConfigOption
@@ -30,9 +32,20 @@ struct Status: AsyncParsableCommand {
         do {
             directory = try RuntimeDirectory.resolve(environment: CLI.environment.variables, create: false)
         } catch {
-            if json { print("[]") }  // still one JSON document: no host could be read
-            CLI.printErrorLine("error: \(error.message)")
-            throw ExitCode.failure
+            // Not "no host": the directory hosts publish in was refused (unsafe) or unreadable.
+            if json {
+                CLI.printJSON(
+                    .object([
+                        ("ok", .bool(false)),
+                        (
+                            "error",
+                            .object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+                        ),
+                    ]))
+            } else {
+                CLI.printErrorLine("error: \(error.message)")
+            }
+            throw ExitCode(Self.refusedExitCode)
         }
         var hosts: [HostStatus] = []
         if let directory {
@@ -64,6 +77,10 @@ struct Status: AsyncParsableCommand {
             throw ExitCode.failure
         }
     }
+
+    /// The exit code when the runtime directory is refused or unreadable (EX_NOPERM); 1 means
+    /// that no host is running.
+    static let refusedExitCode: Int32 = 77
 
     /// The host's status as text. Every field read from the status file is one line of the host's
     /// words: control characters (newlines too) and bidirectional overrides show as `?`.

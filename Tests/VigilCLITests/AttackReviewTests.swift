@@ -222,7 +222,7 @@ import VigilTestSupport
         #expect(trustDoc["version"] is NSNull)
     }
 
-    @Test func statusJSONIsOneDocumentEvenWhenTheRuntimeDirectoryIsUnsafe() async throws {
+    @Test func statusRefusesAnUnsafeRuntimeDirectoryWithItsOwnExitAndOneDocument() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         try s.dir.makeDirectory("run/vigil")
@@ -230,9 +230,17 @@ import VigilTestSupport
         var env = s.environment
         env["XDG_RUNTIME_DIR"] = s.dir.url("run")
         let r = try await VigilExecutable.run(["status", "--json"], in: s.work, environment: env)
-        #expect(r.status == 1)
-        #expect(r.stderr.contains("chmod 700"), "\(r.stderr)")
-        #expect(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [Any] != nil, "\(r.stdout)")
+        // Not "no host is running" (exit 1, `[]`): a refusal, with its own exit code and the error in the document.
+        #expect(r.status == 77, "\(r.stdout)\(r.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        #expect(document?["ok"] as? Bool == false, "\(r.stdout)")
+        let error = document?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "runtime-directory")
+        #expect((error?["message"] as? String)?.contains("chmod 700") == true, "\(r.stdout)")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+        let text = try await VigilExecutable.run(["status"], in: s.work, environment: env)
+        #expect(text.status == 77)
+        #expect(text.stdout.isEmpty && text.stderr.contains("chmod 700"), "\(text.stdout)\(text.stderr)")
     }
 
     /// Every refusal kind the CLI can produce, through `plugin list --json`: none that failed
