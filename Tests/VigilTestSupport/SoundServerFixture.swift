@@ -105,6 +105,13 @@ public final class MonitorRecording: Sendable {
         self.file = file
     }
 
+    /// A recording the test did not finish (it threw first) stops here: no `parec` outlives it.
+    deinit {
+        process.signal(SIGKILL)
+        process.wait()
+        try? FileManager.default.removeItem(at: file)
+    }
+
     /// Stops `parec` with SIGINT (which flushes its buffer) and returns the interleaved samples.
     public func finish() async throws -> [Int16] {
         defer { try? FileManager.default.removeItem(at: file) }
