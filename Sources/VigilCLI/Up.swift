@@ -47,6 +47,9 @@ struct Up: AsyncParsableCommand {
         let logger = Logger(label: "vigil")
         var hostOptions = VigilHost.Options(environment: CLI.environment)
         hostOptions.retryInterval = .milliseconds(Int(retryInterval * 1000))
+        // A status file that cannot be written is said on the display (logs are opt-in here).
+        let (statusProblems, statusProblemSink) = AsyncStream.makeStream(of: String?.self)
+        hostOptions.statusFileProblem = { statusProblemSink.yield($0) }
         let host: VigilHost
         do {
             host = try VigilHost(configPath: options.config, options: hostOptions, logger: logger)
@@ -65,6 +68,9 @@ struct Up: AsyncParsableCommand {
         await display.header()
         let events = host.events  // subscribe before anything starts
         let displayTask = Task { await display.follow(events) }
+        // Ends with the stream, finished below once the host stopped.
+        let statusProblemTask = Task { for await problem in statusProblems { await display.statusFile(problem) } }
+        defer { statusProblemTask.cancel() }
         let startupTask = Task { await display.releaseStartupCode() }
         defer { startupTask.cancel() }
 
@@ -112,6 +118,8 @@ actor StatusDisplay {
     private var lastReason: [String: [String]] = [:]
     private var settled = false
     private var settledWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The state line last printed per plugin, in plain output (see ``plainLine(for:)``).
+    private var shownState: [String: String] = [:]
     /// The faults last printed per plugin (see ``faults(_:)``).
     private var shownFaults: [String: [String: String]] = [:]
 
@@ -160,13 +168,26 @@ actor StatusDisplay {
             } else if case .blocked = event.kind, let plugin {
                 note(plugin)
             } else {
-                emit(Self.line(for: event))
+                if let line = plainLine(for: event) { emit(line) }
                 if case .failed(let failure) = event.state {
                     lastReason[event.plugin] = ["\(event.plugin): failed: " + failure.message]
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
             if !live, let plugin { faults(plugin) }
+        }
+    }
+
+    /// Says that the status file cannot be written (`problem`), or that it is written again (nil).
+    func statusFile(_ problem: String?) {
+        let directory = host.runtimeDirectory?.path ?? "the runtime directory"
+        if let problem {
+            emit(
+                "warning: cannot write the status file for `vigil status`: \(problem) — until it can, "
+                    + "`vigil status` shows this host as running with its status unwritten; free space in "
+                    + "\(directory) (the host retries by itself)")
+        } else {
+            emit("note: the status file for `vigil status` is written again")
         }
     }
 
@@ -236,6 +257,16 @@ actor StatusDisplay {
         shownFaults[plugin.name] = now.isEmpty ? nil : now
     }
 
+    /// The plain line for `event`, or nil when it only changed a plugin's details (a volume, a
+    /// track, a worker's restart count) and its state reads as last printed: a state line is
+    /// printed when the state changes, not on every detail.
+    private func plainLine(for event: HostEvent) -> String? {
+        let state = "\(event.plugin): \(event.state.description)"
+        defer { shownState[event.plugin] = state }
+        if case .detailsChanged = event.kind, shownState[event.plugin] == state { return nil }
+        return Self.line(for: event)
+    }
+
     static func line(for event: HostEvent) -> String {
         switch event.kind {
         case .started: "\(event.plugin): running"
@@ -246,7 +277,8 @@ actor StatusDisplay {
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
         case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"
-        case .detailsChanged: "\(event.plugin): \(event.state.name)"
+        // The state with its reason (an interruption's, a failure's), never a bare "interrupted".
+        case .detailsChanged: "\(event.plugin): \(event.state.description)"
         }
     }
 
