@@ -140,9 +140,12 @@ struct StatusMessagesTests {
         let project = try await SupervisorRuntimeTests.project(
             workers: [
                 SupervisorRuntimeTests.sleeper,
+                // Two crash loops out of step: one restarts while the other still waits, so the
+                // plugin's details change while it stays interrupted.
                 #"{ name = "loop", command = "/bin/sh", args = ["-c", "exit 3"], restart = "always" }"#,
+                #"{ name = "slow", command = "/bin/sh", args = ["-c", "sleep 0.2; exit 4"], restart = "always" }"#,
             ],
-            extra: "backoff_initial_ms = 50\nbackoff_max_ms = 50\nstart_limit_burst = 0")
+            extra: "backoff_initial_ms = 100\nbackoff_max_ms = 100\nstart_limit_burst = 0")
         defer { project.dir.remove() }
         let output = project.dir.path + "/up.out"
         let host = try SupervisorRuntimeTests.up(project, stdout: output)
