@@ -68,7 +68,8 @@ struct Up: AsyncParsableCommand {
         await display.header()
         let events = host.events  // subscribe before anything starts
         let displayTask = Task { await display.follow(events) }
-        // Ends with the stream, finished below once the host stopped.
+        // Puts the status writer's problems on the display; ends when the stream is finished below,
+        // once the host stopped (or is cancelled when `run` throws).
         let statusProblemTask = Task { for await problem in statusProblems { await display.statusFile(problem) } }
         defer { statusProblemTask.cancel() }
         let startupTask = Task { await display.releaseStartupCode() }
@@ -87,6 +88,7 @@ struct Up: AsyncParsableCommand {
             CLI.printErrorLine("error: \(error)")
             throw ExitCode.failure
         }
+        statusProblemSink.finish()
         displayTask.cancel()
         _ = await displayTask.value
         await display.footer()
