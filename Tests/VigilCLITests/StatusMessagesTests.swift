@@ -89,6 +89,61 @@ struct StatusMessagesTests {
         #expect(exit.map(ChildProcess.exitCode(fromWaitStatus:)) == 0)
     }
 
+    @Test(
+        "the runtime directory fills while a host runs: the stale file goes, status says so, the file returns by itself",
+        .enabled(if: FullDisk.isAvailable, "mounting a tmpfs needs root"))
+    func statusGoesStaleWhileRunning() async throws {
+        let disk = try FullDisk(kilobytes: 256)
+        defer { disk.unmount() }
+        let project = try await SupervisorRuntimeTests.project(workers: [SupervisorRuntimeTests.sleeper])
+        defer { project.dir.remove() }
+        var environment = project.environment
+        environment["XDG_RUNTIME_DIR"] = disk.path
+        let output = project.dir.path + "/up.out"
+        let host = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", project.config], environment: environment, stdout: output,
+            stderr: project.dir.path + "/up.err")
+        defer { host.terminate(grace: 5) }
+        /// The worker's pid and restarts in `vigil status --json`, once its status is readable.
+        func worker() async throws -> (status: Int32, pid: Int?, restarts: Int?) {
+            let r = try await RuntimeFixtures.run(VigilExecutable.path, ["status", "--json"], environment: environment)
+            let plugin = ((Self.json(r.stdout) as? [[String: Any]])?.first?["plugins"] as? [[String: Any]])?.first
+            let details = SupervisorRuntimeTests.details(plugin)
+            return (
+                r.status, SupervisorRuntimeTests.int(details["worker.w.pid"]),
+                SupervisorRuntimeTests.int(details["worker.w.restarts"])
+            )
+        }
+        var first: Int?
+        let deadline = ContinuousClock.now.advanced(by: .seconds(20))
+        while first == nil, ContinuousClock.now < deadline {
+            first = try await worker().pid
+            if first == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let pid = try #require(first, "\((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")
+
+        // Full, then an event (the worker restarts): the write fails, the old file must not stay.
+        try disk.fill()
+        kill(Int32(pid), SIGKILL)
+        let warned = await RuntimeFixtures.waitUntil(timeout: 20) {
+            ((try? TextFile.read(output)) ?? "").contains("cannot write the status file")
+        }
+        #expect(warned, "\((try? TextFile.read(output)) ?? "")")
+        let stale = try await RuntimeFixtures.run(VigilExecutable.path, ["status"], environment: environment)
+        #expect(stale.status == 2, "\(stale.stdout) \(stale.stderr)")
+        #expect(stale.stdout.contains("a host runs (pid \(host.pid)"), "\(stale.stdout)")
+
+        // Room again, and no event: the writer's retry brings the current status back.
+        disk.free()
+        var back: (status: Int32, pid: Int?, restarts: Int?) = (1, nil, nil)
+        let until = ContinuousClock.now.advanced(by: .seconds(40))
+        while back.restarts != 1, ContinuousClock.now < until {
+            back = try await worker()
+            if back.restarts != 1 { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(back.status == 0 && back.restarts == 1 && back.pid != pid, "\(back)")
+    }
+
     @Test("plain status shows 200 workers as a table, one worker a line, untrusted names escaped")
     func workersTable() async throws {
         let project = try Project()
