@@ -141,7 +141,8 @@ actor StatusDisplay {
                 + "\(status.plugins.count) plugin\(status.plugins.count == 1 ? "" : "s") — Ctrl-C or SIGTERM stops")
         if let dir = host.runtimeDirectory {
             if let reason = dir.fallbackReason { emit("note: \(reason)") }
-            emit("status published in \(dir.path) (see `vigil status`)")
+            // Said before the first write: whether it succeeds is said when it does not.
+            emit("status for `vigil status` goes to \(dir.statusFile(pid: status.pid))")
         }
         for plugin in status.plugins {
             note(plugin)
