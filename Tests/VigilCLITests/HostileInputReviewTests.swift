@@ -48,9 +48,11 @@ struct HostileInputReviewTests {
 
     // MARK: - Numbers from files and sockets
 
-    /// Plants a status file for this (live) process with `since` written as `since`.
-    static func plantStatus(since: String, in runtime: String) throws {
-        let directory = runtime + "/vigil"
+    /// Plants a status file for this (live) process with `since` written as `since`, in a runtime
+    /// directory of the sandbox; returns the environment that points `vigil status` at it.
+    static func plantStatus(since: String, in s: CLISandbox) throws -> [String: String?] {
+        try s.dir.makeDirectory("run")
+        let directory = s.dir.url("run") + "/vigil"
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let text = """
@@ -58,6 +60,7 @@ struct HostileInputReviewTests {
              "plugins": [{"name": "silent-engine", "state": "running", "since": \(since), "details": {}}]}
             """
         try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/host-\(getpid()).json"))
+        return s.environment.merging(["XDG_RUNTIME_DIR": s.dir.url("run")]) { $1 }
     }
 
     @Test(
@@ -66,9 +69,7 @@ struct HostileInputReviewTests {
     func statusSinceOutOfRange(since: String) async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.dir.makeDirectory("run")
-        try Self.plantStatus(since: since, in: s.dir.url("run"))
-        let environment = s.environment.merging(["XDG_RUNTIME_DIR": s.dir.url("run")]) { $1 }
+        let environment = try Self.plantStatus(since: since, in: s)
         for json in [false, true] {
             let r = try await VigilExecutable.run(
                 ["status"] + (json ? ["--json"] : []), in: s.work, environment: environment)
@@ -84,9 +85,7 @@ struct HostileInputReviewTests {
     func statusSinceAtTheEdge(since: String) async throws {
         let s = try CLISandbox()
         defer { s.remove() }
-        try s.dir.makeDirectory("run")
-        try Self.plantStatus(since: since, in: s.dir.url("run"))
-        let environment = s.environment.merging(["XDG_RUNTIME_DIR": s.dir.url("run")]) { $1 }
+        let environment = try Self.plantStatus(since: since, in: s)
         let text = try await VigilExecutable.run(["status"], in: s.work, environment: environment)
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("silent-engine"), "\(text.stdout)")

@@ -28,10 +28,7 @@ struct StatusMessagesTests {
         try FileManager.default.createDirectory(
             atPath: disk.path + "/vigil", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         try disk.fill()
-        let output = project.dir.path + "/up.out"
-        let host = try ChildProcess(
-            VigilExecutable.path, ["up", "--config", project.config], environment: environment, stdout: output,
-            stderr: project.dir.path + "/up.err")
+        let (host, output) = try project.up(environment: environment)
         defer { host.terminate(grace: 5) }
         func status(_ arguments: String...) async throws -> RuntimeFixtures.Output {
             try await RuntimeFixtures.run(VigilExecutable.path, ["status"] + arguments, environment: environment)
@@ -42,7 +39,7 @@ struct StatusMessagesTests {
             ((try? TextFile.read(output)) ?? "").contains("cannot write the status file")
         }
         #expect(
-            warned, "\((try? TextFile.read(output)) ?? "") \((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")
+            warned, "\((try? TextFile.read(output)) ?? "") \(project.upErrors)")
 
         // 2. Status names the host from its lock: plain and JSON, exit 2.
         let plain = try await status()
@@ -99,10 +96,7 @@ struct StatusMessagesTests {
         defer { project.dir.remove() }
         var environment = project.environment
         environment["XDG_RUNTIME_DIR"] = disk.path
-        let output = project.dir.path + "/up.out"
-        let host = try ChildProcess(
-            VigilExecutable.path, ["up", "--config", project.config], environment: environment, stdout: output,
-            stderr: project.dir.path + "/up.err")
+        let (host, output) = try project.up(environment: environment)
         defer { host.terminate(grace: 5) }
         /// The worker's pid and restarts in `vigil status --json`, once its status is readable.
         func worker() async throws -> (status: Int32, pid: Int?, restarts: Int?) {
@@ -120,7 +114,7 @@ struct StatusMessagesTests {
             first = try await worker().pid
             if first == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
-        let pid = try #require(first, "\((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")
+        let pid = try #require(first, "\(project.upErrors)")
 
         // Full, then an event (the worker restarts): the write fails, the old file must not stay.
         try disk.fill()
@@ -221,23 +215,14 @@ struct StatusMessagesTests {
     @Test("plain up output: volume and track changes of a running soundscape print no state line")
     func soundscapeChangesPrintNoStateLine() async throws {
         try await PulseAudioServer.with { server in
-            let project = try Project()
+            let (project, environment) = try await Project.soundscape(on: server)
             defer { project.dir.remove() }
-            try project.dir.write(
-                "vigil.toml",
-                "plugins = [\"soundscape\"]\n\n[host]\nbackground_modes = [\"audio\"]\n\n[soundscape]\nmpris = false\n")
-            try await project.trust("soundscape")
-            var environment = project.environment
-            environment["PULSE_SERVER"] = server.address
-            let output = project.dir.path + "/up.out"
-            let host = try ChildProcess(
-                VigilExecutable.path, ["up", "--config", project.config], environment: environment, stdout: output,
-                stderr: project.dir.path + "/up.err")
+            let (host, output) = try project.up(environment: environment)
             defer { host.terminate(grace: 2) }
             let started = try await project.pluginStatus("soundscape") {
                 $0["state"] as? String == "running" && ($0["details"] as? [String: Any])?["control_socket"] != nil
             }
-            #expect(started != nil, "\((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")
+            #expect(started != nil, "\(project.upErrors)")
             for volume in ["0.4", "0.5", "0.6"] {
                 #expect(try await project.vigil("soundscape", "volume", volume).status == 0)
             }
@@ -255,4 +240,31 @@ struct StatusMessagesTests {
             #expect(lines.filter { $0 == "soundscape: running" }.count == 1, "\(lines)")
         }
     }
+}
+
+extension HostCommandTests.Project {
+    /// Starts `vigil up` for this project in `environment`, output to `up.out` (returned) and `up.err`.
+    func up(environment: [String: String]) throws -> (host: ChildProcess, output: String) {
+        let output = dir.path + "/up.out"
+        let host = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", config], environment: environment, stdout: output,
+            stderr: dir.path + "/up.err")
+        return (host, output)
+    }
+
+    /// A project whose `vigil.toml` plays the trusted soundscape (without MPRIS) on `server`, and
+    /// the environment that points it there.
+    static func soundscape(on server: PulseAudioServer) async throws -> (Self, [String: String]) {
+        let project = try Self()
+        try project.dir.write(
+            "vigil.toml",
+            "plugins = [\"soundscape\"]\n\n[host]\nbackground_modes = [\"audio\"]\n\n[soundscape]\nmpris = false\n")
+        try await project.trust("soundscape")
+        var environment = project.environment
+        environment["PULSE_SERVER"] = server.address
+        return (project, environment)
+    }
+
+    /// What `vigil up` wrote on standard error.
+    var upErrors: String { (try? TextFile.read(dir.path + "/up.err")) ?? "" }
 }

@@ -58,16 +58,28 @@ struct ControlChannelLoadTests {
         return (child, marker, answers)
     }
 
-    @Test("a client sending one byte every 1.5 s holds up no one, and is answered with an error at its deadline")
-    func slowClientBlocksNoOne() async throws {
+    /// Runs `body` with a soundscape playing on a private PulseAudio, its control socket, and
+    /// ``trickle(_:count:interval:in:)`` clients connected to it (their answers' file).
+    static func withTricklingClients(
+        count: Int, interval: Double,
+        _ body: (_ socket: String, _ state: TestDirectory, _ answers: String) async throws -> Void
+    ) async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let (plugin, _) = try await startPlugin(server, state: state.path)
             let socket = ControlChannel.socketPath(stateDirectory: state.path)
             let files = try TestDirectory("vigil-trickle")
             defer { files.remove() }
-            let (slow, marker, answers) = try Self.trickle(socket, count: 1, interval: 1.5, in: files)
-            defer { slow.terminate(grace: 1) }
+            let (clients, marker, answers) = try trickle(socket, count: count, interval: interval, in: files)
+            defer { clients.terminate(grace: 1) }
             #expect(await eventually { FileManager.default.fileExists(atPath: marker) })
+            try await body(socket, state, answers)
+            await plugin.stop()
+        }
+    }
+
+    @Test("a client sending one byte every 1.5 s holds up no one, and is answered with an error at its deadline")
+    func slowClientBlocksNoOne() async throws {
+        try await Self.withTricklingClients(count: 1, interval: 1.5) { socket, state, answers in
 
             // Twice, so that the second is still within the slow client's connection.
             for _ in 0..<2 {
@@ -79,21 +91,13 @@ struct ControlChannelLoadTests {
             #expect(await eventually(20) { FileManager.default.fileExists(atPath: answers) })
             let answer = (try? String(contentsOfFile: answers, encoding: .utf8)) ?? ""
             #expect(answer.contains("did not arrive within 2 s"), "\(answer)")
-            await plugin.stop()
         }
     }
 
     @Test("one client more than the channel serves is told the host is busy (exit 4), and served once they go")
     func busyHostSaysSo() async throws {
-        try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
-            let (plugin, _) = try await startPlugin(server, state: state.path)
-            let socket = ControlChannel.socketPath(stateDirectory: state.path)
-            let files = try TestDirectory("vigil-trickle")
-            defer { files.remove() }
-            let (clients, marker, answers) = try Self.trickle(
-                socket, count: ControlChannel.maxConnections, interval: 5, in: files)
-            defer { clients.terminate(grace: 1) }
-            #expect(await eventually { FileManager.default.fileExists(atPath: marker) })
+        try await Self.withTricklingClients(count: ControlChannel.maxConnections, interval: 5) {
+            socket, state, answers in
 
             // In process first (no start-up time), then the CLI, within the clients' 2 s.
             let inProcess = Result { () throws(SoundscapeError) in
@@ -114,7 +118,6 @@ struct ControlChannelLoadTests {
             #expect(cut.count == ControlChannel.maxConnections && cut.allSatisfy { $0.contains("did not arrive") })
             let served = try await VigilExecutable.run(["soundscape", "--socket", socket], in: state.path)
             #expect(served.status == 0, "\(served.stderr)")
-            await plugin.stop()
         }
     }
 }
