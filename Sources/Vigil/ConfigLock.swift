@@ -44,7 +44,8 @@ public final class ConfigLock: Sendable {
                     + " — every worker would run twice; stop it first (`kill \(holder.map(String.init) ?? "PID")`), "
                     + "or see it with `vigil status`")
         }
-        let text = Array("\(getpid())\n".utf8)
+        // The pid, then the configuration (for `vigil status` when the host's status file is missing).
+        let text = Array("\(getpid())\n\(configPath)\n".utf8)
         _ = ftruncate(fd, 0)
         _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         return ConfigLock(path: path, fd: fd)
@@ -53,6 +54,47 @@ public final class ConfigLock: Sendable {
     deinit {
         _ = ftruncate(fd, 0)
         close(fd)
+    }
+
+    /// A running host, seen through the lock it holds.
+    public struct Holder: Sendable, Hashable {
+        /// The process holding the lock (as the kernel says, not as the file says).
+        public let pid: Int32
+        /// The `vigil.toml` it runs, as the holder wrote it (nil when it could not).
+        public let configPath: String?
+    }
+
+    /// The processes that hold a lock in `directory` now: what shows that a host runs when its
+    /// status file is missing (a full runtime directory) or unreadable. The kernel's list of
+    /// locks (`/proc/locks`) names them; no lock is taken to find out, so a host starting
+    /// meanwhile is never refused because of it.
+    public static func holders(in directory: RuntimeDirectory) -> [Holder] {
+        guard let table = FileIO.contents(ofFile: "/proc/locks", limit: 1 << 22) else { return [] }
+        // (major, minor, inode) → pid, for every FLOCK lock on the machine.
+        var locked: [String: Int32] = [:]
+        for line in String(decoding: table, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]) else { continue }
+            locked[String(fields[5])] = pid
+        }
+        var holders: [Holder] = []
+        for name in (Directory.names(in: directory.path) ?? []).sorted() where name.hasPrefix("lock-") {
+            let path = directory.path + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == getuid() else {
+                continue
+            }
+            let major = (info.st_dev >> 8) & 0xfff | (info.st_dev >> 32) & ~0xfff
+            let minor = info.st_dev & 0xff | (info.st_dev >> 12) & ~0xff
+            let key =
+                String(major, radix: 16).leftPadded(2) + ":" + String(minor, radix: 16).leftPadded(2) + ":"
+                + String(info.st_ino)
+            guard let pid = locked[key] else { continue }
+            let lines = (FileIO.contents(ofFile: path, limit: 8192) ?? []).split(separator: UInt8(ascii: "\n"))
+            let config = lines.count >= 2 ? String(validating: lines[1], as: UTF8.self) : nil
+            holders.append(Holder(pid: pid, configPath: config))
+        }
+        return holders
     }
 
     private static func readPID(_ fd: Int32) -> Int32? {
@@ -72,5 +114,12 @@ public final class ConfigLock: Sendable {
         }
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
+extension String {
+    /// The text with zeros in front, up to `width` characters.
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

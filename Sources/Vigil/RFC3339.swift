@@ -8,8 +8,13 @@ import Musl
 /// calendar. Foundation's `ISO8601DateFormatter` would do the same through ICU, whose time-zone
 /// data it loads on first use: about 5 MB more resident memory in every host, for one format.
 enum RFC3339 {
-    /// `seconds` since 1970 as `YYYY-MM-DDTHH:MM:SS.mmmZ`, rounded to the millisecond.
+    /// The seconds since 1970 of the years 0000 to 9999, the times this format can write.
+    static let representable = -62_167_219_200.0...253_402_300_799.0
+
+    /// `seconds` since 1970 as `YYYY-MM-DDTHH:MM:SS.mmmZ`, rounded to the millisecond; a time
+    /// outside ``representable`` (or NaN) is written as the nearest end of that range.
     static func string(fromSecondsSince1970 seconds: Double) -> String {
+        let seconds = seconds.isNaN ? 0 : min(max(seconds, representable.lowerBound), representable.upperBound)
         var whole = seconds.rounded(.down)
         var millis = Int(((seconds - whole) * 1000).rounded())
         if millis == 1000 {

@@ -42,6 +42,12 @@ struct StatusDocument: Codable {
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let seconds = try? container.decode(Double.self) {
+                // A number from a file: anything a calendar cannot show (1e300, past year 9999) is
+                // refused here, so no reader converts it into a trap later.
+                guard RFC3339.representable.contains(seconds) else {
+                    throw DecodingError.dataCorruptedError(
+                        in: container, debugDescription: "\(seconds) is not a time between the years 0 and 9999")
+                }
                 secondsSince1970 = seconds
                 return
             }

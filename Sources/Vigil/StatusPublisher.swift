@@ -16,6 +16,11 @@ import Musl
 /// only while this process lives, so surviving a machine crash is worth nothing). Writes are at
 /// most ``minimumInterval`` apart, the latest status wins and is always written, so a host whose
 /// plugins change state very often costs a few writes a second, not one per change.
+///
+/// A write that fails (a full runtime directory) removes the old file — a status that is no
+/// longer true is not left for `vigil status` to show; it shows the host from its lock instead —
+/// warns once, and is retried with ``StatusRetry``'s backoff until it succeeds, whether or not the
+/// host changes meanwhile.
 final class StatusPublisher: Sendable {
     /// The shortest time between two writes of the file, in seconds.
     static let minimumInterval = 0.2
@@ -24,10 +29,15 @@ final class StatusPublisher: Sendable {
     let file: String
     private let writer: Writer
 
-    init(directory: RuntimeDirectory, pid: Int32, logger: Logger) {
+    /// - Parameter onProblem: called on the writer's thread when the file cannot be written (with
+    ///   the problem, once until it is written again) and when it is written again (with nil).
+    init(
+        directory: RuntimeDirectory, pid: Int32, logger: Logger,
+        onProblem: (@Sendable (String?) -> Void)? = nil
+    ) {
         self.directory = directory
         self.file = directory.statusFile(pid: pid)
-        self.writer = Writer(file: file, logger: logger)
+        self.writer = Writer(file: file, logger: logger, onProblem: onProblem)
         let writer = self.writer
         KernelThread.start(name: "vigil-status") { writer.run() }
     }
@@ -69,12 +79,14 @@ final class StatusPublisher: Sendable {
         private var writing = false
         private var finished = false
         private var lastWrite = -Double.infinity
-        private var lastProblem: String?
+        private var retry = StatusRetry()
         private var writes = 0
+        let onProblem: (@Sendable (String?) -> Void)?
 
-        init(file: String, logger: Logger) {
+        init(file: String, logger: Logger, onProblem: (@Sendable (String?) -> Void)?) {
             self.file = file
             self.logger = logger
+            self.onProblem = onProblem
         }
 
         func publish(_ status: HostStatus, waiter: CheckedContinuation<Void, Never>? = nil) {
@@ -119,7 +131,8 @@ final class StatusPublisher: Sendable {
             while true {
                 while !finished && pending == nil { condition.wait() }
                 if finished { break }
-                let wait = lastWrite + StatusPublisher.minimumInterval - MonotonicClock.seconds()
+                let now = MonotonicClock.seconds()
+                let wait = max(lastWrite + StatusPublisher.minimumInterval, retry.nextAttempt ?? 0) - now
                 if wait > 0 && waiters.isEmpty {
                     // Later changes replace `pending` meanwhile: the latest wins.
                     condition.wait(seconds: wait)
@@ -138,10 +151,25 @@ final class StatusPublisher: Sendable {
                 writes += 1
                 lastWrite = MonotonicClock.seconds()
                 if !active { unlink(file) }  // removed while it was being written
-                if let problem, problem != lastProblem {
-                    logger.warning("cannot publish status for `vigil status`: \(problem)")
+                let report = retry.record(success: problem == nil, at: lastWrite)
+                if let problem {
+                    // Written again at the next attempt, even when nothing changes meanwhile.
+                    if active, pending == nil { pending = status }
+                    unlink(file)  // the old status is no longer true
+                    if report {
+                        logger.warning(
+                            "cannot publish status for `vigil status`: \(problem); retrying (1 s, then up to 30 s apart)"
+                        )
+                    }
+                } else if report {
+                    logger.notice("status for `vigil status` written again")
                 }
-                lastProblem = problem
+                if report {
+                    let hook = onProblem
+                    condition.unlock()
+                    hook?(problem)
+                    condition.lock()
+                }
                 condition.broadcast()
             }
             condition.broadcast()

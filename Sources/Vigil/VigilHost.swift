@@ -49,6 +49,10 @@ public actor VigilHost: Service {
         public var retryInterval: Duration
         /// How ``VigilHost/announce(_:)`` plays prompts (`[announce]` in `vigil.toml`).
         public var announce: AnnounceSettings
+        /// Called (on the status writer's thread) when the status file cannot be written, with the
+        /// problem — once, while the writer retries with a growing delay — and with nil once it is
+        /// written again: the way to show it where the logs are not read (as `vigil up` does).
+        public var statusFileProblem: (@Sendable (_ problem: String?) -> Void)?
 
         /// Creates options.
         ///
@@ -225,7 +229,8 @@ public actor VigilHost: Service {
                 throw VigilError(code: .runtimeDirectory, message: "the runtime directory could not be created")
             }
             self.runtimeDirectory = directory
-            self.publisher = StatusPublisher(directory: directory, pid: getpid(), logger: logger)
+            self.publisher = StatusPublisher(
+                directory: directory, pid: getpid(), logger: logger, onProblem: options.statusFileProblem)
             if let reason = directory.fallbackReason {
                 logger.notice(
                     "\(reason) to publish status",

@@ -19,7 +19,8 @@ struct SoundscapeCommand: AsyncParsableCommand {
             Talks to the host through $XDG_STATE_HOME/vigil/plugins/soundscape/control.sock (a directory \
             only you can open; the host also checks the caller's user id). Exit codes: 0 done, 1 the host \
             refused (unknown soundscape, bad volume…), 2 the host's answer was not understood, 3 no running \
-            host plays a soundscape, 64 usage error. Pause and stop keep the stream (and the keep-alive) \
+            host plays a soundscape, 4 the host is busy (every control connection in use, or no answer \
+            within 5 s: try again), 64 usage error. Pause and stop keep the stream (and the keep-alive) \
             running, silent.
             """,
         subcommands: [
@@ -56,7 +57,7 @@ struct SoundscapeCommand: AsyncParsableCommand {
             let failure = ControlResponse(
                 ok: false, state: nil, soundscapes: nil, error: .init(code: error.code, message: error.message))
             if options.json { printJSON(failure) } else { CLI.printErrorLine("error: \(error.message)") }
-            throw ExitCode(error.code == .notRunning ? 3 : 2)
+            throw ExitCode(exitCode(for: error.code))
         }
         if options.json {
             printJSON(response)
@@ -73,7 +74,19 @@ struct SoundscapeCommand: AsyncParsableCommand {
                 CLI.sayLine(describe(state))
             }
         }
-        if !response.ok { throw ExitCode.failure }
+        // The host's refusal exits 1, unless it says it is busy.
+        if !response.ok { throw ExitCode(response.error?.code == .busy ? exitCode(for: .busy) : 1) }
+    }
+
+    /// The exit status for a failure with `code`: 2 the answer was not understood, 3 no host, 4
+    /// the host is busy (try again), 1 any refusal of the request itself.
+    static func exitCode(for code: SoundscapeError.Code) -> Int32 {
+        switch code {
+        case .notRunning: 3
+        case .busy: 4
+        case .controlChannel: 2
+        case .unknownSoundscape, .invalidVolume, .invalidSleepTimer, .fileUnavailable: 1
+        }
     }
 
     /// The state as one line (printed escaped whole: title and soundscape are the host's words).
@@ -83,7 +96,11 @@ struct SoundscapeCommand: AsyncParsableCommand {
         if let preset = state.preset { line += " (\(preset.rawValue))" }
         if state.interrupted { line += ", interrupted by the sound server" }
         if state.asleep { line += ", asleep (sleep timer ended)" }
-        if let remaining = state.sleepTimerRemaining { line += ", sleep timer \(Int(remaining.rounded())) s" }
+        if let remaining = state.sleepTimerRemaining {
+            // The host's number: one no timer can hold (1e300, NaN) is shown, not converted into a trap.
+            let seconds = Int(exactly: remaining.rounded()).map(String.init) ?? "\(remaining)"
+            line += ", sleep timer \(seconds) s"
+        }
         return line
     }
 

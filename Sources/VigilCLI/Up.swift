@@ -47,6 +47,9 @@ struct Up: AsyncParsableCommand {
         let logger = Logger(label: "vigil")
         var hostOptions = VigilHost.Options(environment: CLI.environment)
         hostOptions.retryInterval = .milliseconds(Int(retryInterval * 1000))
+        // A status file that cannot be written is said on the display (logs are opt-in here).
+        let (statusProblems, statusProblemSink) = AsyncStream.makeStream(of: String?.self)
+        hostOptions.statusFileProblem = { statusProblemSink.yield($0) }
         let host: VigilHost
         do {
             host = try VigilHost(configPath: options.config, options: hostOptions, logger: logger)
@@ -65,6 +68,10 @@ struct Up: AsyncParsableCommand {
         await display.header()
         let events = host.events  // subscribe before anything starts
         let displayTask = Task { await display.follow(events) }
+        // Puts the status writer's problems on the display; ends when the stream is finished below,
+        // once the host stopped (or is cancelled when `run` throws).
+        let statusProblemTask = Task { for await problem in statusProblems { await display.statusFile(problem) } }
+        defer { statusProblemTask.cancel() }
         let startupTask = Task { await display.releaseStartupCode() }
         defer { startupTask.cancel() }
 
@@ -81,6 +88,7 @@ struct Up: AsyncParsableCommand {
             CLI.printErrorLine("error: \(error)")
             throw ExitCode.failure
         }
+        statusProblemSink.finish()
         displayTask.cancel()
         _ = await displayTask.value
         await display.footer()
@@ -112,6 +120,8 @@ actor StatusDisplay {
     private var lastReason: [String: [String]] = [:]
     private var settled = false
     private var settledWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The state line last printed per plugin, in plain output (see ``plainLine(for:)``).
+    private var shownState: [String: String] = [:]
     /// The faults last printed per plugin (see ``faults(_:)``).
     private var shownFaults: [String: [String: String]] = [:]
 
@@ -131,7 +141,8 @@ actor StatusDisplay {
                 + "\(status.plugins.count) plugin\(status.plugins.count == 1 ? "" : "s") — Ctrl-C or SIGTERM stops")
         if let dir = host.runtimeDirectory {
             if let reason = dir.fallbackReason { emit("note: \(reason)") }
-            emit("status published in \(dir.path) (see `vigil status`)")
+            // Said before the first write: whether it succeeds is said when it does not.
+            emit("status for `vigil status` goes to \(dir.statusFile(pid: status.pid))")
         }
         for plugin in status.plugins {
             note(plugin)
@@ -160,13 +171,26 @@ actor StatusDisplay {
             } else if case .blocked = event.kind, let plugin {
                 note(plugin)
             } else {
-                emit(Self.line(for: event))
+                if let line = plainLine(for: event) { emit(line) }
                 if case .failed(let failure) = event.state {
                     lastReason[event.plugin] = ["\(event.plugin): failed: " + failure.message]
                 }
                 if event.kind == .stopped { lastReason[event.plugin] = nil }
             }
             if !live, let plugin { faults(plugin) }
+        }
+    }
+
+    /// Says that the status file cannot be written (`problem`), or that it is written again (nil).
+    func statusFile(_ problem: String?) {
+        let directory = host.runtimeDirectory?.path ?? "the runtime directory"
+        if let problem {
+            emit(
+                "warning: cannot write the status file for `vigil status`: \(problem) — until it can, "
+                    + "`vigil status` shows this host as running with its status unwritten; free space in "
+                    + "\(directory) (the host retries by itself)")
+        } else {
+            emit("note: the status file for `vigil status` is written again")
         }
     }
 
@@ -236,6 +260,16 @@ actor StatusDisplay {
         shownFaults[plugin.name] = now.isEmpty ? nil : now
     }
 
+    /// The plain line for `event`, or nil when it only changed a plugin's details (a volume, a
+    /// track, a worker's restart count) and its state reads as last printed: a state line is
+    /// printed when the state changes, not on every detail.
+    private func plainLine(for event: HostEvent) -> String? {
+        let state = "\(event.plugin): \(event.state.description)"
+        defer { shownState[event.plugin] = state }
+        if case .detailsChanged = event.kind, shownState[event.plugin] == state { return nil }
+        return Self.line(for: event)
+    }
+
     static func line(for event: HostEvent) -> String {
         switch event.kind {
         case .started: "\(event.plugin): running"
@@ -246,7 +280,8 @@ actor StatusDisplay {
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
         case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"
-        case .detailsChanged: "\(event.plugin): \(event.state.name)"
+        // The state with its reason (an interruption's, a failure's), never a bare "interrupted".
+        case .detailsChanged: "\(event.plugin): \(event.state.description)"
         }
     }
 

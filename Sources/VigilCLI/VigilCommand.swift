@@ -22,6 +22,7 @@ struct VigilCommand: AsyncParsableCommand {
     /// Takes the process off libdispatch's worker pool (and its once-a-second monitor) before the
     /// first task runs, then parses and runs the command as usual.
     static func main() async {
+        CLI.exitUnlessArgumentsReadable()  // without /proc, no command may run as if it had no arguments
         EventLoopExecutor.installAsGlobalExecutor(threads: 1)  // nothing in vigil blocks a task
         TrustCommand.adopt(from: ProcessInfo.processInfo.environment)  // the remedies' trust command
         await main(nil)

@@ -89,6 +89,30 @@ package enum CLI {
         }
     }
 
+    /// The exit status when the process cannot read its own command line (EX_OSERR).
+    package static let argumentsUnreadableExit: Int32 = 71
+
+    /// Exits 71 with the cause and the fix when the process cannot read its own arguments.
+    ///
+    /// Swift reads the command line from `/proc/self/cmdline` on Linux: without `/proc` (a
+    /// chroot or container that does not mount it) every command would see no arguments at all,
+    /// print the top-level help and exit 0 — `vigil check --json` on a broken configuration would
+    /// "pass" and `vigil up` would start nothing and succeed. Since Linux 5.18 every process has
+    /// at least `argv[0]` (an empty one when started with none), so an empty list means the
+    /// arguments were not read, never that there were none.
+    package static func exitUnlessArgumentsReadable(_ arguments: [String] = CommandLine.arguments) {
+        guard arguments.isEmpty else { return }
+        let path = "/proc/self/cmdline"
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let cause = fd < 0 ? SystemCallError.current("open").reason : "it reads as empty"
+        if fd >= 0 { close(fd) }
+        writeStandardError(
+            "error: vigil cannot read its own command line (\(path): \(cause)), so it cannot tell which command "
+                + "to run and runs none — mount /proc (`mount -t proc proc /proc`; in a container or chroot, give "
+                + "it /proc) and run the command again\n")
+        exit(argumentsUnreadableExit)
+    }
+
     /// The configuration file to use: `--config`, else the nearest vigil.toml upward.
     package static func configPath(_ option: ConfigOption) throws(CoreError) -> String? {
         if let path = option.config { return path }

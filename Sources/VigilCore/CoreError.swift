@@ -29,6 +29,7 @@ public struct CoreError: StructuredError, Hashable {
             case configUnsafe = "config-unsafe"
             case stateInvalid = "state-invalid"
             case keyInvalid = "key-invalid"
+            case keyUnsafe = "key-unsafe"
             case fingerprintMismatch = "fingerprint-mismatch"
             case trustDeclined = "trust-declined"
             case ioFailure = "io-failure"
@@ -80,6 +81,9 @@ public struct CoreError: StructuredError, Hashable {
         public static let stateInvalid = Code(.stateInvalid)
         /// A key file is not a valid minisign key.
         public static let keyInvalid = Code(.keyInvalid)
+        /// A secret key, or the directory that holds or will hold one, is owned by another user
+        /// or writable by group or others.
+        public static let keyUnsafe = Code(.keyUnsafe)
         /// The plugin's key differs from a fingerprint pinned on the command line.
         public static let fingerprintMismatch = Code(.fingerprintMismatch)
         /// The operator declined, or could not be asked, to trust a key.

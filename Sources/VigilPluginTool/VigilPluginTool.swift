@@ -17,6 +17,7 @@ struct VigilPluginTool: AsyncParsableCommand {
     /// Takes the remedies' trust command from the plugin that started the tool (it sets
     /// `VIGIL_TRUST_COMMAND` to the `swift package … vigil-trust` form), then runs the command.
     static func main() async {
+        CLI.exitUnlessArgumentsReadable()  // without /proc, no command may run as if it had no arguments
         TrustCommand.adopt(from: ProcessInfo.processInfo.environment)
         await main(nil)
     }

@@ -11,6 +11,7 @@ import Glibc
 /// The soundscape's local control channel: a Unix socket in the plugin's state directory
 /// (directory 0700, socket 0600), and a peer-credential check on every connection, so only the
 /// host's user can reach it. One JSON ``ControlRequest`` line in, one ``ControlResponse`` line out.
+/// Up to ``maxConnections`` clients are served at once, each within ``connectionDeadlineSeconds``.
 package final class ControlChannel: Sendable {
     let path: String
     private let listenFD: Int32
@@ -96,44 +97,160 @@ package final class ControlChannel: Sendable {
         _ = write(wakeWrite, &byte, 1)
     }
 
+    /// How long a connection may take, from its accept to the last byte of its answer: a client
+    /// that sends its request slowly (or never) is answered with an error and closed then, and
+    /// holds up no one else meanwhile.
+    package static let connectionDeadlineSeconds = 2
+
+    /// The most connections served at once; one more is told that the host is busy, and closed.
+    package static let maxConnections = 16
+
+    /// One client connection, served without blocking: its request as it arrives, then its answer
+    /// as the socket takes it.
+    private struct Connection {
+        let fd: Int32
+        let deadline: Double
+        var request: [UInt8] = []
+        var answer: [UInt8]?
+        var sent = 0
+    }
+
+    /// The one poll loop of the channel: the listening socket, the wake-up pipe and every open
+    /// connection, each with its own deadline, so that no client can hold up another.
     private func serve(wakeRead: Int32, controller: SoundscapeController, logger: Logger) {
+        var connections: [Connection] = []
         defer {
+            for connection in connections { close(connection.fd) }
             unlink(path)
             close(listenFD)
             close(wakeWrite)
         }
+        _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
         while true {
+            let now = MonotonicClock.seconds()
+            connections.removeAll { connection in
+                guard connection.deadline <= now else { return false }
+                Self.expire(connection, logger: logger)
+                return true
+            }
             var fds = [
                 pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let rc = poll(&fds, 2, -1)
+            for connection in connections {
+                fds.append(
+                    pollfd(fd: connection.fd, events: Int16(connection.answer == nil ? POLLIN : POLLOUT), revents: 0))
+            }
+            let nearest = connections.map(\.deadline).min().map { max(0, $0 - now) }
+            let timeout = nearest.map { Int32(min(($0 * 1000).rounded(.up), 60_000)) } ?? -1
+            let rc = poll(&fds, nfds_t(fds.count), timeout)
             if rc < 0 && errno == EINTR { continue }
-            if fds[1].revents != 0 || rc < 0 { return }
-            let client = accept(listenFD, nil, nil)
-            guard client >= 0 else { continue }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            handle(client, controller: controller, logger: logger)
-            close(client)
+            if rc < 0 || fds[1].revents != 0 { return }
+            var open: [Connection] = []
+            for (index, var connection) in connections.enumerated() {
+                if fds[index + 2].revents == 0 || Self.step(&connection, controller: controller) {
+                    open.append(connection)
+                } else {
+                    close(connection.fd)
+                }
+            }
+            connections = open
+            if fds[0].revents != 0 { accept(into: &connections, logger: logger) }
         }
     }
 
-    private func handle(_ client: Int32, controller: SoundscapeController, logger: Logger) {
-        var credentials = PeerCredentials()
-        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(client, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.uid == getuid()
-        else {
-            logger.warning(
-                "Soundscape control channel refused a connection from another user",
-                metadata: ["uid": "\(credentials.uid)"])
-            return
+    /// Accepts every waiting connection: a caller of another user is refused, and one beyond
+    /// ``maxConnections`` is told the host is busy.
+    private func accept(into connections: inout [Connection], logger: Logger) {
+        while true {
+            let client = Glibc.accept(listenFD, nil, nil)
+            guard client >= 0 else {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
+            }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+            var credentials = PeerCredentials()
+            var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+            guard getsockopt(client, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.uid == getuid()
+            else {
+                logger.warning(
+                    "Soundscape control channel refused a connection from another user",
+                    metadata: ["uid": "\(credentials.uid)"])
+                close(client)
+                continue
+            }
+            guard connections.count < Self.maxConnections else {
+                // Best effort on a fresh socket: a short line fits its buffer, and nothing waits for it.
+                if let busy = Self.encode(Self.busyResponse) {
+                    _ = busy.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
+                logger.warning(
+                    "Soundscape control channel is serving \(Self.maxConnections) connections; told one more to retry")
+                close(client)
+                continue
+            }
+            connections.append(
+                Connection(fd: client, deadline: MonotonicClock.seconds() + Double(Self.connectionDeadlineSeconds)))
         }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let line = SocketIO.readLine(client, limit: Self.maxRequestSize) else { return }
-        guard let answer = Self.answer(line, controller: controller) else { return }
-        try? FileIO.writeAll(client, answer)
+    }
+
+    /// What a client beyond ``maxConnections`` is told.
+    static let busyResponse = ControlResponse(
+        ok: false, state: nil,
+        error: .init(
+            code: .busy,
+            message: "the host is busy: it is serving \(maxConnections) other control connections — try again"))
+
+    /// Reads what `connection` sent, or writes what it is owed; false once it is done (answered,
+    /// closed by the client, or a broken request).
+    private static func step(_ connection: inout Connection, controller: SoundscapeController) -> Bool {
+        if let answer = connection.answer {
+            let n = answer[connection.sent...].withUnsafeBytes {
+                send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 { return errno == EINTR || errno == EAGAIN }
+            connection.sent += n
+            return connection.sent < answer.count
+        }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = read(connection.fd, &buffer, buffer.count)
+        if n < 0 { return errno == EINTR || errno == EAGAIN }
+        let line: [UInt8]
+        if n == 0 {
+            // The client ended its side: a request without a newline is still one.
+            guard !connection.request.isEmpty else { return false }
+            line = connection.request
+        } else if let newline = buffer[0..<n].firstIndex(of: UInt8(ascii: "\n")) {
+            line = connection.request + buffer[0..<newline]
+        } else {
+            connection.request += buffer[0..<n]
+            return connection.request.count <= maxRequestSize
+        }
+        guard line.count <= maxRequestSize, let answer = answer(line, controller: controller) else { return false }
+        connection.answer = answer
+        return step(&connection, controller: controller)
+    }
+
+    /// A connection that ran out of time: told why (best effort), and closed.
+    private static func expire(_ connection: Connection, logger: Logger) {
+        if connection.answer == nil,
+            let late = encode(
+                ControlResponse(
+                    ok: false, state: nil,
+                    error: .init(
+                        code: .controlChannel,
+                        message: "the request did not arrive within \(connectionDeadlineSeconds) s of connecting")))
+        {
+            _ = late.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        logger.debug("Soundscape control channel closed a connection that ran out of time")
+        close(connection.fd)
+    }
+
+    private static func encode(_ response: ControlResponse) -> [UInt8]? {
+        guard let data = try? JSONEncoder().encode(response) else { return nil }
+        return Array(data) + [UInt8(ascii: "\n")]
     }
 
     /// The longest request line read, in bytes.
@@ -150,8 +267,7 @@ package final class ControlChannel: Sendable {
                 ok: false, state: controller.current,
                 error: .init(code: .controlChannel, message: "the request is not a JSON control request"))
         }
-        guard let data = try? JSONEncoder().encode(response) else { return nil }
-        return Array(data) + [UInt8(ascii: "\n")]
+        return encode(response)
     }
 }
 
@@ -176,21 +292,53 @@ enum SocketAddress {
     }
 }
 
+/// Blocking-free socket I/O for the control channel's client.
 enum SocketIO {
-    /// Reads up to a newline (not included) or `limit` bytes; `nil` on error, timeout or overflow.
-    static func readLine(_ fd: Int32, limit: Int) -> [UInt8]? {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 512)
-        while out.count <= limit {
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return out.isEmpty ? nil : out }
-            if let newline = buffer[0..<n].firstIndex(of: UInt8(ascii: "\n")) {
-                out += buffer[0..<newline]
-                return out
+    enum Exchange {
+        /// The answer, without its newline.
+        case line([UInt8])
+        /// The deadline passed first.
+        case timedOut
+        /// The peer closed, failed or sent more than the limit without a newline.
+        case broken
+    }
+
+    /// Writes `request` to the non-blocking socket `fd` and reads one line back (at most `limit`
+    /// bytes), all before `deadline` (a ``MonotonicClock`` time).
+    static func exchange(_ fd: Int32, _ request: [UInt8], limit: Int, until deadline: Double) -> Exchange {
+        var sent = 0
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let writing = sent < request.count
+            if writing {
+                let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n > 0 {
+                    sent += n
+                    continue
+                }
+                if n < 0 && errno != EAGAIN && errno != EINTR {
+                    // The host may have answered and closed before reading (it is busy): read that.
+                    sent = request.count
+                    continue
+                }
+            } else {
+                let n = read(fd, &buffer, buffer.count)
+                if n > 0 {
+                    if let newline = buffer[0..<n].firstIndex(of: UInt8(ascii: "\n")) {
+                        return .line(answer + buffer[0..<newline])
+                    }
+                    answer += buffer[0..<n]
+                    if answer.count > limit { return .broken }
+                    continue
+                }
+                if n == 0 { return answer.isEmpty ? .broken : .line(answer) }
+                if errno != EAGAIN && errno != EINTR { return .broken }
             }
-            out += buffer[0..<n]
+            let left = deadline - MonotonicClock.seconds()
+            guard left > 0 else { return .timedOut }
+            var pfd = pollfd(fd: fd, events: Int16(writing ? POLLOUT : POLLIN), revents: 0)
+            _ = poll(&pfd, 1, Int32(min((left * 1000).rounded(.up), 60_000)))
         }
-        return nil
     }
 }

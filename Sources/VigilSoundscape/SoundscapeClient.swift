@@ -27,50 +27,87 @@ public struct SoundscapeClient: Sendable {
 
     public init(path: String) { self.path = path }
 
+    /// How long ``send(_:)`` waits for the host, from connecting to the end of its answer.
+    public static let answerDeadlineSeconds = 5
+
+    /// True when something serves `path` (it answers a connection, or its queue is full).
     static func canConnect(_ path: String) -> Bool {
-        let fd = connectSocket(path)
-        if fd >= 0 { close(fd) }
-        return fd >= 0
+        switch connectSocket(path, until: MonotonicClock.seconds() + 1) {
+        case .connected(let fd):
+            close(fd)
+            return true
+        case .queueFull: return true
+        case .nobody: return false
+        }
     }
 
-    private static func connectSocket(_ path: String) -> Int32 {
-        guard var address = SocketAddress.make(path) else { return -1 }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return -1 }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+    private enum Connection {
+        case connected(Int32)
+        case nobody
+        /// The listening socket's queue stayed full until the deadline.
+        case queueFull
+    }
+
+    /// Connects without blocking: a host whose queue of connections is full is retried until
+    /// `deadline`, never waited on without an end.
+    private static func connectSocket(_ path: String, until deadline: Double) -> Connection {
+        guard var address = SocketAddress.make(path) else { return .nobody }
+        while true {
+            let fd = socket(
+                AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard fd >= 0 else { return .nobody }
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
-        }
-        if rc != 0 {
+            if rc == 0 { return .connected(fd) }
+            let failure = errno
             close(fd)
-            return -1
+            guard failure == EAGAIN || failure == EINTR else { return .nobody }
+            guard MonotonicClock.seconds() < deadline else { return .queueFull }
+            usleep(20_000)
         }
-        return fd
     }
 
     /// Sends `request` and returns the host's answer.
     /// - Throws: ``SoundscapeError/Code/notRunning`` when no host serves the socket,
+    ///   ``SoundscapeError/Code/busy`` when the host took no connection or gave no answer within
+    ///   ``answerDeadlineSeconds`` (a host serving all the connections it takes answers instead,
+    ///   `ok: false` with the code `busy`),
     ///   ``SoundscapeError/Code/controlChannel`` when the answer is not understood.
     public func send(_ request: ControlRequest) throws(SoundscapeError) -> ControlResponse {
-        let fd = Self.connectSocket(path)
-        guard fd >= 0 else {
+        let deadline = MonotonicClock.seconds() + Double(Self.answerDeadlineSeconds)
+        let fd: Int32
+        switch Self.connectSocket(path, until: deadline) {
+        case .connected(let connected): fd = connected
+        case .nobody:
             throw SoundscapeError(
                 code: .notRunning,
                 message:
                     "no running host plays a soundscape here (nothing answers on \(path)); start it with `vigil up` or `vigil run`"
             )
+        case .queueFull:
+            throw SoundscapeError(
+                code: .busy,
+                message: "the host is busy: its control socket \(path) took no new connection within "
+                    + "\(Self.answerDeadlineSeconds) s — try again")
         }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let body = try? JSONEncoder().encode(request) else {
             throw SoundscapeError(code: .controlChannel, message: "cannot encode the request")
         }
-        try? FileIO.writeAll(fd, Array(body) + [UInt8(ascii: "\n")])
-        guard let line = SocketIO.readLine(fd, limit: 1 << 20),
-            let response = try? JSONDecoder().decode(ControlResponse.self, from: Data(line))
-        else {
+        let exchange = SocketIO.exchange(fd, Array(body) + [UInt8(ascii: "\n")], limit: 1 << 20, until: deadline)
+        guard case .line(let line) = exchange else {
+            if case .timedOut = exchange {
+                throw SoundscapeError(
+                    code: .busy,
+                    message: "the host at \(path) did not answer within \(Self.answerDeadlineSeconds) s — it is "
+                        + "busy or stuck; try again")
+            }
+            throw SoundscapeError(code: .controlChannel, message: "the host at \(path) gave no understandable answer")
+        }
+        guard let response = try? JSONDecoder().decode(ControlResponse.self, from: Data(line)) else {
             throw SoundscapeError(code: .controlChannel, message: "the host at \(path) gave no understandable answer")
         }
         return response

@@ -17,4 +17,7 @@ public enum SoundscapeErrorCode: String, ErrorCode, Codable {
     case notRunning = "soundscape-not-running"
     /// The control channel failed or answered something unexpected.
     case controlChannel = "soundscape-control-channel"
+    /// The host could not take the request now (every control connection in use, or no answer
+    /// in time); trying again later may work.
+    case busy = "soundscape-busy"
 }

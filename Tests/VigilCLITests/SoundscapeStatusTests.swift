@@ -9,14 +9,8 @@ struct SoundscapeStatusTests {
     @Test("volume, soundscape and pause set through the control channel show in vigil status --json")
     func statusFollowsControlChannel() async throws {
         try await PulseAudioServer.with { server in
-            let project = try HostCommandTests.Project()
+            let (project, environment) = try await HostCommandTests.Project.soundscape(on: server)
             defer { project.dir.remove() }
-            try project.dir.write(
-                "vigil.toml",
-                "plugins = [\"soundscape\"]\n\n[host]\nbackground_modes = [\"audio\"]\n\n[soundscape]\nmpris = false\n")
-            try await project.trust("soundscape")
-            var environment = project.environment
-            environment["PULSE_SERVER"] = server.address
             let child = try ChildProcess(
                 VigilExecutable.path, ["up", "--config", project.config], environment: environment,
                 stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")

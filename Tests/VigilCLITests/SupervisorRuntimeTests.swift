@@ -118,9 +118,13 @@ struct SupervisorRuntimeTests {
             }
             let stale = after == nil ? try await Self.supervisorStatus(project, pid: host.pid, timeout: 1) : nil
             #expect(after != nil, "status still shows the dead worker: \(String(describing: stale))")
-            // The human form reads the same document.
+            // The human form reads the same document: a table, one worker a line.
             let human = try await project.vigil("status")
-            #expect(human.stdout.contains("worker.w.restarts=1"), "\(human.stdout)")
+            let lines = human.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            let header = lines.first { $0.first == "worker" } ?? []
+            let row = lines.first { $0.first == "w" } ?? []
+            let restarts = header.firstIndex(of: "restarts").flatMap { row.indices.contains($0) ? row[$0] : nil }
+            #expect(restarts == "1", "\(human.stdout)")
         }
     }
 

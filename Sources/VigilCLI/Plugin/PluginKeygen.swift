@@ -16,7 +16,9 @@ struct PluginKeygen: ParsableCommand {
             DIR/NAME.pub (the minisign public key; `vigil plugin sign` copies it into the plugin directory as \
             plugin.pub). DIR defaults to $XDG_CONFIG_HOME/vigil/keys (~/.config/vigil/keys), outside any \
             project, so a secret key is not committed by accident. An existing key is never overwritten \
-            without --force: replacing it is a key rotation every host must review again.
+            without --force: replacing it is a key rotation every host must review again. A DIR owned by \
+            another user (not root) or writable by group or others (without the sticky bit) is refused \
+            with key-unsafe and exit 77, as vigil.toml's directory is.
             """)
 
     @Option(name: .long, help: "The plugin's name (the key files are NAME.key and NAME.pub).")
@@ -34,9 +36,10 @@ struct PluginKeygen: ParsableCommand {
     }
 
     func run() throws {
-        try CLI.run {
+        try KeyStrictModes.run {
             let directory = try dir ?? Self.defaultDirectory()
             try Self.makeDirectory(directory)
+            try KeyStrictModes.checkDirectory(directory)
             let keyPath = directory + "/" + name + ".key"
             let pubPath = directory + "/" + name + ".pub"
             let exists = access(keyPath, F_OK) == 0 || access(pubPath, F_OK) == 0

@@ -14,7 +14,9 @@ struct PluginSign: ParsableCommand {
             Checks PLUGIN_DIR/plugin.json strictly, fills in the size and SHA-256 of every file listed in its \
             "resources", writes plugin.json and plugin.json.minisig (trusted comment NAME@VERSION) atomically, \
             and plugin.pub when it is absent. A password-protected minisign key is unlocked with \
-            VIGIL_KEY_PASSWORD, or by asking on the terminal.
+            VIGIL_KEY_PASSWORD, or by asking on the terminal. A key owned by another user (not root) or \
+            writable by group or others, or in a directory that is, is refused with key-unsafe and exit 77 \
+            (a key others can read only gets a warning).
             """)
 
     @Argument(help: "The plugin directory (its name is the plugin's name).", completion: .directory)
@@ -29,7 +31,7 @@ struct PluginSign: ParsableCommand {
     }
 
     func run() throws {
-        try CLI.run {
+        try KeyStrictModes.run {
             let secret = try Self.readSecretKey(key)
             let signed = try PluginSigner.sign(directory: CLI.absolute(pluginDirectory), with: secret)
             CLI.sayLine("signed \(signed.manifest.name)@\(signed.manifest.version) in \(signed.directory)")
@@ -42,6 +44,7 @@ struct PluginSign: ParsableCommand {
 
     /// Reads and unlocks a minisign secret key file.
     static func readSecretKey(_ path: String) throws(CoreError) -> MinisignSecretKey {
+        try KeyStrictModes.checkSecretKey(path)
         let bytes = try SafeFile.read(path, cap: 4096, what: "secret key")
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CoreError(code: .keyInvalid, message: "\(path) is not a minisign secret key (not UTF-8 text)")

@@ -146,7 +146,7 @@ public struct PluginInspection: Sendable {
         case .unsupportedSignatureAlgorithm: .unsupportedAlgorithm
         // Refused before or instead of verifying the signature.
         case .noPublicKey, .untrustedKey, .keyRotation, .pluginNotFound, .fileTooLarge, .notRegularFile,
-            .fileNotFound, .keyInvalid, .fingerprintMismatch, .ioFailure, .configInvalid, .configNotFound,
+            .fileNotFound, .keyInvalid, .keyUnsafe, .fingerprintMismatch, .ioFailure, .configInvalid, .configNotFound,
             .configUnsafe, .trustDeclined:
             .unknown
         // Refused after the signature verified with the trusted key.
