@@ -121,13 +121,17 @@ struct BusDeadlineTests {
     func linkState() {
         var state = DBusLinkState(initialDelay: .seconds(1), maximumDelay: .seconds(8))
         let timeout = DBusError(code: .timedOut, message: "no answer")
-        #expect(state.failed(timeout) == [.reportDown(reason: "no answer [dbus-timed-out]", retrying: true), .retry(after: .seconds(1))])
+        #expect(
+            state.failed(timeout) == [
+                .reportDown(reason: "no answer [dbus-timed-out]", retrying: true), .retry(after: .seconds(1)),
+            ])
         #expect(state.failed(timeout) == [.retry(after: .seconds(2))])
         #expect(state.failed(timeout) == [.retry(after: .seconds(4))])
         #expect(state.failed(timeout) == [.retry(after: .seconds(8))])
         #expect(state.failed(timeout) == [.retry(after: .seconds(8))])
         #expect(state.connected() == [.reportUp(again: true)])
-        #expect(state.lost(reason: "gone") == [.reportDown(reason: "gone", retrying: true), .retry(after: .seconds(1))])
+        #expect(
+            state.lost(reason: "gone") == [.reportDown(reason: "gone", retrying: true), .retry(after: .seconds(1))])
         #expect(state.failed(timeout) == [.retry(after: .seconds(2))])
         #expect(state.connected() == [.reportUp(again: true)])
 
@@ -135,7 +139,10 @@ struct BusDeadlineTests {
         #expect(fresh.connected() == [.reportUp(again: false)])
         var none = DBusLinkState()
         let noBus = DBusError(code: .noBus, message: "there is no session bus")
-        #expect(none.failed(noBus) == [.reportDown(reason: "there is no session bus [dbus-no-bus]", retrying: false), .giveUp])
+        #expect(
+            none.failed(noBus) == [
+                .reportDown(reason: "there is no session bus [dbus-no-bus]", retrying: false), .giveUp,
+            ])
     }
 
     @Test("the keeper retries in virtual time: each wait is the state machine's, and cancellation ends it")
