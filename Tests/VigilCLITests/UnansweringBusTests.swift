@@ -19,35 +19,50 @@ struct UnansweringBusTests {
             stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
     }
 
+    /// Runs `body` while `vigil up` runs `plugin` (trusted, with background audio) on `server`, with a
+    /// ``SilentSocket`` at `socket` (a path in the project) named by the bus variable `variable`
+    /// (`nil`: named by nothing, found where it lies).
+    static func withUp(
+        _ plugin: String, on server: PulseAudioServer, socket: String, variable: String?,
+        _ body: (HostCommandTests.Project, SilentSocket, ChildProcess) async throws -> Void
+    ) async throws {
+        let project = try HostCommandTests.Project()
+        defer { project.dir.remove() }
+        try project.dir.write(
+            "vigil.toml", "plugins = [\"\(plugin)\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
+        try await project.trust(plugin)
+        let silent = try SilentSocket(path: project.dir.path + "/" + socket)
+        defer { silent.stop() }
+        var environment = project.environment
+        environment["PULSE_SERVER"] = server.address
+        if let variable { environment[variable] = silent.address }
+        let child = try Self.up(project, environment)
+        defer { _ = child.terminate(grace: 2) }
+        try await body(project, silent, child)
+    }
+
     @Test("system bus: the plugins run at once, SIGTERM during the bus wait stops vigil up within the grace")
     func systemBusStop() async throws {
         try await PulseAudioServer.with { server in
-            let project = try HostCommandTests.Project()
-            defer { project.dir.remove() }
-            try project.dir.write(
-                "vigil.toml", "plugins = [\"silent-engine\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
-            try await project.trust("silent-engine")
-            let silent = try SilentSocket(path: project.dir.path + "/system_bus_socket")
-            defer { silent.stop() }
-            var environment = project.environment
-            environment["PULSE_SERVER"] = server.address
-            environment["DBUS_SYSTEM_BUS_ADDRESS"] = silent.address
-            let child = try Self.up(project, environment)
-            defer { _ = child.terminate(grace: 2) }
+            try await Self.withUp(
+                "silent-engine", on: server, socket: "system_bus_socket", variable: "DBUS_SYSTEM_BUS_ADDRESS"
+            ) { project, silent, child in
+                let running = try await project.pluginStatus("silent-engine", timeout: 10) {
+                    $0["state"] as? String == "running"
+                }
+                #expect(
+                    running != nil, "silent-engine did not run within 10 s: \(Self.text(project.dir.path + "/up.out"))")
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { silent.connections >= 1 })
+                // `vigil status` sees the host while its system bus is still silent.
+                let status = try await project.vigil("status")
+                #expect(
+                    status.status == 0 && status.stdout.contains("silent-engine"), "\(status.stdout)\(status.stderr)")
 
-            let running = try await project.pluginStatus("silent-engine", timeout: 10) {
-                $0["state"] as? String == "running"
+                child.signal(SIGTERM)
+                let exit = await child.waitForExit(timeout: 5)
+                #expect(exit == 0, "vigil up did not stop within 5 s of SIGTERM (exit \(String(describing: exit)))")
+                #expect(Self.text(project.dir.path + "/up.out").contains("vigil up: stopped"))
             }
-            #expect(running != nil, "silent-engine did not run within 10 s: \(Self.text(project.dir.path + "/up.out"))")
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { silent.connections >= 1 })
-            // `vigil status` sees the host while its system bus is still silent.
-            let status = try await project.vigil("status")
-            #expect(status.status == 0 && status.stdout.contains("silent-engine"), "\(status.stdout)\(status.stderr)")
-
-            child.signal(SIGTERM)
-            let exit = await child.waitForExit(timeout: 5)
-            #expect(exit == 0, "vigil up did not stop within 5 s of SIGTERM (exit \(String(describing: exit)))")
-            #expect(Self.text(project.dir.path + "/up.out").contains("vigil up: stopped"))
         }
     }
 
@@ -85,58 +100,42 @@ struct UnansweringBusTests {
     @Test("session bus ($XDG_RUNTIME_DIR/bus): soundscape runs, its control socket answers, SIGTERM stops")
     func sessionBusSoundscape() async throws {
         try await PulseAudioServer.with { server in
-            let project = try HostCommandTests.Project()
-            defer { project.dir.remove() }
-            try project.dir.write(
-                "vigil.toml", "plugins = [\"soundscape\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
-            try await project.trust("soundscape")
             // No DBUS_SESSION_BUS_ADDRESS: the session bus is found as $XDG_RUNTIME_DIR/bus.
-            let silent = try SilentSocket(path: project.runtimeDirectory + "/bus")
-            defer { silent.stop() }
-            var environment = project.environment
-            environment["PULSE_SERVER"] = server.address
-            let child = try Self.up(project, environment)
-            defer { _ = child.terminate(grace: 2) }
+            try await Self.withUp("soundscape", on: server, socket: "run/bus", variable: nil) {
+                project, silent, child in
+                let running = try await project.pluginStatus("soundscape", timeout: 10) {
+                    $0["state"] as? String == "running" && Self.details($0)["control_socket"] != nil
+                }
+                #expect(
+                    running != nil, "soundscape did not run within 10 s: \(Self.text(project.dir.path + "/up.out"))")
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { silent.connections >= 1 })
+                let volume = try await project.vigil("soundscape", "volume", "0.5")
+                #expect(volume.status == 0, "\(volume.stdout)\(volume.stderr)")
+                // After the deadline the status says why there is no MPRIS player.
+                let off = try await project.pluginStatus("soundscape", timeout: 20) {
+                    (Self.details($0)["mpris_error"] as? String)?.contains("did not answer") == true
+                }
+                #expect(off != nil, "\(Self.text(project.dir.path + "/up.out"))")
+                #expect(Self.text(project.dir.path + "/up.out").contains("soundscape: mpris_error:"))
 
-            let running = try await project.pluginStatus("soundscape", timeout: 10) {
-                $0["state"] as? String == "running" && Self.details($0)["control_socket"] != nil
+                child.signal(SIGTERM)
+                let exit = await child.waitForExit(timeout: 5)
+                #expect(exit == 0, "vigil up did not stop within 5 s of SIGTERM (exit \(String(describing: exit)))")
             }
-            #expect(running != nil, "soundscape did not run within 10 s: \(Self.text(project.dir.path + "/up.out"))")
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { silent.connections >= 1 })
-            let volume = try await project.vigil("soundscape", "volume", "0.5")
-            #expect(volume.status == 0, "\(volume.stdout)\(volume.stderr)")
-            // After the deadline the status says why there is no MPRIS player.
-            let off = try await project.pluginStatus("soundscape", timeout: 20) {
-                (Self.details($0)["mpris_error"] as? String)?.contains("did not answer") == true
-            }
-            #expect(off != nil, "\(Self.text(project.dir.path + "/up.out"))")
-            #expect(Self.text(project.dir.path + "/up.out").contains("soundscape: mpris_error:"))
-
-            child.signal(SIGTERM)
-            let exit = await child.waitForExit(timeout: 5)
-            #expect(exit == 0, "vigil up did not stop within 5 s of SIGTERM (exit \(String(describing: exit)))")
         }
     }
 
     @Test("session bus: SIGTERM while soundscape's MPRIS connection is still pending stops vigil up")
     func sessionBusStopWhilePending() async throws {
         try await PulseAudioServer.with { server in
-            let project = try HostCommandTests.Project()
-            defer { project.dir.remove() }
-            try project.dir.write(
-                "vigil.toml", "plugins = [\"soundscape\"]\n\n[host]\nbackground_modes = [\"audio\"]\n")
-            try await project.trust("soundscape")
-            let silent = try SilentSocket(path: project.dir.path + "/session_bus")
-            defer { silent.stop() }
-            var environment = project.environment
-            environment["PULSE_SERVER"] = server.address
-            environment["DBUS_SESSION_BUS_ADDRESS"] = silent.address
-            let child = try Self.up(project, environment)
-            defer { _ = child.terminate(grace: 2) }
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { silent.connections >= 1 })
-            child.signal(SIGTERM)
-            let exit = await child.waitForExit(timeout: 5)
-            #expect(exit == 0, "vigil up did not stop within 5 s of SIGTERM (exit \(String(describing: exit)))")
+            try await Self.withUp(
+                "soundscape", on: server, socket: "session_bus", variable: "DBUS_SESSION_BUS_ADDRESS"
+            ) { _, silent, child in
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { silent.connections >= 1 })
+                child.signal(SIGTERM)
+                let exit = await child.waitForExit(timeout: 5)
+                #expect(exit == 0, "vigil up did not stop within 5 s of SIGTERM (exit \(String(describing: exit)))")
+            }
         }
     }
 
