@@ -171,6 +171,8 @@ public actor VigilHost: Service {
     /// but a stop or cancellation ends that wait at once.
     private var sleepSettled = true
     private var sleepSettledWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set when a shutdown came during `run()`'s start-up: sleep handling is not opened.
+    private var startAbandoned = false
     /// Why sleep handling is off, `nil` while it is on.
     private var sleepOff: String?
     /// True once the host said sleep handling is off; said again only after it was back on.
@@ -304,14 +306,20 @@ public actor VigilHost: Service {
         let (blocked, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         environmentBlockedSignal = signal
         if hasEnvironmentBlocked { signal.yield() }
+        startAbandoned = false
+        // A signal during start-up ends the wait for any bus at once; the plugins' starts finish,
+        // and the group below sees the shutdown and stops them.
+        _ = await withGracefulShutdownHandler {
+            await keepAlive()
+        } onGracefulShutdown: {
+            // The handler cannot wait for the actor: this task hops to it and returns.
+            Task { await self.abandonStart() }
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 try? await gracefulShutdown()
             }
             group.addTask { [options] in
-                // In the group, so a signal during start-up is seen at once: cancelling ends the
-                // wait for sleep handling's first attempt (and any bus wait); stop() follows.
-                await self.keepAlive()
                 for await _ in blocked {
                     repeat {
                         try? await Task.sleep(for: options.retryInterval)
@@ -329,6 +337,13 @@ public actor VigilHost: Service {
     }
 
     // MARK: - Reconciliation
+
+    /// A shutdown came during `run()`'s `keepAlive()`: end the wait for the system bus and open no
+    /// sleep handling until the stop.
+    private func abandonStart() {
+        startAbandoned = true
+        sleepKeeper?.cancel()
+    }
 
     /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
     var requestCount: UInt64 { generation }
@@ -421,7 +436,7 @@ public actor VigilHost: Service {
         publish()
         // Sleep handling comes after the keep-alive, never in its path: the plugins run already.
         if sleepKeeper?.isCancelled == true { await closeSleepHandling() }
-        guard generation == target, desiredUp else { return }
+        guard generation == target, desiredUp, !startAbandoned else { return }
         if !sleepHandlingOpened {
             sleepHandlingOpened = true
             startSleepHandling()
