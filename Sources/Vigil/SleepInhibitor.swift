@@ -10,7 +10,8 @@ import Glibc
 /// (`Inhibit("sleep", who, why, mode)`, each held as the file descriptor logind hands out) and
 /// the `PrepareForSleep` signal.
 ///
-/// Opened by ``VigilHost`` when it comes up and closed when it goes down; `onPrepareForSleep`
+/// Opened by ``VigilHost`` on each system bus connection its ``DBusKeeper`` makes and closed when
+/// the host goes down or the connection is lost; `onPrepareForSleep`
 /// runs on the bus thread, in signal order, and must not block.
 final class SleepInhibitor: Sendable {
     /// A sleep inhibitor lock's mode.
@@ -38,33 +39,28 @@ final class SleepInhibitor: Sendable {
         self.logger = logger
     }
 
-    /// Connects to the system bus named by `environment` (`DBUS_SYSTEM_BUS_ADDRESS`, else
-    /// `/run/dbus/system_bus_socket`), checks that logind is there and follows `PrepareForSleep`.
+    /// Checks that logind is on the system bus `connection` leads to and follows `PrepareForSleep`
+    /// there. The connection stays the caller's (a ``DBusKeeper``'s), which closes it.
     ///
-    /// - Throws: a ``DBusError`` saying why there is no sleep handling (no system bus, no logind).
+    /// - Throws: a ``DBusError`` saying why there is no sleep handling (no logind, a bus that does
+    ///   not answer within the call's deadline).
     static func open(
-        environment: [String: String], who: String, logger: Logger,
+        connection: DBusConnection, who: String, logger: Logger,
         onPrepareForSleep: @escaping @Sendable (Bool) -> Void
     ) async throws(DBusError) -> SleepInhibitor {
-        let connection = try await DBusConnection.connect(to: .system, environment: environment, logger: logger)
-        do throws(DBusError) {
-            // NameHasOwner, not a call to logind: a call would ask the bus to activate logind,
-            // which can take the whole call timeout where it cannot start.
-            guard try await connection.nameHasOwner(service) else {
-                throw DBusError(
-                    code: .callFailed, name: DBusErrorName.serviceUnknown,
-                    message: "systemd-logind (\(service)) is not on the system bus at \(connection.address)")
-            }
-            let subscription = try await connection.subscribe(
-                matchRule: "type='signal',path='\(path)',interface='\(manager)',member='PrepareForSleep'"
-            ) { message in
-                if case .bool(let start)? = message.arguments.first { onPrepareForSleep(start) }
-            }
-            return SleepInhibitor(connection: connection, subscription: subscription, who: who, logger: logger)
-        } catch {
-            await connection.close()
-            throw error
+        // NameHasOwner, not a call to logind: a call would ask the bus to activate logind,
+        // which can take the whole call timeout where it cannot start.
+        guard try await connection.nameHasOwner(service, timeout: .seconds(5)) else {
+            throw DBusError(
+                code: .callFailed, name: DBusErrorName.serviceUnknown,
+                message: "systemd-logind (\(service)) is not on the system bus at \(connection.address)")
         }
+        let subscription = try await connection.subscribe(
+            matchRule: "type='signal',path='\(path)',interface='\(manager)',member='PrepareForSleep'"
+        ) { message in
+            if case .bool(let start)? = message.arguments.first { onPrepareForSleep(start) }
+        }
+        return SleepInhibitor(connection: connection, subscription: subscription, who: who, logger: logger)
     }
 
     /// The modes of the locks held now, delay first.
@@ -98,11 +94,10 @@ final class SleepInhibitor: Sendable {
         logger.debug("sleep \(mode.rawValue) lock released", metadata: ["vigil.sleep_lock": "\(mode.rawValue)"])
     }
 
-    /// Releases every lock, stops following `PrepareForSleep` and closes the connection.
+    /// Releases every lock and stops following `PrepareForSleep` (the connection stays open).
     func close() async {
         for mode in Mode.allCases { release(mode) }
         await subscription.cancel()
-        await connection.close()
     }
 
     deinit {

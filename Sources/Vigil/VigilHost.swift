@@ -53,6 +53,8 @@ public actor VigilHost: Service {
         /// problem — once, while the writer retries with a growing delay — and with nil once it is
         /// written again: the way to show it where the logs are not read (as `vigil up` does).
         public var statusFileProblem: (@Sendable (_ problem: String?) -> Void)?
+        /// The system bus connection's deadline and reconnection backoff (sleep handling).
+        var systemBus = DBusKeeper(bus: .system, environment: [:])
 
         /// Creates options.
         ///
@@ -164,11 +166,21 @@ public actor VigilHost: Service {
     private var environmentBlockedSignal: AsyncStream<Void>.Continuation?
     /// logind's sleep locks and `PrepareForSleep` while the host is up (`nil` when sleep handling is off).
     private var sleepInhibitor: SleepInhibitor?
-    /// True once bring-up has tried to open sleep handling; false again when the host is down.
+    /// True once bring-up has started sleep handling; false again when the host is down.
     private var sleepHandlingOpened = false
-    /// Why sleep handling is off (logged once per host), `nil` while it is on.
+    /// Keeps the system bus connection for sleep handling, beside the keep-alive (reconnects after
+    /// the bus restarts); `nil` while the host is down.
+    private var sleepKeeper: Task<Void, Never>?
+    /// False until sleep handling's first attempt ended (on or off); `keepAlive()` waits for it,
+    /// but a stop or cancellation ends that wait at once.
+    private var sleepSettled = true
+    private var sleepSettledWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set when a shutdown came during `run()`'s start-up: sleep handling is not opened.
+    private var startAbandoned = false
+    /// Why sleep handling is off, `nil` while it is on.
     private var sleepOff: String?
-    private var sleepOffLogged = false
+    /// True once the host said sleep handling is off; said again only after it was back on.
+    private var sleepOffSaid = false
     /// True between `PrepareForSleep(true)` and `PrepareForSleep(false)`: audio plugins stay stopped.
     private var systemAsleep = false
     private let sleepSignals = SleepSignalInbox()
@@ -299,7 +311,15 @@ public actor VigilHost: Service {
         let (blocked, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         environmentBlockedSignal = signal
         if hasEnvironmentBlocked { signal.yield() }
-        await keepAlive()
+        startAbandoned = false
+        // A signal during start-up ends the wait for any bus at once; the plugins' starts finish,
+        // and the group below sees the shutdown and stops them.
+        _ = await withGracefulShutdownHandler {
+            await keepAlive()
+        } onGracefulShutdown: {
+            // The handler cannot wait for the actor: this task hops to it and returns.
+            Task { await self.abandonStart() }
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 try? await gracefulShutdown()
@@ -323,6 +343,13 @@ public actor VigilHost: Service {
 
     // MARK: - Reconciliation
 
+    /// A shutdown came during `run()`'s `keepAlive()`: end the wait for the system bus and open no
+    /// sleep handling until the stop.
+    private func abandonStart() {
+        startAbandoned = true
+        sleepKeeper?.cancel()
+    }
+
     /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
     var requestCount: UInt64 { generation }
 
@@ -334,6 +361,8 @@ public actor VigilHost: Service {
     private func request(up: Bool?) async {
         generation &+= 1
         if let up { desiredUp = up }
+        // A stop never waits for the system bus: end sleep handling's pending attempt now.
+        if up == false { sleepKeeper?.cancel() }
         let mine = generation
         if driving {
             await withCheckedContinuation { continuation in
@@ -401,10 +430,6 @@ public actor VigilHost: Service {
                     "\(banner)", metadata: ["vigil.unsafe_plugins": "\(unsafePlugins.joined(separator: ","))"])
             }
         }
-        if !sleepHandlingOpened {
-            sleepHandlingOpened = true
-            await openSleepHandling()
-        }
         for index in slots.indices {
             guard generation == target, desiredUp else { return }
             if systemAsleep && Self.usesAudio(slots[index]) {
@@ -413,6 +438,15 @@ public actor VigilHost: Service {
                 await startIfNeeded(index)
             }
         }
+        publish()
+        // Sleep handling comes after the keep-alive, never in its path: the plugins run already.
+        if sleepKeeper?.isCancelled == true { await closeSleepHandling() }
+        guard generation == target, desiredUp, !startAbandoned else { return }
+        if !sleepHandlingOpened {
+            sleepHandlingOpened = true
+            startSleepHandling()
+        }
+        await untilSleepSettled()
         publish()
     }
 
@@ -600,55 +634,124 @@ public actor VigilHost: Service {
         slot.requirements.contains { $0.kind == .audioOutput }
     }
 
-    /// Connects to logind on the system bus, takes the sleep delay lock (and the block lock when
-    /// `[host] inhibit_sleep = true`) and follows `PrepareForSleep`; says once why not when it cannot.
-    private func openSleepHandling() async {
+    /// Starts keeping sleep handling up beside the keep-alive: a ``DBusKeeper`` connects to the
+    /// system bus (within its deadline), checks for logind, takes the sleep delay lock (and the block
+    /// lock when `[host] inhibit_sleep = true`) and follows `PrepareForSleep`; when the bus does not
+    /// answer, or restarts, the host says once why sleep handling is off and tries again with backoff.
+    private func startSleepHandling() {
+        var keeper = options.systemBus
+        keeper.bus = .system
+        keeper.environment = options.environment.variables
         let signals = sleepSignals
-        let inhibitor: SleepInhibitor
-        do throws(DBusError) {
-            inhibitor = try await SleepInhibitor.open(
-                environment: options.environment.variables, who: hostName, logger: logger
-            ) { [weak self] start in
-                signals.append(start)
-                guard let self else { return }
-                Task { await self.drainSleepSignals() }
-            }
-        } catch {
-            sleepHandlingOff(error)
-            return
+        let who = hostName
+        let inhibitSleep = declarations.inhibitSleep
+        let logger = logger
+        sleepSettled = false
+        // Beside the keep-alive: keepAlive() waits only for the first attempt, and a stop cancels it.
+        let weak = WeakHost(self)
+        sleepKeeper = Task {
+            await keeper.run(
+                logger: logger,
+                report: { event in await weak.host?.sleepLink(event) },
+                session: { connection throws(DBusError) in
+                    let inhibitor = try await SleepInhibitor.open(connection: connection, who: who, logger: logger) {
+                        start in
+                        signals.append(start)
+                        guard let host = weak.host else { return }
+                        // Signals arrive on the bus thread; the actor handles them in order.
+                        Task { await host.drainSleepSignals() }
+                    }
+                    do throws(DBusError) {
+                        try await inhibitor.take(.delay, why: Self.delayLockWhy)
+                        if inhibitSleep { try await inhibitor.take(.block, why: Self.blockLockWhy) }
+                    } catch {
+                        await inhibitor.close()
+                        throw error
+                    }
+                    await weak.host?.installSleepInhibitor(inhibitor)
+                },
+                withdraw: { _ in await weak.host?.withdrawSleepInhibitor() })
+            await weak.host?.settleSleep()
         }
-        do throws(DBusError) {
-            try await inhibitor.take(.delay, why: Self.delayLockWhy)
-            if declarations.inhibitSleep { try await inhibitor.take(.block, why: Self.blockLockWhy) }
-        } catch {
-            await inhibitor.close()
-            sleepHandlingOff(error)
-            return
-        }
-        sleepInhibitor = inhibitor
-        sleepOff = nil
-        logger.info(
-            "sleep handling on: holding logind sleep lock(s) \(inhibitor.held.map(\.rawValue).joined(separator: ", "))",
-            metadata: ["vigil.sleep_locks": "\(inhibitor.held.map(\.rawValue).joined(separator: ","))"])
     }
 
-    private func sleepHandlingOff(_ error: DBusError) {
-        let reason = "\(error.message) [\(error.code.rawValue)]"
-        sleepOff = reason
-        guard !sleepOffLogged else { return }
-        sleepOffLogged = true
-        let effect =
-            "the audio plugins are not stopped before system sleep"
-            + (declarations.inhibitSleep ? " and inhibit_sleep has no effect" : "")
-        logger.notice("sleep handling is off: \(reason) — \(effect)", metadata: ["vigil.sleep": "off"])
+    private func installSleepInhibitor(_ inhibitor: SleepInhibitor) async {
+        if let previous = sleepInhibitor { await previous.close() }
+        sleepInhibitor = inhibitor
+    }
+
+    /// The system bus connection ended (lost or closed): the locks went with it.
+    private func withdrawSleepInhibitor() async {
+        guard let inhibitor = sleepInhibitor else { return }
+        sleepInhibitor = nil
+        await inhibitor.close()
+        publish()
+        // Asleep when logind went away: no PrepareForSleep(false) will come, so start again.
+        if systemAsleep, desiredUp, sleepHandlingOpened {
+            systemAsleep = false
+            // Not inline: a stop may be driving (and waiting for this withdrawal) right now.
+            Task { await self.request(up: nil) }
+        }
+    }
+
+    /// What the system bus keeper reports: sleep handling on, or off and why (said once per outage).
+    private func sleepLink(_ event: DBusLinkEvent) {
+        switch event {
+        case .up(let again):
+            sleepOff = nil
+            sleepOffSaid = false
+            let locks = sleepInhibitor?.held.map(\.rawValue) ?? []
+            logger.log(
+                level: again ? .notice : .info,
+                "sleep handling \(again ? "back " : "")on: holding logind sleep lock(s) \(locks.joined(separator: ", "))",
+                metadata: ["vigil.sleep_locks": "\(locks.joined(separator: ","))"])
+        case .down(let reason, let retrying):
+            sleepOff = reason
+            guard !sleepOffSaid else { break }
+            sleepOffSaid = true
+            let effect =
+                "the audio plugins are not stopped before system sleep"
+                + (declarations.inhibitSleep ? " and inhibit_sleep has no effect" : "")
+                + (retrying ? "; trying again with backoff" : "")
+            logger.notice("sleep handling is off: \(reason) — \(effect)", metadata: ["vigil.sleep": "off"])
+        }
+        settleSleep()
+        publish()
+    }
+
+    /// Sleep handling's first attempt ended (or the keeper stopped): `keepAlive()` goes on.
+    private func settleSleep() {
+        sleepSettled = true
+        let waiters = sleepSettledWaiters
+        sleepSettledWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits for sleep handling's first attempt (bounded by the system bus deadline); a stop or
+    /// the caller's cancellation cancels the attempt, which ends this wait at once.
+    private func untilSleepSettled() async {
+        guard !sleepSettled, let keeper = sleepKeeper else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { sleepSettledWaiters.append($0) }
+        } onCancel: {
+            keeper.cancel()
+        }
     }
 
     private func closeSleepHandling() async {
         sleepHandlingOpened = false
         systemAsleep = false
-        guard let inhibitor = sleepInhibitor else { return }
-        sleepInhibitor = nil
-        await inhibitor.close()
+        if let keeper = sleepKeeper {
+            sleepKeeper = nil
+            keeper.cancel()
+            await keeper.value
+        }
+        settleSleep()
+        if let inhibitor = sleepInhibitor {
+            sleepInhibitor = nil
+            await inhibitor.close()
+        }
+        sleepOff = nil
     }
 
     /// Handles `PrepareForSleep` signals on the actor, one at a time and in order.
@@ -740,4 +843,10 @@ public actor VigilHost: Service {
         if let error = error as? SharedLibraryError { return PluginFailure(error, plugin: plugin) }
         return PluginFailure(PluginError.startFailed(plugin: plugin, reason: "\(error)"), plugin: plugin)
     }
+}
+
+/// A weak reference to a host, for the tasks and bus callbacks that must not keep it alive.
+private final class WeakHost: Sendable {
+    weak let host: VigilHost?
+    init(_ host: VigilHost) { self.host = host }
 }

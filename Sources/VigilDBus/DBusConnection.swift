@@ -37,12 +37,23 @@ public final class DBusConnection: Sendable {
 
     deinit { loop.close() }
 
+    /// How long ``connect(to:environment:timeout:logger:)`` waits by default for a bus to accept
+    /// the connection, authenticate it and answer `Hello`: a bus that accepts and never answers
+    /// costs at most this, never sd-bus's own 90 s authentication timeout.
+    public static let defaultConnectTimeout: Duration = .seconds(5)
+
     /// Connects to `bus` (its address resolved in `environment`, the host's variables: nothing here
-    /// reads the process environment, so `.session` needs `environment` to name one) and says hello.
+    /// reads the process environment, so `.session` needs `environment` to name one) and says hello,
+    /// within `timeout` and on the connection's own thread. Cancelling the calling task ends the
+    /// wait at once.
+    ///
+    /// sd-bus's calls made while connected (`AddMatch` among them) are bounded by `timeout` too.
     /// - Throws: ``DBusError/Code/noBus`` when there is no such bus, ``DBusError/Code/connectFailed``
-    ///   when it cannot be reached.
+    ///   when it cannot be reached, ``DBusError/Code/timedOut`` when it does not answer within
+    ///   `timeout`, ``DBusError/Code/cancelled`` when the calling task is cancelled.
     public static func connect(
-        to bus: DBusBus, environment: [String: String] = [:], logger: Logger
+        to bus: DBusBus, environment: [String: String] = [:], timeout: Duration = defaultConnectTimeout,
+        logger: Logger
     ) async throws(DBusError) -> DBusConnection {
         guard let address = bus.resolve(environment: environment) else {
             throw DBusError(
@@ -53,27 +64,13 @@ public final class DBusConnection: Sendable {
             throw DBusError(
                 code: .connectFailed, cause: .current("pipe"), message: "cannot create the bus thread's wake-up pipe")
         }
-        let result: Result<String, DBusError> =
-            await loop.run { loop in
-                var handle: OpaquePointer?
-                var r = sd_bus_new(&handle)
-                if r >= 0 { r = sd_bus_set_address(handle, address) }
-                if r >= 0 { r = sd_bus_set_bus_client(handle, 1) }
-                if r >= 0 { r = sd_bus_negotiate_fds(handle, 1) }
-                if r >= 0 { r = sd_bus_start(handle) }
-                var unique: UnsafePointer<CChar>?
-                // sd_bus_get_unique_name waits for the Hello reply.
-                if r >= 0 { r = sd_bus_get_unique_name(handle, &unique) }
-                guard r >= 0, let unique else {
-                    if let handle { sd_bus_flush_close_unref(handle) }
-                    return .failure(
-                        .failed(
-                            .connectFailed, call: "sd_bus_start", result: r,
-                            "cannot connect to the \(bus) at \(address)"))
-                }
-                loop.bus = handle
-                return .success(String(cString: unique))
-            } ?? .failure(DBusError(code: .disconnected, message: "the bus thread ended"))
+        let usec = BusLoop.microseconds(timeout)
+        let result: Result<String, DBusError> = await withTaskCancellationHandler {
+            await loop.run { loop in loop.open(bus: bus, address: address, usec: usec) }
+                ?? .failure(DBusError(code: .disconnected, message: "the bus thread ended"))
+        } onCancel: {
+            loop.abortOpen()
+        }
         switch result {
         case .success(let unique):
             return DBusConnection(bus: bus, address: address, uniqueName: unique, loop: loop)
@@ -86,6 +83,13 @@ public final class DBusConnection: Sendable {
     /// True until the bus hangs up or ``close()`` is called.
     public var isConnected: Bool { loop.isConnected }
 
+    /// Returns once the bus hangs up or ``close()`` is called (at once when that happened already),
+    /// or when the calling task is cancelled. Watch a connection with it to reconnect after the
+    /// bus restarts.
+    public func disconnection() async {
+        await loop.disconnection()
+    }
+
     /// Calls `interface.member` on `path` at `destination` and returns the reply's values.
     /// - Throws: ``DBusError/Code/callFailed`` with the peer's error ``DBusError/name``,
     ///   ``DBusError/Code/timedOut``, ``DBusError/Code/disconnected``, or
@@ -94,18 +98,28 @@ public final class DBusConnection: Sendable {
         destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue] = [],
         timeout: Duration = .seconds(25)
     ) async throws(DBusError) -> [DBusValue] {
-        let usec = UInt64(
-            max(1, timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000))
-        let result: Result<[DBusValue], DBusError> = await Handoff.value { handoff in
-            let queued = loop.enqueue { loop in
-                loop.startCall(
-                    destination: destination, path: path, interface: interface, member: member, arguments: arguments,
-                    usec: usec, handoff: handoff)
+        let usec = BusLoop.microseconds(timeout)
+        let id = loop.newCallID()
+        let loop = self.loop
+        let result: Result<[DBusValue], DBusError> = await withTaskCancellationHandler {
+            await Handoff.value { handoff in
+                // Cancelled before the call was queued: its cancellation job would run too early.
+                if Task.isCancelled {
+                    handoff.deliver(.failure(DBusError(code: .cancelled, message: "\(member): cancelled")))
+                    return
+                }
+                let queued = loop.enqueue { loop in
+                    loop.startCall(
+                        id: id, destination: destination, path: path, interface: interface, member: member,
+                        arguments: arguments, usec: usec, handoff: handoff)
+                }
+                if !queued {
+                    handoff.deliver(
+                        .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
+                }
             }
-            if !queued {
-                handoff.deliver(
-                    .failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
-            }
+        } onCancel: {
+            loop.enqueue { loop in loop.cancelCall(id) }
         }
         return try result.get()
     }
@@ -123,22 +137,24 @@ public final class DBusConnection: Sendable {
 
     /// Gives `name` back to the bus. Returns false when this connection did not own it.
     @discardableResult
-    public func releaseName(_ name: String) async throws(DBusError) -> Bool {
-        let reply = try await callBus("ReleaseName", [.string(name)])
+    public func releaseName(_ name: String, timeout: Duration = .seconds(25)) async throws(DBusError) -> Bool {
+        let reply = try await callBus("ReleaseName", [.string(name)], timeout: timeout)
         return reply.first == .uint32(1)
     }
 
     /// Whether anyone owns `name` on the bus.
-    public func nameHasOwner(_ name: String) async throws(DBusError) -> Bool {
-        let reply = try await callBus("NameHasOwner", [.string(name)])
+    public func nameHasOwner(_ name: String, timeout: Duration = .seconds(25)) async throws(DBusError) -> Bool {
+        let reply = try await callBus("NameHasOwner", [.string(name)], timeout: timeout)
         return reply.first == .bool(true)
     }
 
     /// Calls `member` of the bus itself (`org.freedesktop.DBus`).
-    private func callBus(_ member: String, _ arguments: [DBusValue]) async throws(DBusError) -> [DBusValue] {
+    private func callBus(_ member: String, _ arguments: [DBusValue], timeout: Duration = .seconds(25))
+        async throws(DBusError) -> [DBusValue]
+    {
         try await call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            member: member, arguments: arguments)
+            member: member, arguments: arguments, timeout: timeout)
     }
 
     /// Calls `handler` on the connection's thread for every message matching `matchRule`
@@ -230,6 +246,12 @@ final class BusLoop: @unchecked Sendable {
     }
     private let queue = Mutex(Queue())
     private let connected = Atomic<Bool>(true)
+    /// Set (from any thread) to end ``open(bus:address:usec:)`` early.
+    private let openAborted = Atomic<Bool>(false)
+    private let callIDs = Atomic<UInt64>(1)
+    /// Tasks waiting in ``disconnection()``, by id; `lost` once the connection is gone for good.
+    private let lossWaiters = Mutex<(lost: Bool, next: UInt64, waiting: [UInt64: CheckedContinuation<Void, Never>])>(
+        (false, 0, [:]))
     private let wakeRead: Int32
     private let wakeWrite: Int32
     let logger: Logger
@@ -254,6 +276,143 @@ final class BusLoop: @unchecked Sendable {
     }
 
     var isConnected: Bool { connected.load(ordering: .relaxed) }
+
+    /// `duration` in microseconds (at least 1), as sd-bus takes timeouts.
+    static func microseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 1 }
+        let whole = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000)
+        if whole.overflow { return UInt64.max / 2 }
+        return max(1, whole.partialValue &+ UInt64(clamping: attoseconds / 1_000_000_000_000))
+    }
+
+    func newCallID() -> UInt64 { callIDs.add(1, ordering: .relaxed).oldValue }
+
+    // MARK: Opening
+
+    /// Connects the bus thread's connection to `address` and waits, polling on this thread, until the
+    /// bus has authenticated it and answered `Hello`, at most `usec` microseconds or until
+    /// ``abortOpen()``. Returns the unique name. sd-bus would otherwise wait up to 90 s for
+    /// authentication (its own timeout) with nothing able to end the wait.
+    func open(bus name: DBusBus, address: String, usec: UInt64) -> Result<String, DBusError> {
+        var handle: OpaquePointer?
+        var r = sd_bus_new(&handle)
+        if r >= 0 { r = sd_bus_set_address(handle, address) }
+        if r >= 0 { r = sd_bus_set_bus_client(handle, 1) }
+        if r >= 0 { r = sd_bus_negotiate_fds(handle, 1) }
+        // Bounds the calls sd-bus makes synchronously for us (AddMatch) as well.
+        if r >= 0 { r = sd_bus_set_method_call_timeout(handle, usec) }
+        if r >= 0 { r = sd_bus_start(handle) }
+        guard r >= 0, let handle else {
+            if let handle { sd_bus_flush_close_unref(handle) }
+            return .failure(
+                .failed(.connectFailed, call: "sd_bus_start", result: r, "cannot connect to the \(name) at \(address)"))
+        }
+        let start = MonotonicClock.nanoseconds() / 1000
+        let deadline = start &+ usec
+        var failure: DBusError?
+        while failure == nil {
+            var p: Int32
+            repeat { p = sd_bus_process(handle, nil) } while p > 0
+            if p < 0 || sd_bus_is_open(handle) <= 0 {
+                failure = .failed(
+                    .connectFailed, call: "sd_bus_process", result: p < 0 ? p : -ECONNRESET,
+                    "the \(name) at \(address) closed the connection before it was ready")
+                break
+            }
+            if sd_bus_is_ready(handle) > 0 { break }
+            if openAborted.load(ordering: .relaxed) {
+                failure = DBusError(
+                    code: .cancelled, message: "connecting to the \(name) at \(address) was cancelled")
+                break
+            }
+            let now = MonotonicClock.nanoseconds() / 1000
+            if now >= deadline {
+                failure = DBusError(
+                    code: .timedOut,
+                    message:
+                        "the \(name) at \(address) accepted the connection but did not answer within "
+                        + "\(Self.secondsText(usec)) (a hung or overloaded dbus-daemon?)")
+                break
+            }
+            var until = deadline
+            var busTimeout: UInt64 = 0
+            if sd_bus_get_timeout(handle, &busTimeout) >= 0 && busTimeout < until { until = busTimeout }
+            let wait = until <= now ? 0 : Int32(min((until - now + 999) / 1000, 60_000))
+            var fds = [
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                pollfd(
+                    fd: sd_bus_get_fd(handle), events: Int16(truncatingIfNeeded: sd_bus_get_events(handle)),
+                    revents: 0),
+            ]
+            _ = poll(&fds, nfds_t(fds.count), wait)
+            // The jobs queued meanwhile run after this one: the loop takes its queue afresh.
+            var drain = [UInt8](repeating: 0, count: 64)
+            while Glibc.read(wakeRead, &drain, drain.count) > 0 {}
+        }
+        var unique: UnsafePointer<CChar>?
+        if failure == nil {
+            let u = sd_bus_get_unique_name(handle, &unique)
+            if u < 0 || unique == nil {
+                failure = .failed(
+                    .connectFailed, call: "sd_bus_get_unique_name", result: u < 0 ? u : -EINVAL,
+                    "the \(name) at \(address) gave no unique name")
+            }
+        }
+        if let failure {
+            sd_bus_close(handle)
+            sd_bus_unref(handle)
+            return .failure(failure)
+        }
+        bus = handle
+        return .success(String(cString: unique!))
+    }
+
+    /// Ends a running ``open(bus:address:usec:)`` (from any thread) with ``DBusError/Code/cancelled``.
+    func abortOpen() {
+        openAborted.store(true, ordering: .relaxed)
+        wake()
+    }
+
+    private static func secondsText(_ usec: UInt64) -> String {
+        usec % 1_000_000 == 0 ? "\(usec / 1_000_000) s" : "\(usec / 1000) ms"
+    }
+
+    // MARK: Disconnection
+
+    func disconnection() async {
+        let id = lossWaiters.withLock { state -> UInt64 in
+            defer { state.next += 1 }
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = lossWaiters.withLock { state -> Bool in
+                    if state.lost { return true }
+                    state.waiting[id] = continuation
+                    return false
+                }
+                if now {
+                    continuation.resume()
+                } else if Task.isCancelled {
+                    lossWaiters.withLock { $0.waiting.removeValue(forKey: id) }?.resume()
+                }
+            }
+        } onCancel: {
+            lossWaiters.withLock { $0.waiting.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// Marks the connection gone for good and wakes every ``disconnection()`` waiter.
+    private func markLost() {
+        connected.store(false, ordering: .relaxed)
+        let waiting = lossWaiters.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.lost = true
+            defer { state.waiting.removeAll() }
+            return Array(state.waiting.values)
+        }
+        for continuation in waiting { continuation.resume() }
+    }
 
     @discardableResult
     func enqueue(_ job: @escaping Job) -> Bool {
@@ -319,7 +478,7 @@ final class BusLoop: @unchecked Sendable {
                 var r: Int32
                 repeat { r = sd_bus_process(bus, nil) } while r > 0
                 if r < 0 || sd_bus_is_open(bus) <= 0 {
-                    connected.store(false, ordering: .relaxed)
+                    markLost()
                     logger.info(
                         "D-Bus connection lost",
                         metadata: ["dbus.error": "\(SystemCallError("sd_bus_process", errno: r))"])
@@ -336,6 +495,8 @@ final class BusLoop: @unchecked Sendable {
                     }
                 }
             }
+            // A job may have drained the wake-up pipe (``open(bus:address:usec:)`` does): look again.
+            if queue.withLock({ !$0.jobs.isEmpty || $0.closed }) { timeout = 0 }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             var drain = [UInt8](repeating: 0, count: 64)
             while Glibc.read(wakeRead, &drain, drain.count) > 0 {}
@@ -344,7 +505,7 @@ final class BusLoop: @unchecked Sendable {
 
     /// Closes the bus and fails or releases everything on it. Idempotent.
     func shutdown() {
-        connected.store(false, ordering: .relaxed)
+        markLost()
         for (_, registration) in registrations { if let slot = registration.slot { sd_bus_slot_unref(slot) } }
         registrations.removeAll()
         if let bus { sd_bus_flush_close_unref(bus) }
@@ -385,8 +546,8 @@ final class BusLoop: @unchecked Sendable {
     }
 
     func startCall(
-        destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue], usec: UInt64,
-        handoff: Handoff<Result<[DBusValue], DBusError>>
+        id: UInt64, destination: String?, path: String, interface: String?, member: String, arguments: [DBusValue],
+        usec: UInt64, handoff: Handoff<Result<[DBusValue], DBusError>>
     ) {
         guard let bus, connected.load(ordering: .relaxed) else {
             handoff.deliver(.failure(DBusError(code: .disconnected, message: "\(member): the connection is closed")))
@@ -404,7 +565,7 @@ final class BusLoop: @unchecked Sendable {
                         "cannot build the call \(member)(\(arguments.map(\.signature).joined())) to \(path)")))
             return
         }
-        let call = PendingCall(id: newID(), member: member, loop: self, handoff: handoff)
+        let call = PendingCall(id: id, member: member, loop: self, handoff: handoff)
         pending[call.id] = call
         r = sd_bus_call_async(
             bus, nil, message,
@@ -419,6 +580,13 @@ final class BusLoop: @unchecked Sendable {
             call.finish(
                 .failure(.failed(.disconnected, call: "sd_bus_call_async", result: r, "cannot send \(member)")))
         }
+    }
+
+    /// Answers the call `id` with ``DBusError/Code/cancelled`` now; it stays registered (sd-bus
+    /// holds its address) until its reply or timeout comes, which then finds it answered.
+    func cancelCall(_ id: UInt64) {
+        guard let call = pending[id] else { return }
+        call.finish(.failure(DBusError(code: .cancelled, message: "\(call.member): cancelled")))
     }
 
     private func complete(_ call: PendingCall, reply: OpaquePointer?) {

@@ -13,8 +13,10 @@ public struct DBusError: StructuredError, Hashable {
         case disconnected = "dbus-disconnected"
         /// A method call was answered with an error (see ``name``).
         case callFailed = "dbus-call-failed"
-        /// No reply came within the timeout.
+        /// No reply came within the timeout (or the bus did not answer a new connection in time).
         case timedOut = "dbus-timed-out"
+        /// The task waiting for the bus was cancelled (a stop).
+        case cancelled = "dbus-cancelled"
         /// A value could not be encoded or a reply could not be decoded.
         case invalidMessage = "dbus-invalid-message"
         /// A well-known name could not be requested or is owned by someone else.

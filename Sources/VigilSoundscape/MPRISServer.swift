@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import Synchronization
 import VigilDBus
 
 #if canImport(Glibc)
@@ -14,21 +15,139 @@ import Glibc
 /// under `/org/vigil/soundscape/track/` (outside the reserved `/org/mpris`), `xesam:title` is the
 /// soundscape's title, `xesam:artist` the host's name. Volume maps to the plugin's volume.
 /// Pause and Stop silence the soundscape but keep the stream, so the keep-alive holds.
+///
+/// The player lives beside the keep-alive, never in its path: ``start(controller:hostName:environment:logger:onChange:keeper:)``
+/// returns at once and a ``DBusKeeper`` connects (within its deadline), publishes, and after the
+/// session bus restarts (or when it did not answer) says so once and publishes again, with backoff.
 final class MPRISServer: Sendable {
-    let busName: String
-    private let connection: DBusConnection
-    private let object: DBusExportedObject
-    private let watcher: Task<Void, Never>
+    /// Where the player stands, for `vigil status`.
+    enum Publication: Sendable, Equatable {
+        /// The first attempt has not ended yet.
+        case connecting
+        /// Published under this bus name.
+        case published(String)
+        /// Not on the bus: why, and whether it is tried again.
+        case off(reason: String, retrying: Bool)
+    }
+
+    /// What the keeper and the plugin share.
+    private final class Shared: Sendable {
+        let publication = Mutex<Publication>(.connecting)
+        /// The current connection's bus name and the task sending its PropertiesChanged.
+        let session = Mutex<(name: String, watcher: Task<Void, Never>)?>(nil)
+    }
+
+    private let shared: Shared
+    private let keeper: Task<Void, Never>
 
     static let objectPath = "/org/mpris/MediaPlayer2"
     static let rootInterface = "org.mpris.MediaPlayer2"
     static let playerInterface = "org.mpris.MediaPlayer2.Player"
 
-    private init(busName: String, connection: DBusConnection, object: DBusExportedObject, watcher: Task<Void, Never>) {
-        self.busName = busName
-        self.connection = connection
-        self.object = object
-        self.watcher = watcher
+    private init(shared: Shared, keeper: Task<Void, Never>) {
+        self.shared = shared
+        self.keeper = keeper
+    }
+
+    /// The bus name while published.
+    var busName: String? {
+        if case .published(let name) = current { name } else { nil }
+    }
+
+    /// Where the player stands now.
+    var current: Publication { shared.publication.withLock { $0 } }
+
+    /// Starts keeping the player on the session bus named by `environment` and returns at once;
+    /// `onChange` runs whenever ``current`` changes. `keeper` sets the deadline, backoff and clock.
+    static func start(
+        controller: SoundscapeController, hostName: String, environment: [String: String], logger: Logger,
+        onChange: @escaping @Sendable () -> Void, keeper: DBusKeeper? = nil
+    ) -> MPRISServer {
+        let shared = Shared()
+        let keeper = keeper ?? DBusKeeper(bus: .session, environment: environment)
+        let interfaces = interfaces(controller: controller, hostName: hostName)
+        // Beside the keep-alive, never in its path: stop() cancels this task and waits for it.
+        let task = Task {
+            await keeper.run(
+                logger: logger,
+                report: { event in
+                    switch event {
+                    case .up(let again):
+                        let name = shared.session.withLock { $0?.name } ?? ""
+                        shared.publication.withLock { $0 = .published(name) }
+                        if again {
+                            logger.notice("MPRIS player back on the session bus", metadata: ["dbus.name": "\(name)"])
+                        } else {
+                            logger.info("MPRIS player on the session bus", metadata: ["dbus.name": "\(name)"])
+                        }
+                    case .down(let reason, let retrying):
+                        shared.publication.withLock { $0 = .off(reason: reason, retrying: retrying) }
+                        if retrying {
+                            logger.warning("No MPRIS player: \(reason); trying again with backoff")
+                        } else {
+                            logger.info("No MPRIS player: \(reason)")
+                        }
+                    }
+                    onChange()
+                },
+                session: { connection throws(DBusError) in
+                    let (name, object) = try await publish(
+                        on: connection, interfaces: interfaces, hostName: hostName)
+                    let watcher = watch(controller, on: object)
+                    shared.session.withLock { $0 = (name, watcher) }
+                },
+                withdraw: { connection in
+                    guard let session = shared.session.withLock({ $0.take() }) else { return }
+                    session.watcher.cancel()
+                    _ = await session.watcher.value
+                    if connection.isConnected {
+                        _ = try? await connection.releaseName(session.name, timeout: .seconds(2))
+                    }
+                })
+        }
+        return MPRISServer(shared: shared, keeper: task)
+    }
+
+    /// Exports the player on `connection` and takes its name (`.instancePID` when the plain one
+    /// is taken); returns the name and the exported object.
+    private static func publish(on connection: DBusConnection, interfaces: [DBusInterface], hostName: String)
+        async throws(DBusError) -> (String, DBusExportedObject)
+    {
+        let object = try await connection.export(path: objectPath, interfaces: interfaces)
+        let base = "org.mpris.MediaPlayer2.vigil." + nameElement(for: hostName)
+        if try await connection.requestName(base) == .primaryOwner { return (base, object) }
+        let name = base + ".instance\(getpid())"
+        guard try await connection.requestName(name).owns else {
+            throw DBusError(code: .nameNotAcquired, message: "both \(base) and \(name) are taken")
+        }
+        return (name, object)
+    }
+
+    /// Sends PropertiesChanged from `object` for every change of `controller`'s state.
+    private static func watch(_ controller: SoundscapeController, on object: DBusExportedObject) -> Task<Void, Never> {
+        // Lives as long as the connection's session: the keeper's withdraw cancels and awaits it.
+        Task {
+            var last: SoundscapeState?
+            for await state in controller.changes() {
+                defer { last = state }
+                guard let last else { continue }
+                var changed: [String] = []
+                if last.playback != state.playback || last.interrupted != state.interrupted
+                    || last.asleep != state.asleep
+                {
+                    changed.append("PlaybackStatus")
+                }
+                if last.soundscape != state.soundscape { changed.append("Metadata") }
+                if last.volume != state.volume { changed.append("Volume") }
+                if !changed.isEmpty { try? await object.propertiesChanged(interface: playerInterface, changed) }
+            }
+        }
+    }
+
+    /// Gives the name back, closes the connection and stops reconnecting.
+    func stop() async {
+        keeper.cancel()
+        await keeper.value
     }
 
     /// The bus-name element for `host`: letters, digits, `_` and `-` kept, anything else `_`,
@@ -51,64 +170,6 @@ final class MPRISServer: Sendable {
     static func trackID(_ id: String) -> String {
         "/org/vigil/soundscape/track/" + id.replacing("-", with: "_")
     }
-
-    /// Connects, exports the player and takes the bus name; `nil` (logged) when there is no
-    /// session bus or it refuses.
-    static func start(
-        controller: SoundscapeController, hostName: String, environment: [String: String], logger: Logger
-    ) async -> MPRISServer? {
-        let connection: DBusConnection
-        do {
-            connection = try await DBusConnection.connect(to: .session, environment: environment, logger: logger)
-        } catch {
-            logger.info("No MPRIS player: \(error.message)")
-            return nil
-        }
-        do {
-            let object = try await connection.export(
-                path: objectPath, interfaces: interfaces(controller: controller, hostName: hostName))
-            let base = "org.mpris.MediaPlayer2.vigil." + nameElement(for: hostName)
-            var name = base
-            if try await connection.requestName(base) != .primaryOwner {
-                name = base + ".instance\(getpid())"
-                guard try await connection.requestName(name).owns else {
-                    throw DBusError(code: .nameNotAcquired, message: "both \(base) and \(name) are taken")
-                }
-            }
-            let watcher = Task {
-                var last: SoundscapeState?
-                for await state in controller.changes() {
-                    defer { last = state }
-                    guard let last else { continue }
-                    var changed: [String] = []
-                    if last.playback != state.playback || last.interrupted != state.interrupted
-                        || last.asleep != state.asleep
-                    {
-                        changed.append("PlaybackStatus")
-                    }
-                    if last.soundscape != state.soundscape { changed.append("Metadata") }
-                    if last.volume != state.volume { changed.append("Volume") }
-                    if !changed.isEmpty { try? await object.propertiesChanged(interface: playerInterface, changed) }
-                }
-            }
-            logger.info("MPRIS player on the session bus", metadata: ["dbus.name": "\(name)"])
-            return MPRISServer(busName: name, connection: connection, object: object, watcher: watcher)
-        } catch {
-            logger.warning("No MPRIS player: \(error)")
-            await connection.close()
-            return nil
-        }
-    }
-
-    /// Gives the name back and closes the connection.
-    func stop() async {
-        watcher.cancel()
-        _ = try? await connection.releaseName(busName)
-        await object.unexport()
-        await connection.close()
-        _ = await watcher.value
-    }
-
     private static func interfaces(controller: SoundscapeController, hostName: String) -> [DBusInterface] {
         let root = DBusInterface(
             name: rootInterface,

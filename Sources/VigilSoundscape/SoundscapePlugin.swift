@@ -133,10 +133,13 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         }
         if settings.sleepTimerMinutes > 0 { try? controller.setSleepTimer(minutes: settings.sleepTimerMinutes) }
         SoundscapeController.register(controller)
+        // Returns at once: the player is published beside the keep-alive, and again after the
+        // session bus restarts; each change shows in `vigil status`.
         let mpris =
             settings.mpris
-            ? await MPRISServer.start(
-                controller: controller, hostName: context.hostName, environment: environment, logger: logger)
+            ? MPRISServer.start(
+                controller: controller, hostName: context.hostName, environment: environment, logger: logger,
+                onChange: { reporter.report(.detailsChanged) })
             : nil
         var channel: ControlChannel?
         if settings.controlSocket {
@@ -199,7 +202,11 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         if let backend = status.backend { details["backend"] = backend.rawValue }
         if state.interrupted { details["interrupted"] = "the sound server asked for quiet" }
         if let remaining = state.sleepTimerRemaining { details["sleep_timer_s"] = "\(Int(remaining.rounded()))" }
-        if let mpris = r.mpris { details["mpris"] = mpris.busName }
+        switch r.mpris?.current {
+        case .published(let name): details["mpris"] = name
+        case .off(let reason, retrying: true): details["mpris_error"] = reason + "; reconnecting"
+        case .connecting, .off, nil: break
+        }
         if let channel = r.channel { details["control_socket"] = channel.path }
         if !r.unavailableFiles.isEmpty {
             details["files_unavailable"] = r.unavailableFiles.keys.sorted().joined(separator: ", ")

@@ -15,6 +15,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         /// The watchdog and refresh pumps, as children of one task made by `start()`.
         var pumps: Task<Void, Never>?
         var notification: DesktopNotification?
+        /// True from `start()` to `stop()`: a notification shown after a stop is closed, not kept.
+        var wantsNotification = false
         var systemdLive = false
         var running = false
         var degraded = false
@@ -84,16 +86,24 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             watchdogInterval = systemd.watchdogPingInterval
         }
 
-        var notification: DesktopNotification?
-        if settings.notification {
-            notification = await DesktopNotification.show(
-                environment: environment, appName: context.hostName,
-                summary: "\(context.hostName) is running in background",
-                body: notificationBody(supervisor.workers), logger: context.logger)
-        }
+        let firstBody = settings.notification ? notificationBody(supervisor.workers) : nil
+        state.withLock { $0.wantsNotification = firstBody != nil }
         // One task for this run, whose children are the pumps; stop() cancels and awaits it.
-        let pumps = Task { [weak self, refreshes, systemd] in
+        let pumps = Task { [weak self, refreshes, systemd, environment, context] in
             await withTaskGroup(of: Void.self) { group in
+                if let firstBody {
+                    // Beside the keep-alive, never in its path: a session bus that does not answer
+                    // costs the notification only (its connect has a deadline and ends on a stop).
+                    group.addTask {
+                        guard
+                            let shown = await DesktopNotification.show(
+                                environment: environment, appName: context.hostName,
+                                summary: "\(context.hostName) is running in background", body: firstBody,
+                                logger: context.logger)
+                        else { return }
+                        if Task.isCancelled || self?.adopt(shown) != true { await shown.close() }
+                    }
+                }
                 if let systemd, let interval = watchdogInterval {
                     // On the cooperative pool, not a thread: if the host's runtime is stuck, the
                     // pings stop and systemd restarts the host.
@@ -114,7 +124,6 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             }
         }
         state.withLock {
-            $0.notification = notification
             $0.pumps = pumps
             $0.running = true
         }
@@ -127,6 +136,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             defer {
                 s.pumps = nil
                 s.notification = nil
+                s.wantsNotification = false
                 s.running = false
             }
             return (s.supervisor, s.pumps, s.notification, s.systemdLive)
@@ -224,6 +234,21 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             context.reporter.report(.detailsChanged)
         }
         refreshSignal.yield()
+    }
+
+    /// Keeps `notification` (shown beside the keep-alive) unless the plugin stopped meanwhile;
+    /// reports the new channel and refreshes its body. False: the caller closes it.
+    private func adopt(_ notification: DesktopNotification) -> Bool {
+        let kept = state.withLock { s -> Bool in
+            guard s.wantsNotification, s.notification == nil else { return false }
+            s.notification = notification
+            return true
+        }
+        if kept {
+            context.reporter.report(.detailsChanged)
+            refreshSignal.yield()
+        }
+        return kept
     }
 
     private func refreshStatus() async {

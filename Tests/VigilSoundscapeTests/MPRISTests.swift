@@ -30,7 +30,9 @@ struct MPRISTests {
             try await plugin.start()
             defer { Task { await plugin.stop() } }
             let controller = try #require(SoundscapeController.running)
-            #expect(await plugin.details()["mpris"] == "org.mpris.MediaPlayer2.vigil.plugin-tests")
+            #expect(
+                await details(of: plugin) { $0["mpris"] != nil }?["mpris"]
+                    == "org.mpris.MediaPlayer2.vigil.plugin-tests")
 
             #expect(try playerctl(bus, ["-l"]).split(separator: "\n").contains("vigil.plugin-tests"))
             let player = ["-p", "vigil.plugin-tests"]
@@ -110,6 +112,7 @@ struct MPRISTests {
             let plugin = try makePlugin(server, state: state.path, bus: bus)
             try await plugin.start()
             let name = "org.mpris.MediaPlayer2.vigil.plugin-tests"
+            #expect(await details(of: plugin) { $0["mpris"] != nil }?["mpris"] == name)
             func busctl(_ arguments: [String]) throws -> String {
                 try ChildProcess.run("/usr/bin/busctl", ["--address=\(bus.address)"] + arguments)
             }
@@ -207,7 +210,9 @@ struct MPRISTests {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path, bus: bus)
             try await plugin.start()
-            #expect(await plugin.details()["mpris"] == "org.mpris.MediaPlayer2.vigil.plugin-tests.instance\(getpid())")
+            #expect(
+                await details(of: plugin) { $0["mpris"] != nil }?["mpris"]
+                    == "org.mpris.MediaPlayer2.vigil.plugin-tests.instance\(getpid())")
             await plugin.stop()
         }
     }

@@ -22,13 +22,13 @@ let manifestDefaults: [String: SettingValue] = [
 func makePlugin(
     _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
     _ overrides: [String: SettingValue] = [:], events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),
-    logger: Logger = quiet
+    logger: Logger = quiet, busAddress: String? = nil
 ) throws -> SoundscapeKeeper {
     var values = overrides
     values["pulse_server"] = .string(server.address)
     values["retry_max_ms"] = values["retry_max_ms"] ?? .integer(500)
     var environment = server.environment
-    environment["DBUS_SESSION_BUS_ADDRESS"] = bus?.address
+    environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress ?? bus?.address
     if bus == nil { values["mpris"] = .bool(false) }
     let context = PluginContext(
         pluginName: "soundscape", hostName: "plugin-tests",
@@ -48,6 +48,20 @@ func startPlugin(
     let plugin = try makePlugin(server, state: stateDirectory, bus: bus, overrides, events: events, logger: logger)
     try await plugin.start()
     return (plugin, try #require(SoundscapeController.running))
+}
+
+/// `plugin`'s details once `condition` holds for them, waiting up to `timeout` seconds; `nil` if
+/// it never does (the MPRIS player is published beside the keep-alive, not before start() returns).
+func details(
+    of plugin: SoundscapeKeeper, within timeout: Double = 10, where condition: ([String: String]) -> Bool
+) async -> [String: String]? {
+    let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+    while true {
+        let details = await plugin.details()
+        if condition(details) { return details }
+        if ContinuousClock.now >= deadline { return nil }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
 }
 
 /// Waits up to `timeout` seconds for `condition`.

@@ -29,7 +29,8 @@ struct DesktopNotificationTests {
             ["workers": .array([worker("signer", script, extra: ["type": .string("notify")])])],
             environment: environment)
         try await plugin.start()
-        #expect(await plugin.details()["channels"] == "notification, vigil status")
+        // Shown beside the keep-alive: the channel appears once the server answered.
+        #expect(await Self.channels(of: plugin, within: 10) { $0 == "notification, vigil status" })
 
         // Opened: one Notify with replaces_id 0, urgency byte 0, resident only with persistence.
         #expect(await eventually { server.calls("Notify").count >= 1 })
@@ -61,6 +62,40 @@ struct DesktopNotificationTests {
         await plugin.stop()
         #expect(server.calls("CloseNotification").map { $0["id"] as? Int } == [id])
         #expect(await plugin.details()["channels"] == "vigil status")
+    }
+
+    /// Waits up to `timeout` seconds for the plugin's `channels` detail to satisfy `condition`.
+    static func channels(
+        of plugin: any KeepAlivePlugin, within timeout: Double, _ condition: (String?) -> Bool
+    ) async -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+        while ContinuousClock.now < deadline {
+            if condition(await plugin.details()["channels"]) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    @Test("a session bus that never answers: the workers run and start() returns at once; stop() at once too")
+    func silentBus() async throws {
+        let dir = try TestDirectory("vigil-sup")
+        defer { dir.remove() }
+        let silent = try SilentSocket(path: dir.url("bus"))
+        defer { silent.stop() }
+        var environment = isolatedEnvironment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = silent.address
+        let plugin = try makePlugin(
+            ["workers": .array([worker("idle", "exec sleep 300")])], environment: environment)
+        let started = ContinuousClock.now
+        try await plugin.start()
+        // Well under the bus deadline (5 s): start() did not wait for the bus.
+        #expect(ContinuousClock.now - started < .seconds(4), "start() took \(ContinuousClock.now - started)")
+        #expect(await plugin.details()["state"] == "running")
+        #expect(await eventually { silent.connections >= 1 })
+        #expect(await plugin.details()["channels"] == "vigil status")
+        let stopping = ContinuousClock.now
+        await plugin.stop()
+        #expect(ContinuousClock.now - stopping < .seconds(3), "stop() took \(ContinuousClock.now - stopping)")
     }
 
     @Test("a session bus without a notification server is not an error")

@@ -9,7 +9,7 @@ public final class DBusDaemon: @unchecked Sendable {
     public let directory: String
     /// Started with ``ChildProcess`` (posix_spawn), not Foundation's `Process`, whose `run()`
     /// and `waitUntilExit()` leak a weak-reference side table each (LeakSanitizer).
-    private let process: ChildProcess
+    private var process: ChildProcess
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -22,8 +22,19 @@ public final class DBusDaemon: @unchecked Sendable {
             throw Failure(description: "mkdtemp failed")
         }
         directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        do {
+            (process, address) = try Self.launch(in: directory)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    /// Starts a daemon listening at `directory`/bus; returns it and its address once it listens.
+    private static func launch(in directory: String) throws -> (ChildProcess, String) {
         let socket = directory + "/bus"
         let printed = directory + "/address"
+        try? FileManager.default.removeItem(atPath: printed)
         let process: ChildProcess
         do {
             process = try ChildProcess(
@@ -31,10 +42,8 @@ public final class DBusDaemon: @unchecked Sendable {
                 ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:path=\(socket)"],
                 stdout: printed)
         } catch {
-            try? FileManager.default.removeItem(atPath: directory)
             throw Failure(description: "cannot start dbus-daemon (install the dbus package): \(error)")
         }
-        self.process = process
         // The daemon prints its address once it listens (a whole line; waited for up to 30 s).
         var line = ""
         let deadline = Date().addingTimeInterval(30)
@@ -45,17 +54,34 @@ public final class DBusDaemon: @unchecked Sendable {
         guard line.hasPrefix("unix:") else {
             process.signal(SIGKILL)
             process.wait()
-            try? FileManager.default.removeItem(atPath: directory)
             throw Failure(description: "dbus-daemon printed no address within 30 s")
         }
-        address = line
+        return (process, line)
     }
+
+    /// Kills the daemon (every client sees the bus hang up), leaving its directory.
+    public func kill() {
+        process.signal(SIGKILL)
+        process.wait()
+        try? FileManager.default.removeItem(atPath: directory + "/bus")
+    }
+
+    /// Starts a new daemon at the same address, as after a restart of the session bus (call
+    /// ``kill()`` first).
+    public func restart() throws {
+        (process, _) = try Self.launch(in: directory)
+    }
+
+    /// The address without the daemon's guid (`unix:path=…` alone, as a session's
+    /// `$XDG_RUNTIME_DIR/bus` is named): it still leads to the bus after ``restart()``, whose
+    /// new daemon has a new guid.
+    public var socketAddress: String { "unix:path=" + directory + "/bus" }
 
     /// The PlaybackStatus of the MPRIS player `player` on this bus, read with the real
     /// `playerctl -p PLAYER status`; `nil` when no such player answers.
     public func playerStatus(_ player: String) -> String? {
         var environment = ProcessInfo.processInfo.environment
-        environment["DBUS_SESSION_BUS_ADDRESS"] = address
+        environment["DBUS_SESSION_BUS_ADDRESS"] = socketAddress
         return (try? ChildProcess.run("/usr/bin/playerctl", ["-p", player, "status"], environment: environment))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }

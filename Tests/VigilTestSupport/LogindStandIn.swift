@@ -15,7 +15,7 @@ public final class LogindStandIn: @unchecked Sendable {
     public static func start(bus: DBusDaemon, directory: String, pulseServer: String?) async throws -> LogindStandIn {
         let log = directory + "/logind-standin.jsonl"
         let ready = directory + "/logind-standin.out"
-        var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PATH": "/usr/bin:/bin"]
+        var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.socketAddress, "PATH": "/usr/bin:/bin"]
         if let pulseServer { environment["PULSE_SERVER"] = pulseServer }
         let process = try ChildProcess(
             "/usr/bin/python3", [script, log], environment: environment, stdout: ready,

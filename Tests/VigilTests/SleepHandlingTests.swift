@@ -17,7 +17,12 @@ struct SleepHandlingTests {
 
     /// The inhibitors the stand-in lists through `ListInhibitors`, as (what, who, mode).
     static func listInhibitors(_ bus: DBusDaemon) async throws -> [(what: String, who: String, mode: String)] {
-        let connection = try await DBusConnection.connect(to: .address(bus.address), logger: logger)
+        try await listInhibitors(address: bus.address)
+    }
+
+    /// The inhibitors the stand-in on the bus at `address` lists.
+    static func listInhibitors(address: String) async throws -> [(what: String, who: String, mode: String)] {
+        let connection = try await DBusConnection.connect(to: .address(address), logger: logger)
         defer { Task { await connection.close() } }
         let reply = try await connection.call(
             destination: "org.freedesktop.login1", path: "/org/freedesktop/login1",
@@ -231,6 +236,58 @@ struct SleepHandlingTests {
             let said = handler.warnings.filter { $0.hasPrefix("sleep handling is off: ") }
             #expect(said.count == 1, "\(handler.warnings)")
             #expect(said.first?.contains(reason) == true && said.first?.contains("inhibit_sleep has no effect") == true)
+        }
+    }
+
+    @Test("the system bus restarts: the host says sleep handling is off, then reconnects and takes the lock again")
+    func systemBusRestart() async throws {
+        try await RuntimeFixtures.withTempDirectory { directory in
+            let bus = try await blockingCall { Result { try DBusDaemon() } }.get()
+            defer { bus.stop() }
+            let first = try await LogindStandIn.start(bus: bus, directory: directory.path, pulseServer: nil)
+            defer { first.stop() }
+            let handler = RecordingLogHandler(minimumLevel: .notice)
+            var options = Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.socketAddress])
+            // Virtual backoff is the state machine's (DBusLinkStateTests); here, a short real one.
+            options.systemBus.state = DBusLinkState(initialDelay: .milliseconds(200), maximumDelay: .seconds(1))
+            let host = try VigilHost(
+                plugins: [TestPlugins.prepared("other", ledger: InstanceLedger())], hostName: "restart-test",
+                options: options, logger: Logger(label: "sleep-test") { _ in handler })
+            #expect(await host.keepAlive().sleep == SleepStatus(locks: ["delay"]))
+
+            bus.kill()
+            first.stop()
+            // The truth meanwhile: no lock, and why; the keep-alive goes on.
+            var off: HostStatus?
+            for _ in 0..<200 {
+                let status = await host.status()
+                if status.sleep?.off != nil {
+                    off = status
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(off?.sleep?.locks == [], "\(String(describing: off?.sleep))")
+            #expect(off?.sleep?.off?.contains("closed the connection") == true, "\(String(describing: off?.sleep))")
+            #expect(off?[plugin: "other"]?.state == .running)
+            let said = handler.warnings.filter { $0.hasPrefix("sleep handling is off: ") }
+            #expect(said.count == 1 && said.first?.contains("trying again") == true, "\(handler.warnings)")
+
+            try await blockingCall { Result { try bus.restart() } }.get()
+            let second = try await LogindStandIn.start(bus: bus, directory: directory.path, pulseServer: nil)
+            defer { second.stop() }
+            var back: SleepStatus?
+            for _ in 0..<400 {
+                back = await host.status().sleep
+                if back == SleepStatus(locks: ["delay"]) { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(back == SleepStatus(locks: ["delay"]), "\(String(describing: back))")
+            let held = try await Self.listInhibitors(address: bus.socketAddress)
+            #expect(held.map(\.mode) == ["delay"] && held.first?.who == "restart-test", "\(held)")
+            #expect(handler.warnings.contains { $0.hasPrefix("sleep handling back on") }, "\(handler.warnings)")
+            await host.stop()
+            #expect(try await Self.listInhibitors(address: bus.socketAddress).isEmpty)
         }
     }
 
