@@ -1,5 +1,6 @@
 internal import Crypto
 import VigilBase
+internal import VigilCrypto
 
 /// SHA-2 digests for TUF's `hashes` fields, through swift-crypto.
 enum Hashing {
@@ -17,16 +18,7 @@ enum Hashing {
         }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Digest.hex(bytes) }
 
     static func unhex(_ text: String) -> [UInt8]? {
         let b = Array(text.utf8)

@@ -94,7 +94,8 @@ public struct HTTPFetcher: TUFFetcher {
                     + "repository URL and that the server is up")
         }
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.path)
-        head.headers.add(name: "Host", value: target.port == 80 ? target.host : "\(target.host):\(target.port)")
+        let host = target.host.contains(":") ? "[\(target.host)]" : target.host  // an IPv6 literal
+        head.headers.add(name: "Host", value: target.port == 80 ? host : "\(host):\(target.port)")
         head.headers.add(name: "User-Agent", value: "vigil-tuf-client")
         head.headers.add(name: "Accept-Encoding", value: "identity")
         head.headers.add(name: "Connection", value: "close")

@@ -48,39 +48,26 @@ final class HostileServer: ChannelInboundHandler, @unchecked Sendable {
 
 @Suite("TUF HTTP fetcher")
 struct HTTPFetcherTests {
-    /// The code of the TUFError `body` throws; nil when it returns (any other error is an issue).
-    func code(_ body: () async throws -> Void) async -> TUFErrorCode? {
-        do {
-            try await body()
-            return nil
-        } catch let error as TUFError {
-            return error.code
-        } catch {
-            Issue.record("not a TUFError: \(error)")
-            return nil
-        }
-    }
-
     @Test func capsStatusesAndStalls() async throws {
         let (server, port) = try await HostileServer.start()
         defer { server.close(promise: nil) }
         let base = "http://127.0.0.1:\(port)"
         let fetcher = HTTPFetcher(stallTimeout: .milliseconds(500), deadline: .seconds(20))
         #expect(try await fetcher.fetch(base + "/file", maxLength: 5) == Array("hello".utf8))
-        #expect(await code { _ = try await fetcher.fetch(base + "/file", maxLength: 4) } == .tooLarge)
-        #expect(await code { _ = try await fetcher.fetch(base + "/missing", maxLength: 100) } == .notFound)
-        #expect(await code { _ = try await fetcher.fetch(base + "/big", maxLength: 1_000) } == .tooLarge)
-        #expect(await code { _ = try await fetcher.fetch(base + "/endless", maxLength: 50_000) } == .tooLarge)
+        #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/file", maxLength: 4) } == .tooLarge)
+        #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/missing", maxLength: 100) } == .notFound)
+        #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/big", maxLength: 1_000) } == .tooLarge)
+        #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/endless", maxLength: 50_000) } == .tooLarge)
         let clock = ContinuousClock()
         let start = clock.now
-        #expect(await code { _ = try await fetcher.fetch(base + "/stall", maxLength: 100) } == .transport)
+        #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/stall", maxLength: 100) } == .transport)
         #expect(clock.now - start < .seconds(15))  // ended by the stall timeout, not the 20 s deadline
     }
 
     @Test func refusesURLsItCannotFetchSafely() async {
         let fetcher = HTTPFetcher()
         for url in ["https://example.org/x", "ftp://x/y", "http://user@host/x", "http://host:99999/x", "http://h/a b"] {
-            #expect(await code { _ = try await fetcher.fetch(url, maxLength: 1) } == .invalidURL, "\(url)")
+            #expect(await tufErrorCode { _ = try await fetcher.fetch(url, maxLength: 1) } == .invalidURL, "\(url)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Testing
 import VigilCrypto
 import VigilTUF
 
@@ -202,4 +203,30 @@ final class MemoryRepository: TUFFetcher, @unchecked Sendable {
 
 enum CryptoDigest {
     static func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
+}
+
+/// The code of the ``TUFError`` `body` throws; nil when it returns (any other error is an issue).
+func tufErrorCode(_ body: () async throws -> Void) async -> TUFErrorCode? {
+    do {
+        try await body()
+        return nil
+    } catch let error as TUFError {
+        return error.code
+    } catch {
+        Issue.record("not a TUFError: \(error)")
+        return nil
+    }
+}
+
+/// ``tufErrorCode(_:)`` for synchronous code.
+func tufErrorCode(_ body: () throws -> Void) -> TUFErrorCode? {
+    do {
+        try body()
+        return nil
+    } catch let error as TUFError {
+        return error.code
+    } catch {
+        Issue.record("not a TUFError: \(error)")
+        return nil
+    }
 }

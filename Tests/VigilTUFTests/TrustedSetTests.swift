@@ -17,32 +17,19 @@ struct TrustedSetTests {
         return try TrustedSet(rootBytes: Meta.sign(root(1, root: keys), keys), now: Meta.now)
     }
 
-    /// The code of the TUFError `body` throws; nil when it returns (any other error is an issue).
-    func code(_ body: () throws -> Void) -> TUFErrorCode? {
-        do {
-            try body()
-            return nil
-        } catch let error as TUFError {
-            return error.code
-        } catch {
-            Issue.record("not a TUFError: \(error)")
-            return nil
-        }
-    }
-
     @Test func initialRootMustBeSelfSigned() {
         #expect(
-            code { _ = try TrustedSet(rootBytes: Meta.sign(root(1, root: [k[0]]), [k[1]]), now: Meta.now) }
+            tufErrorCode { _ = try TrustedSet(rootBytes: Meta.sign(root(1, root: [k[0]]), [k[1]]), now: Meta.now) }
                 == .thresholdNotMet)
-        #expect(code { _ = try TrustedSet(rootBytes: Array("{}".utf8), now: Meta.now) } == .malformedMetadata)
+        #expect(tufErrorCode { _ = try TrustedSet(rootBytes: Array("{}".utf8), now: Meta.now) } == .malformedMetadata)
     }
 
     /// 5.3.4: N+1 needs a threshold of N's root keys AND of its own.
     @Test func rootRotationNeedsBothThresholds() throws {
         var set = try trusted()
         let next = root(2, root: [k[1]])
-        #expect(code { try set.updateRoot(Meta.sign(next, [k[1]])) } == .thresholdNotMet)  // new key only
-        #expect(code { try set.updateRoot(Meta.sign(next, [k[0]])) } == .thresholdNotMet)  // old key only
+        #expect(tufErrorCode { try set.updateRoot(Meta.sign(next, [k[1]])) } == .thresholdNotMet)  // new key only
+        #expect(tufErrorCode { try set.updateRoot(Meta.sign(next, [k[0]])) } == .thresholdNotMet)  // old key only
         #expect(set.root.common.version == 1)
         try set.updateRoot(Meta.sign(next, [k[0], k[1]]))
         #expect(set.root.common.version == 2)
@@ -51,8 +38,8 @@ struct TrustedSetTests {
     /// 5.3.5: the version must be exactly N+1, even when everything else is valid.
     @Test func rootVersionMustBeNextOne() throws {
         var set = try trusted()
-        #expect(code { try set.updateRoot(Meta.sign(root(3, root: [k[0]]), [k[0]])) } == .badVersion)
-        #expect(code { try set.updateRoot(Meta.sign(root(1, root: [k[0]]), [k[0]])) } == .badVersion)
+        #expect(tufErrorCode { try set.updateRoot(Meta.sign(root(3, root: [k[0]]), [k[0]])) } == .badVersion)
+        #expect(tufErrorCode { try set.updateRoot(Meta.sign(root(1, root: [k[0]]), [k[0]])) } == .badVersion)
     }
 
     /// One key under two key ids, or one signature twice, counts once (GHSA-3633-5h82-39pq).
@@ -60,16 +47,16 @@ struct TrustedSetTests {
         let alias = k[0].withID(String(repeating: "ab", count: 32))
         var set = try trusted()
         let doubled = root(2, root: [k[0], alias], threshold: 2)
-        #expect(code { try set.updateRoot(Meta.sign(doubled, [k[0], alias])) } == .thresholdNotMet)
+        #expect(tufErrorCode { try set.updateRoot(Meta.sign(doubled, [k[0], alias])) } == .thresholdNotMet)
         // The same key id signing twice is refused outright (spec: each key id appears once).
         let twice = Meta.sign(root(2, root: [k[0]]), [k[0], k[0]])
-        #expect(code { try set.updateRoot(twice) } == .malformedMetadata)
+        #expect(tufErrorCode { try set.updateRoot(twice) } == .malformedMetadata)
     }
 
     @Test func finalRootMustNotBeExpired() throws {
         var set = try trusted()
         try set.updateRoot(Meta.sign(root(2, root: [k[0]], expires: Meta.past), [k[0]]))
-        #expect(code { try set.checkFinalRoot() } == .expired)
+        #expect(tufErrorCode { try set.checkFinalRoot() } == .expired)
     }
 
     func timestamp(_ version: Int, snapshot: Int, expires: String = Meta.future) -> [UInt8] {
@@ -80,9 +67,9 @@ struct TrustedSetTests {
     @Test func timestampRollbackIsRefusedAndAnExpiredOneStillGuards() throws {
         var set = try trusted()
         // An expired timestamp is refused as final but stays trusted for the rollback check.
-        #expect(code { _ = try set.updateTimestamp(timestamp(5, snapshot: 5, expires: Meta.past)) } == .expired)
-        #expect(code { _ = try set.updateTimestamp(timestamp(4, snapshot: 5)) } == .badVersion)
-        #expect(code { _ = try set.updateTimestamp(timestamp(6, snapshot: 4)) } == .badVersion)
+        #expect(tufErrorCode { _ = try set.updateTimestamp(timestamp(5, snapshot: 5, expires: Meta.past)) } == .expired)
+        #expect(tufErrorCode { _ = try set.updateTimestamp(timestamp(4, snapshot: 5)) } == .badVersion)
+        #expect(tufErrorCode { _ = try set.updateTimestamp(timestamp(6, snapshot: 4)) } == .badVersion)
         #expect(try set.updateTimestamp(timestamp(6, snapshot: 5)) == .updated)
         #expect(try set.updateTimestamp(timestamp(6, snapshot: 9)) == .unchanged)
         #expect(set.timestamp?.snapshotMeta.version == 5)
@@ -91,10 +78,10 @@ struct TrustedSetTests {
     @Test func timestampSignedByAnotherRoleIsRefused() throws {
         var set = try trusted()
         let bytes = Meta.sign(Meta.timestamp(version: 2, snapshot: Meta.metaFile(version: 1)), [k[4]])
-        #expect(code { _ = try set.updateTimestamp(bytes) } == .thresholdNotMet)
+        #expect(tufErrorCode { _ = try set.updateTimestamp(bytes) } == .thresholdNotMet)
         // Correctly signed bytes of the wrong type.
         let snapshot = Meta.sign(Meta.snapshot(version: 1, meta: [:]), [k[3]])
-        #expect(code { _ = try set.updateTimestamp(snapshot) } == .wrongType)
+        #expect(tufErrorCode { _ = try set.updateTimestamp(snapshot) } == .wrongType)
     }
 
     /// 5.5.2: hashes from the timestamp are checked before the bytes are even parsed.
@@ -104,7 +91,7 @@ struct TrustedSetTests {
         let ts = Meta.sign(Meta.timestamp(version: 1, snapshot: Meta.metaFile(version: 1, bytes: good)), [k[3]])
         #expect(try set.updateTimestamp(ts) == .updated)
         let garbage = Array(repeating: UInt8(ascii: "{"), count: good.count)
-        #expect(code { try set.updateSnapshot(garbage) } == .lengthOrHashMismatch)
+        #expect(tufErrorCode { try set.updateSnapshot(garbage) } == .lengthOrHashMismatch)
         try set.updateSnapshot(good)
         #expect(set.snapshot?.common.version == 1)
     }
@@ -117,11 +104,13 @@ struct TrustedSetTests {
         }
         // The local v1 becomes trusted (for the checks below) but is not the final snapshot.
         #expect(
-            code { try set.updateSnapshot(snapshot(1, ["targets.json": 3, "a.json": 2]), alreadyVerified: true) }
+            tufErrorCode {
+                try set.updateSnapshot(snapshot(1, ["targets.json": 3, "a.json": 2]), alreadyVerified: true)
+            }
                 == .badVersion)
         #expect(set.snapshot?.common.version == 1)
-        #expect(code { try set.updateSnapshot(snapshot(2, ["targets.json": 3])) } == .missingRole)
-        #expect(code { try set.updateSnapshot(snapshot(2, ["targets.json": 2, "a.json": 2])) } == .badVersion)
+        #expect(tufErrorCode { try set.updateSnapshot(snapshot(2, ["targets.json": 3])) } == .missingRole)
+        #expect(tufErrorCode { try set.updateSnapshot(snapshot(2, ["targets.json": 2, "a.json": 2])) } == .badVersion)
         #expect(set.snapshot?.common.version == 1)
         try set.updateSnapshot(snapshot(2, ["targets.json": 3, "a.json": 2, "b.json": 1]))
         #expect(set.snapshot?.common.version == 2)
@@ -148,8 +137,8 @@ struct TrustedSetTests {
         try set.updateTargets(parentA, role: "A", delegator: "targets")
         try set.updateTargets(parentB, role: "B", delegator: "targets")
         try set.updateTargets(release, role: "release", delegator: "A")
-        #expect(code { try set.reverify(role: "release", delegator: "A") } == nil)
-        #expect(code { try set.reverify(role: "release", delegator: "B") } == .thresholdNotMet)
+        #expect(tufErrorCode { try set.reverify(role: "release", delegator: "A") } == nil)
+        #expect(tufErrorCode { try set.reverify(role: "release", delegator: "B") } == .thresholdNotMet)
     }
 
     /// ECDSA P-256 (the suite's and tuf-on-ci's default key type) through swift-crypto.
@@ -157,7 +146,7 @@ struct TrustedSetTests {
         let p = TestKey.p256()
         let q = TestKey.p256()
         var set = try TrustedSet(rootBytes: Meta.sign(root(1, root: [p]), [p]), now: Meta.now)
-        #expect(code { try set.updateRoot(Meta.sign(root(2, root: [q]), [q])) } == .thresholdNotMet)
+        #expect(tufErrorCode { try set.updateRoot(Meta.sign(root(2, root: [q]), [q])) } == .thresholdNotMet)
         try set.updateRoot(Meta.sign(root(2, root: [q]), [p, q]))
         #expect(set.root.common.version == 2)
     }

@@ -49,19 +49,6 @@ struct UpdaterTests {
         return Updater(metadataDirectory: dir.url("metadata"), metadataURL: "mem://repo", fetcher: repo, now: Meta.now)
     }
 
-    /// The code of the TUFError `body` throws; nil when it returns (any other error is an issue).
-    func code(_ body: () async throws -> Void) async -> TUFErrorCode? {
-        do {
-            try await body()
-            return nil
-        } catch let error as TUFError {
-            return error.code
-        } catch {
-            Issue.record("not a TUFError: \(error)")
-            return nil
-        }
-    }
-
     @Test func refreshFetchesInSpecOrderWithPythonTUFCaps() async throws {
         let dir = try TestDirectory("tuf-updater")
         defer { dir.remove() }
@@ -92,13 +79,13 @@ struct UpdaterTests {
             Meta.root(version: 2, root: [stranger], timestamp: [online], snapshot: [online], targets: [targetsKey]),
             [stranger])
         let updater = try client(repo, dir)
-        #expect(await code { try await updater.refresh() } == .thresholdNotMet)
+        #expect(await tufErrorCode { try await updater.refresh() } == .thresholdNotMet)
         #expect(try dir.read("metadata/root.json") == repo.files["1.root.json"])
         #expect(try dir.list("metadata") == ["root.json"])
         // A snapshot that does not match the timestamp's hash: timestamp is kept, snapshot is not.
         repo.files["2.root.json"] = nil
         repo.override["1.snapshot.json"] = Array((repo.files["1.snapshot.json"] ?? []).reversed())
-        #expect(await code { try await updater.refresh() } == .lengthOrHashMismatch)
+        #expect(await tufErrorCode { try await updater.refresh() } == .lengthOrHashMismatch)
         #expect(try dir.list("metadata").sorted() == ["root.json", "timestamp.json"])
     }
 
@@ -120,7 +107,7 @@ struct UpdaterTests {
         let updater = try client(repo, dir)
         try await updater.refresh()
         repo.requests.removeAll()
-        #expect(await code { _ = try await updater.targetInfo("missing") } == .targetNotFound)
+        #expect(await tufErrorCode { _ = try await updater.targetInfo("missing") } == .targetNotFound)
         #expect(repo.requests == ["1.A.json", "1.C.json", "1.B.json"])  // B → A is a cycle: not followed again
         let found = try await updater.targetInfo("found")
         #expect(found.length == 1)
@@ -142,7 +129,7 @@ struct UpdaterTests {
         let updater = try client(repo, dir)
         try await updater.refresh()
         repo.requests.removeAll()
-        #expect(await code { _ = try await updater.targetInfo("t") } == .targetNotFound)
+        #expect(await tufErrorCode { _ = try await updater.targetInfo("t") } == .targetNotFound)
         #expect(repo.requests == ["1.A.json"])
     }
 
@@ -158,7 +145,7 @@ struct UpdaterTests {
         let url = "vigil/\(hash).plugin.json"
         repo.files[url] = Array("plugin bytez".utf8)  // same length, other bytes
         #expect(
-            await code { try await updater.download(target, into: dir.url("targets"), baseURL: "mem://repo") }
+            await tufErrorCode { try await updater.download(target, into: dir.url("targets"), baseURL: "mem://repo") }
                 == .lengthOrHashMismatch)
         #expect(try dir.list("targets") == [])
         repo.files[url] = content
@@ -178,7 +165,7 @@ struct UpdaterTests {
             delegations: [.init(name: "../x", keys: [key])], roles: ["../x": Meta.sign(Meta.targets(version: 1), [key])]
         )
         let updater = try client(repo, dir)
-        #expect(await code { _ = try await updater.targetInfo("t") } == .targetNotFound)
+        #expect(await tufErrorCode { _ = try await updater.targetInfo("t") } == .targetNotFound)
         #expect(repo.requests.contains("1...%2Fx.json"))
         #expect(try dir.list("metadata").contains("..%2Fx.json"))
     }
@@ -216,6 +203,6 @@ struct DiamondDelegationTests {
         let updater = try base.client(repo, dir)
         try await updater.refresh()
         #expect(try await updater.targetInfo("a/x").length == 1)
-        #expect(await base.code { _ = try await updater.targetInfo("b/x") } == .thresholdNotMet)
+        #expect(await tufErrorCode { _ = try await updater.targetInfo("b/x") } == .thresholdNotMet)
     }
 }
