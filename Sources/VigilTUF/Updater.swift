@@ -56,12 +56,15 @@ public final class Updater {
         trusted = set
         defer { trusted = set }
         let initialRoot = set.root
-        try await updateRoot(&set)
+        var rootFailure: TUFError?
+        do { try await updateRoot(&set) } catch { rootFailure = error }
         if set.rotatedOnlineKeys(since: initialRoot) {
-            // 5.3.11: metadata signed by the old online keys may carry fast-forwarded versions.
+            // 5.3.11: metadata signed by the old online keys may carry fast-forwarded versions. Also
+            // when a later root failed: the roots accepted before it are persisted already.
             try store.remove("timestamp.json")
             try store.remove("snapshot.json")
         }
+        if let rootFailure { throw rootFailure }
         try set.checkFinalRoot()
         try await updateTimestamp(&set)
         try await updateSnapshot(&set)

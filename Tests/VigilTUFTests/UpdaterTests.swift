@@ -206,3 +206,33 @@ struct DiamondDelegationTests {
         #expect(await tufErrorCode { _ = try await updater.targetInfo("b/x") } == .thresholdNotMet)
     }
 }
+
+@Suite("TUF updater, fast-forward recovery")
+struct FastForwardRecoveryTests {
+    /// 5.3.11: when the timestamp keys change, the stored timestamp and snapshot are deleted — also
+    /// when a later root then fails, since the rotated root is persisted already.
+    @Test func rotatedOnlineKeysForgetTimestampAndSnapshotEvenIfALaterRootFails() async throws {
+        let dir = try TestDirectory("tuf-fast-forward")
+        defer { dir.remove() }
+        let base = UpdaterTests()
+        let repo = base.repository()
+        let updater = try base.client(repo, dir)
+        try await updater.refresh()
+        #expect(try dir.list("metadata").sorted() == ["root.json", "snapshot.json", "targets.json", "timestamp.json"])
+        let newOnline = TestKey.ed25519()
+        repo.files["2.root.json"] = Meta.sign(
+            Meta.root(
+                version: 2, root: [base.rootKey], timestamp: [newOnline], snapshot: [base.online],
+                targets: [base.targetsKey]),
+            [base.rootKey])
+        let stranger = TestKey.ed25519()
+        repo.files["3.root.json"] = Meta.sign(
+            Meta.root(version: 3, root: [stranger], timestamp: [newOnline], snapshot: [base.online], targets: []),
+            [stranger])
+        let again = Updater(
+            metadataDirectory: dir.url("metadata"), metadataURL: "mem://repo", fetcher: repo, now: Meta.now)
+        #expect(await tufErrorCode { try await again.refresh() } == .thresholdNotMet)
+        #expect(try dir.read("metadata/root.json") == repo.files["2.root.json"])
+        #expect(try dir.list("metadata").sorted() == ["root.json", "targets.json"])
+    }
+}
