@@ -319,6 +319,47 @@ let package = Package(
     ]
 )
 
+// MARK: - TUF client (issue 32)
+// A TUF client (docs/signing.md): the metadata checks and the trusted set, pure and tested
+// without a network (VigilTUF); plain HTTP over swift-nio (VigilTUFHTTP); and the conformance
+// suite's client CLI (`vigil-tuf-client`). Nothing here is linked into `vigil`.
+package.dependencies += [.package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0")]
+package.products += [.executable(name: "vigil-tuf-client", targets: ["vigil-tuf-client"])]
+package.targets += [
+    // Canonical JSON, the four roles, signature thresholds (Ed25519 through VigilCrypto; ECDSA and
+    // RSA through swift-crypto), the trusted set and the update workflow over a `TUFFetcher`.
+    .target(
+        name: "VigilTUF",
+        dependencies: [
+            "VigilCrypto", "VigilBase", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ],
+        swiftSettings: strictSettings),
+    // A `TUFFetcher` over HTTP/1.1 (swift-nio): a deadline and a byte cap on every download.
+    .target(
+        name: "VigilTUFHTTP",
+        dependencies: [
+            "VigilTUF", .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        ],
+        swiftSettings: strictSettings),
+    // The tuf-conformance client CLI (`init`, `refresh`, `download`), run by scripts/tuf-conformance.sh.
+    .executableTarget(
+        name: "vigil-tuf-client",
+        dependencies: [
+            "VigilTUF", "VigilTUFHTTP", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ],
+        path: "Sources/VigilTUFClient", swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilTUFTests",
+        dependencies: [
+            "VigilTUF", "VigilTUFHTTP", "VigilCrypto", "VigilTestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ],
+        swiftSettings: strictSettings),
+]
+
 // `VIGIL_TEST_TARGETS=A,B` keeps only those test targets (scripts/sanitize.sh --concurrency sets it),
 // so CI's thread-sanitized build compiles no test target it does not run.
 if let only = Context.environment["VIGIL_TEST_TARGETS"]?.split(separator: ",").map(String.init) {

@@ -38,6 +38,9 @@ parallel=(--no-parallel)
 [[ "${VIGIL_TEST_PARALLEL:-0}" == 1 ]] && parallel=()
 swift test --skip-build "${parallel[@]}" "$@"
 
+# The TUF conformance suite against vigil-tuf-client (docs/signing.md#repositories-the-tuf-client).
+scripts/tuf-conformance.sh --vigil
+
 # In CI (CI=true), or with VIGIL_TSAN=1: the concurrency suites again under ThreadSanitizer, in
 # their own build directory (scripts/sanitize.sh --concurrency; the whole suite under both
 # sanitizers is scripts/sanitize.sh all). It prints how long its build and run took.
