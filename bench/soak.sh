@@ -3,7 +3,8 @@
 # private PulseAudio null sink for SECONDS, while faults are injected on a schedule.
 #
 #   bench/soak.sh [SECONDS]        (default $SOAK_SECONDS, else 600; at least 60 — the drift
-#                                   verdicts need 120; needs root for the tmpfs, pulseaudio, pactl)
+#                                   verdicts need 120; needs root for the tmpfs, pulseaudio, pactl;
+#                                   VIGIL=PATH uses that binary instead of a release build)
 #
 # Faults (t = seconds since `vigil up` started):
 #   sound server   SIGKILL to PulseAudio every 20 s (t ≡ 5 mod 20), restarted 1 s later on the
@@ -61,8 +62,14 @@ duration=${1:-${SOAK_SECONDS:-600}}
 # Shared bench helpers, once they exist; nothing below depends on them.
 [[ -f bench/lib.sh ]] && source bench/lib.sh
 
-swift build -c release --product vigil >/dev/null
-vigil=$(swift build -c release --show-bin-path)/vigil
+# VIGIL=path runs a binary built already (a quick check of this script); the figures are the
+# release build's.
+if [[ -n "${VIGIL:-}" ]]; then
+  vigil=$VIGIL
+else
+  swift build -c release --product vigil >/dev/null
+  vigil=$(swift build -c release --show-bin-path)/vigil
+fi
 
 work=$(mktemp -d /tmp/vigil-soak.XXXXXX)
 chmod 700 "$work"
@@ -118,6 +125,13 @@ bus_up() {
   echo "dbus-daemon did not start:" >&2
   tail "$work/bus.log" >&2
   exit 1
+}
+# SIGKILL to the daemon $1, then its start function $2 one second later (same socket or address).
+kill_restart() {
+  kill -KILL "$1"
+  wait "$1" 2>/dev/null || true
+  sleep 1
+  "$2"
 }
 mpris_name=org.mpris.MediaPlayer2.vigil.soak-host
 mpris_present() {
@@ -273,19 +287,13 @@ while ((t < duration)); do
   fi
   if ((t % 20 == 5 && t != ${last_server_t:--1} && t < duration - 15)); then
     last_server_t=$t
-    kill -KILL "$pulse_pid"
-    wait "$pulse_pid" 2>/dev/null || true
     kills_server=$((kills_server + 1))
-    sleep 1
-    pulse_up
+    kill_restart "$pulse_pid" pulse_up
   fi
   if ((t % 120 == 35 && t != ${last_bus_t:--1} && t < duration - 20)); then
     last_bus_t=$t
-    kill -KILL "$bus_pid"
-    wait "$bus_pid" 2>/dev/null || true
     bus_restarts=$((bus_restarts + 1))
-    sleep 1
-    bus_up
+    kill_restart "$bus_pid" bus_up
     bus_t=$t
   fi
   # After a bus restart, the MPRIS name must come back within 15 s (checked once a second).
