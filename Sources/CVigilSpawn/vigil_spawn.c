@@ -85,14 +85,6 @@ static void child_main(const vigil_spawn_request *r, pid_t parent, int errfd) {
 
     if (r->working_directory != NULL && chdir(r->working_directory) != 0) child_fail(errfd, VIGIL_STAGE_CHDIR);
 
-    // The descriptor limit the worker would have had, not the one the supervisor raised itself to.
-    if (r->nofile_soft != 0) {
-        struct rlimit limit;
-        if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && (limit.rlim_max == RLIM_INFINITY || r->nofile_soft <= limit.rlim_max)) {
-            limit.rlim_cur = (rlim_t)r->nofile_soft;
-            (void)setrlimit(RLIMIT_NOFILE, &limit);
-        }
-    }
 
     // Nothing above 2 survives exec (the error pipe is already close-on-exec).
     if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -100,6 +92,17 @@ static void child_main(const vigil_spawn_request *r, pid_t parent, int errfd) {
         long max = 65536;
         if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) max = (long)limit.rlim_cur;
         for (long fd = 3; fd < max; fd++) (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    }
+
+    // The descriptor limit the worker would have had, not the one the supervisor raised itself
+    // to (after the loop above, which must reach every descriptor the raised limit allowed).
+    if (r->nofile_soft != 0) {
+        struct rlimit limit;
+        if (getrlimit(RLIMIT_NOFILE, &limit) == 0
+            && (limit.rlim_max == RLIM_INFINITY || r->nofile_soft <= limit.rlim_max)) {
+            limit.rlim_cur = (rlim_t)r->nofile_soft;
+            (void)setrlimit(RLIMIT_NOFILE, &limit);
+        }
     }
 
     sigset_t none;

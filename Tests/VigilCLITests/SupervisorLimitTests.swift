@@ -133,6 +133,32 @@ struct SupervisorLimitTests {
         #expect(sentinelWarnings > 0, "no limit hit the sentinel's start: \(outcomes)")
     }
 
+    @Test(
+        "vigil up raises its soft descriptor limit to the hard one and says how many workers it allows; workers keep the original"
+    )
+    func softLimitRaised() async throws {
+        let project = try await Runtime.project(workers: [
+            #"{ name = "w", command = "/bin/sh", args = ["-c", "ulimit -n > soft; exec sleep 300"], working_directory = "WD" }"#
+        ])
+        defer { project.dir.remove() }
+        let config = try TextFile.read(project.config).replacing("\"WD\"", with: "\"\(project.dir.path)\"")
+        try config.write(toFile: project.config, atomically: true, encoding: .utf8)
+        let host = try Self.up(project, nofile: "1000:4000")
+        defer { host.terminate(grace: 5) }
+        let status = try #require(
+            try await Runtime.supervisorStatus(project, pid: host.pid, timeout: 30) {
+                Runtime.details($0)["worker.w.pid"] != nil
+            }, "\(Self.output(project))")
+        let descriptors = Runtime.details(status)["descriptors"] as? String ?? ""
+        #expect(descriptors.contains("descriptor limit 4000 (raised from 1000): room for about"), "\(descriptors)")
+        let limits = (try? TextFile.read("/proc/\(host.pid)/limits")) ?? ""
+        let openFiles = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") } ?? ""
+        #expect(openFiles.split(separator: " ").dropFirst(3).first == "4000", "\(openFiles)")
+        let soft = project.dir.path + "/soft"
+        #expect(await RuntimeFixtures.waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: soft) })
+        #expect((try? TextFile.read(soft))?.trimmingCharacters(in: .whitespacesAndNewlines) == "1000")
+    }
+
     @Test("[slow: 205 workers] under prlimit --nofile=1024, every worker runs in its own cgroup; none is killed")
     func slow205WorkersUnder1024() async throws {
         let count = 205
