@@ -278,12 +278,34 @@ struct SupervisorLimitTests {
         defer { project.dir.remove() }
         let r = try await RuntimeFixtures.run(
             python,
-            ["-c", Self.ptyHarness, "stopped by \(signal)", project.dir.path, VigilExecutable.path, "run", "--"]
+            ["-c", Self.ptyHarness, "Ctrl-C or SIGTERM stops it", project.dir.path, VigilExecutable.path, "run", "--"]
                 + command,
             environment: project.environment, timeout: 60)
         #expect(r.stdout.contains("FOUND"), "no word about the stop: \(r.stdout) \(r.stderr)")
+        #expect(r.stdout.contains("is stopped by \(signal)"), "\(r.stdout)")
         #expect(r.stdout.contains("redirect"), "no remedy: \(r.stdout)")
         #expect(r.stdout.contains("EXIT"), "vigil run outlived its terminal: \(r.stdout)")
+    }
+
+    @Test(
+        "vigil up on a terminal: a worker stopped by reading it is named once, with the remedy; the hang-up stops all")
+    func upWorkerStoppedByTheTerminal() async throws {
+        let python = try #require(RuntimeFixtures.which("python3"))
+        let project = try await Runtime.project(workers: [
+            Runtime.sleeper, #"{ name = "reader", command = "/bin/sh", args = ["-c", "read x"] }"#,
+        ])
+        defer { project.dir.remove() }
+        let r = try await RuntimeFixtures.run(
+            python,
+            [
+                "-c", Self.ptyHarness, "Ctrl-C or SIGTERM stops it", project.dir.path, VigilExecutable.path, "up",
+                "--config",
+                project.config,
+            ], environment: project.environment, timeout: 60)
+        #expect(r.stdout.contains("FOUND"), "no word about the stop: \(r.stdout) \(r.stderr)")
+        #expect(r.stdout.contains("worker.reader.stopped_error: reader is stopped by SIGTTIN"), "\(r.stdout)")
+        #expect(r.stdout.contains("redirect its standard input"), "\(r.stdout)")
+        #expect(r.stdout.contains("EXIT 0"), "vigil up did not stop cleanly on the hang-up: \(r.stdout)")
     }
 
     @Test(
