@@ -96,6 +96,10 @@ public final class Supervisor: Sendable {
     ///
     /// A worker that cannot be started is `failed` (with its reason) and the others run on.
     ///
+    /// The first start in a process raises its soft `RLIMIT_NOFILE` to the hard limit (as systemd
+    /// and Go's runtime do); workers get the original soft limit back before exec. How many
+    /// workers the limit allows is logged and kept in ``descriptorBudget``.
+    ///
     /// - Throws: ``SupervisorError``: `spawnFailed` if no worker could be started (nothing is
     ///   left running), `runtimeDirectory` or `system` if the supervisor itself could not be set up,
     ///   `alreadyStarted` on a second call.
