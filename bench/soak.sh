@@ -2,14 +2,22 @@
 # Soak with fault injection: `vigil up` with silent-engine, soundscape and supervisor through a
 # private PulseAudio null sink for SECONDS, while faults are injected on a schedule.
 #
-#   bench/soak.sh [SECONDS]        (default 600; needs root for the tmpfs, pulseaudio, pactl)
+#   bench/soak.sh [SECONDS]        (default $SOAK_SECONDS, else 600; at least 60 — the drift
+#                                   verdicts need 120; needs root for the tmpfs, pulseaudio, pactl;
+#                                   VIGIL=PATH uses that binary instead of a release build)
 #
 # Faults (t = seconds since `vigil up` started):
 #   sound server   SIGKILL to PulseAudio every 20 s (t ≡ 5 mod 20), restarted 1 s later on the
 #                  same socket. Each kill must show up as exactly one interruption per audio
 #                  plugin (the stream's context fails and is reopened); that is an interruption,
 #                  not an underrun.
-#   worker         SIGKILL to the supervisor's worker every 2 s; each must be counted as a restart.
+#   worker         SIGKILL to the supervisor's worker `crashy` every 2 s; each must be counted as
+#                  a restart. 199 more workers (`/bin/sleep`) run beside it, 200 in all: none of
+#                  them may be restarted (a fault of one worker stays its own), all run at the end.
+#   session bus    The host's session bus (a private dbus-daemon) is killed every 120 s
+#                  (t ≡ 35 mod 120) and started again 1 s later on the same address. The
+#                  soundscape's MPRIS name org.mpris.MediaPlayer2.vigil.soak-host must be back on
+#                  the new bus within 15 s each time (the soundscape reconnects with backoff).
 #   host           SIGSTOP, 500 ms, SIGCONT every 60 s (t ≡ 45 mod 60). The stop is shorter than
 #                  both streams' buffers (soundscape 1 s, silent-engine 2 s), so it must cost no
 #                  underrun; a stop longer than a buffer starves the server by construction.
@@ -42,9 +50,9 @@
 #                  failing and one notice when it is saved again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration=${1:-600}
-[[ "$duration" =~ ^[0-9]+$ ]] && ((duration >= 120)) || {
-  echo "usage: bench/soak.sh [SECONDS ≥ 120]" >&2
+duration=${1:-${SOAK_SECONDS:-600}}
+[[ "$duration" =~ ^[0-9]+$ ]] && ((duration >= 60)) || {
+  echo "usage: bench/soak.sh [SECONDS ≥ 60] (or SOAK_SECONDS=…)" >&2
   exit 64
 }
 [[ $EUID == 0 ]] || {
@@ -54,17 +62,25 @@ duration=${1:-600}
 # Shared bench helpers, once they exist; nothing below depends on them.
 [[ -f bench/lib.sh ]] && source bench/lib.sh
 
-swift build -c release --product vigil >/dev/null
-vigil=$(swift build -c release --show-bin-path)/vigil
+# VIGIL=path runs a binary built already (a quick check of this script); the figures are the
+# release build's.
+if [[ -n "${VIGIL:-}" ]]; then
+  vigil=$VIGIL
+else
+  swift build -c release --product vigil >/dev/null
+  vigil=$(swift build -c release --show-bin-path)/vigil
+fi
 
 work=$(mktemp -d /tmp/vigil-soak.XXXXXX)
 chmod 700 "$work"
 state=$work/state
-mkdir -m 700 "$state" "$work/run" "$work/pulse"
+mkdir -m 700 "$state" "$work/run" "$work/pulse" "$work/bus"
 mount -t tmpfs -o size=1m,mode=0700 vigil-soak "$state"
 export XDG_STATE_HOME=$state XDG_RUNTIME_DIR=$work/run
 export PULSE_SERVER=unix:$work/pulse/pulse/native
+export DBUS_SESSION_BUS_ADDRESS=unix:path=$work/bus/session
 pulse_pid=""
+bus_pid=""
 host_pid=""
 music_pid=""
 soak_cleanup() {
@@ -72,6 +88,7 @@ soak_cleanup() {
   [[ -n "$host_pid" ]] && kill -CONT "$host_pid" 2>/dev/null && kill -TERM "$host_pid" 2>/dev/null &&
     wait "$host_pid" 2>/dev/null
   [[ -n "$pulse_pid" ]] && kill "$pulse_pid" 2>/dev/null && wait "$pulse_pid" 2>/dev/null
+  [[ -n "$bus_pid" ]] && kill "$bus_pid" 2>/dev/null && wait "$bus_pid" 2>/dev/null
   umount "$state" 2>/dev/null
   rm -rf "$work"
 }
@@ -94,6 +111,34 @@ pulse_up() {
   exit 1
 }
 
+# The session bus, always on the same address, so that the host can find it again.
+bus_up() {
+  rm -f "$work/bus/session"
+  dbus-daemon --session --nofork --nopidfile --address="$DBUS_SESSION_BUS_ADDRESS" >>"$work/bus.log" 2>&1 &
+  bus_pid=$!
+  local _
+  for _ in $(seq 200); do
+    dbus-send --session --dest=org.freedesktop.DBus --print-reply /org/freedesktop/DBus \
+      org.freedesktop.DBus.GetId >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "dbus-daemon did not start:" >&2
+  tail "$work/bus.log" >&2
+  exit 1
+}
+# SIGKILL to the daemon $1, then its start function $2 one second later (same socket or address).
+kill_restart() {
+  kill -KILL "$1"
+  wait "$1" 2>/dev/null || true
+  sleep 1
+  "$2"
+}
+mpris_name=org.mpris.MediaPlayer2.vigil.soak-host
+mpris_present() {
+  dbus-send --session --dest=org.freedesktop.DBus --print-reply /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner "string:$mpris_name" 2>/dev/null | grep -q 'boolean true'
+}
+
 key() { sed -n "s/^$1 = \"\\(.*\\)\"\$/\\1/p" Examples/ExampleHost/vigil.toml; }
 cat >"$work/vigil.toml" <<EOT
 plugins = ["silent-engine", "soundscape", "supervisor"]
@@ -114,17 +159,20 @@ pulse_server = "$PULSE_SERVER"
 
 [soundscape]
 soundscape = "ocean-waves"
-mpris = false
+mpris = true
 pulse_server = "$PULSE_SERVER"
 
 # A crash every 2 s: a 1 s run counts as stable (no growing backoff), and the start limit
-# allows the crashes the soak injects (10 starts in 10 s).
+# allows the crashes the soak injects (10 starts in 10 s). 199 quiet workers beside it.
 [supervisor]
 notification = false
 stable_after_s = 1
 start_limit_burst = 10
 start_limit_interval_s = 10
-workers = [{ name = "crashy", command = "/bin/sleep", args = ["3600"], restart = "always" }]
+workers = [
+  { name = "crashy", command = "/bin/sleep", args = ["3601"], restart = "always" },
+$(for i in $(seq 0 198); do echo "  { name = \"bulk$i\", command = \"/bin/sleep\", args = [\"3600\"] },"; done)
+]
 EOT
 chmod 600 "$work/vigil.toml"
 
@@ -136,19 +184,27 @@ audio_counts() {
     "\(.underruns // "?") \(.interruptions // "?")"' <<<"$1" 2>/dev/null || echo "? ?"
 }
 worker_restarts() {
-  jq -r '[.plugins[]? | select(.name == "supervisor") | .details | to_entries[] |
-    select(.key | test("restarts")) | .value] | first // "?"' <<<"$1" 2>/dev/null || echo "?"
+  jq -r '[.plugins[]? | select(.name == "supervisor") | .details["worker.crashy.restarts"]] | first // "?"' \
+    <<<"$1" 2>/dev/null || echo "?"
+}
+# "running restarted" over the 199 quiet workers: how many run, how many were ever restarted.
+bulk_counts() {
+  jq -r '[.plugins[]? | select(.name == "supervisor") | .details] | first // {} | to_entries |
+    "\([.[] | select((.key | test("^worker\\.bulk[0-9]+\\.state$")) and .value == "running")] | length) \([.[] |
+    select((.key | test("^worker\\.bulk[0-9]+\\.restarts$")) and ((.value | tostring) != "0"))] | length)"' \
+    <<<"$1" 2>/dev/null || echo "? ?"
 }
 preference() { jq -r "$1" "$state/vigil/plugins/soundscape/preferences.json" 2>/dev/null || echo "?"; }
-worker_pid() { pgrep -P "$host_pid" -x sleep | head -1; }
+worker_pid() { pgrep -P "$host_pid" -xf "/bin/sleep 3601" | head -1; }
 
 echo "soak: $duration s, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, $(uname -m), uptime:$(uptime)"
 pulse_up
+bus_up
 # --verbose: the host's log (plugin warnings such as a preference write that failed) goes to
 # host.log beside the event lines `vigil up` always prints.
 "$vigil" up --verbose --config "$work/vigil.toml" >"$work/host.log" 2>&1 &
 host_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   [[ "$(status_json | jq -r '[.plugins[]?.state] | join(",")' 2>/dev/null)" == running,running,running ]] && break
   sleep 0.1
 done
@@ -201,7 +257,12 @@ soak_announce() {
   wait "$music_pid" 2>/dev/null || true
   music_pid=""
 }
-kills_server=0 kills_worker=0 stops=0 stops_answered=0
+mpris_at_start=no
+for _ in $(seq 100); do
+  mpris_present && mpris_at_start=yes && break
+  sleep 0.1
+done
+kills_server=0 kills_worker=0 stops=0 stops_answered=0 bus_restarts=0 bus_back=0 bus_back_times="" bus_t=""
 full_ok="" full_t="" freed_t="" prefs_a_saved="" prefs_a_lost="" prefs_error_seen="" prefs_error_cleared=""
 prefs_b_saved="" announce_exit="" music_volume=""
 samples=$work/samples
@@ -226,11 +287,26 @@ while ((t < duration)); do
   fi
   if ((t % 20 == 5 && t != ${last_server_t:--1} && t < duration - 15)); then
     last_server_t=$t
-    kill -KILL "$pulse_pid"
-    wait "$pulse_pid" 2>/dev/null || true
     kills_server=$((kills_server + 1))
-    sleep 1
-    pulse_up
+    kill_restart "$pulse_pid" pulse_up
+  fi
+  if ((t % 120 == 35 && t != ${last_bus_t:--1} && t < duration - 20)); then
+    last_bus_t=$t
+    bus_restarts=$((bus_restarts + 1))
+    kill_restart "$bus_pid" bus_up
+    bus_t=$t
+  fi
+  # After a bus restart, the MPRIS name must come back within 15 s (checked once a second).
+  if [[ -n "$bus_t" ]] && ((t != ${last_bus_check_t:--1})); then
+    last_bus_check_t=$t
+    if mpris_present; then
+      bus_back=$((bus_back + 1))
+      bus_back_times="$bus_back_times $((t - bus_t))s"
+      bus_t=""
+    elif ((t - bus_t > 15)); then
+      bus_back_times="$bus_back_times never"
+      bus_t=""
+    fi
   fi
   if ((t % 60 == 45 && t != ${last_stop_t:--1})); then
     last_stop_t=$t
@@ -265,6 +341,8 @@ doc=$(status_json)
 read -r se_u se_i < <(audio_counts "$doc" silent-engine)
 read -r ss_u ss_i < <(audio_counts "$doc" soundscape)
 restarts=$(worker_restarts "$doc")
+read -r bulk_running bulk_restarted < <(bulk_counts "$doc")
+descriptors=$(jq -r '[.plugins[]? | select(.name == "supervisor") | .details.descriptors] | first // "?"' <<<"$doc")
 states=$(jq -r '[.plugins[]? | "\(.name)=\(.state)"] | join(" ")' <<<"$doc")
 kill -TERM "$host_pid"
 host_exit=0
@@ -293,6 +371,8 @@ echo "host states at the end: $states; exit on SIGTERM: $host_exit"
 echo "injected: $kills_server server kills, $kills_worker worker kills, $stops host stops (500 ms), disk full from ${full_t:-?} s to ${freed_t:-?} s"
 echo "in vigil status: interruptions silent-engine $se_i, soundscape $ss_i; worker restarts $restarts; answered after $stops_answered of $stops stops"
 echo "in the host's log: $log_se silent-engine and $log_ss soundscape interruptions, $log_worker worker kills, preferences not saved $log_prefs_failed time(s) and saved again $log_prefs_again time(s)"
+echo "workers: crashy restarts $restarts; $bulk_running of 199 others running, $bulk_restarted of them ever restarted; $descriptors"
+echo "session bus: $bus_restarts restarts; MPRIS name at start: $mpris_at_start; back after:${bus_back_times:- -}"
 echo "drift after warm-up: RSS $rss_drift kB, fds $fd_drift, threads $thread_drift"
 verdict=0
 check() {
@@ -308,6 +388,11 @@ check "descriptor drift ≤ 2 ($fd_drift)" "[[ '$fd_drift' != '?' ]] && (( fd_dr
 check "each server kill is one interruption per audio plugin ($kills_server kills; $se_i, $ss_i)" \
   "(( se_i == kills_server && ss_i == kills_server ))"
 check "each worker kill is a restart ($kills_worker kills, $restarts restarts)" "(( restarts == kills_worker ))"
+check "200 workers: the 199 quiet ones all run ($bulk_running) and none was restarted ($bulk_restarted)" \
+  "[[ '$bulk_running' == 199 && '$bulk_restarted' == 0 ]]"
+check "MPRIS name on the session bus at start ($mpris_at_start)" "[[ '$mpris_at_start' == yes ]]"
+check "MPRIS name back within 15 s after each session-bus restart ($bus_back of $bus_restarts:${bus_back_times:- -})" \
+  "(( bus_back == bus_restarts ))"
 check "the host answers after each SIGSTOP/SIGCONT ($stops_answered of $stops)" "(( stops == stops_answered && stops > 0 ))"
 check "preferences A saved before the disk filled" "[[ '$prefs_a_saved' == yes ]]"
 check "full disk ($full_ok): the preference write failure shows in vigil status (after ${prefs_error_seen:-?} s)" \

@@ -85,12 +85,24 @@ static void child_main(const vigil_spawn_request *r, pid_t parent, int errfd) {
 
     if (r->working_directory != NULL && chdir(r->working_directory) != 0) child_fail(errfd, VIGIL_STAGE_CHDIR);
 
+
     // Nothing above 2 survives exec (the error pipe is already close-on-exec).
     if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         struct rlimit limit;
         long max = 65536;
         if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) max = (long)limit.rlim_cur;
         for (long fd = 3; fd < max; fd++) (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+    }
+
+    // The descriptor limit the worker would have had, not the one the supervisor raised itself
+    // to (after the loop above, which must reach every descriptor the raised limit allowed).
+    if (r->nofile_soft != 0) {
+        struct rlimit limit;
+        if (getrlimit(RLIMIT_NOFILE, &limit) == 0
+            && (limit.rlim_max == RLIM_INFINITY || r->nofile_soft <= limit.rlim_max)) {
+            limit.rlim_cur = (rlim_t)r->nofile_soft;
+            (void)setrlimit(RLIMIT_NOFILE, &limit);
+        }
     }
 
     sigset_t none;
@@ -135,7 +147,10 @@ int vigil_spawn(const vigil_spawn_request *request, vigil_spawn_result *result) 
     long pid = syscall(SYS_clone3, &args, sizeof args);
     int usedFork = 0;
     int intoCgroup = request->cgroup_dir_fd >= 0;
-    if (pid < 0 && intoCgroup && errno != ENOSYS && errno != E2BIG) {
+    // Out of descriptors (the pidfd), processes or memory: a failed fork like any other, not the
+    // cgroup's fault — the tree stays for every worker.
+    int resourceError = pid < 0 && (errno == EMFILE || errno == ENFILE || errno == EAGAIN || errno == ENOMEM);
+    if (pid < 0 && intoCgroup && !resourceError && errno != ENOSYS && errno != E2BIG) {
         // The kernel refused the cgroup (EBUSY for one with controllers, EACCES…): say so.
         int cloneError = errno;
         pthread_sigmask(SIG_SETMASK, &previous, NULL);
@@ -207,6 +222,19 @@ int vigil_reap(int pidfd, int *code, int *status) {
     if (info.si_pid == 0) return 0;
     *code = info.si_code;
     *status = info.si_status;
+    return 1;
+}
+
+int vigil_stop_state(int pidfd, int *stop_signal) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int rc;
+    do {
+        rc = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &info, WSTOPPED | WCONTINUED | WNOHANG);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) return -errno;
+    if (info.si_pid == 0) return 0;
+    *stop_signal = info.si_code == CLD_STOPPED ? info.si_status : 0;
     return 1;
 }
 

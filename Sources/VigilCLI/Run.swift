@@ -25,7 +25,7 @@ struct Run: AsyncParsableCommand {
             forwarded as they are. vigil exits with CMD's exit status, or 128 + the signal that killed it. \
             CMD gets its own NOTIFY_SOCKET, so a daemon that speaks systemd's notify protocol reports \
             READY=1 and STATUS= to vigil. CMD does not own the terminal: a program that reads from the \
-            terminal is stopped by SIGTTIN.
+            terminal is stopped by SIGTTIN, and vigil says so (redirect its standard input instead).
             """)
 
     enum RestartOption: String, ExpressibleByArgument, CaseIterable {
@@ -128,9 +128,7 @@ struct Run: AsyncParsableCommand {
         let final = supervised.outcome
         let status = final?.lastExit?.shellStatus ?? 0
         if let worker = final, worker.state == WorkerState.failed {
-            printError(
-                "vigil run: \(worker.name) failed: \(worker.reason ?? "") — fix the command (run it by hand to see "
-                    + "why it exits), or raise --start-limit-burst / --restart-delay-ms, then run vigil run again")
+            printError(Self.failureMessage(worker, restart: restart))
             throw ExitCode(status != 0 ? status : 1)
         }
         if status != 0 { throw ExitCode(status) }
@@ -161,6 +159,18 @@ struct Run: AsyncParsableCommand {
             throw ExitCode.failure
         }
         return (host, try Up.lockConfig(of: host))
+    }
+
+    /// What `vigil run` says when CMD ended for good with a failure. Under `--restart never` an
+    /// exit is just that (the start limit does not apply); otherwise CMD kept failing until the
+    /// start limit stopped the restarts.
+    static func failureMessage(_ worker: WorkerStatus, restart: RestartOption) -> String {
+        if restart == .never, let exit = worker.lastExit {
+            return "vigil run: \(worker.name) \(exit); not restarted (--restart never; "
+                + "--restart on-failure restarts it after a failure)"
+        }
+        return "vigil run: \(worker.name) failed: \(worker.reason ?? "") — it keeps exiting: run it by hand to see "
+            + "why, or allow more starts with --start-limit-burst (0: no limit) or a longer --restart-delay-ms"
     }
 
     static func workerName(for program: String) -> String {

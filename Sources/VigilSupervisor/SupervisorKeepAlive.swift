@@ -173,6 +173,12 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 WorkerStatus(name: $0.name, state: .stopped, pid: nil, restarts: 0)
             }
         out["workers"] = workers.map(\.name).joined(separator: ", ")
+        // Faults end in `_error`: `vigil up` prints each once, when it appears.
+        if let problem = supervisor?.cgroupProblem { out["cgroup_error"] = problem }
+        if let budget = supervisor?.descriptorBudget {
+            out["descriptors"] = budget.summary
+            if let problem = budget.problem { out["descriptors_error"] = problem }
+        }
         for worker in workers {
             let prefix = "worker.\(worker.name)."
             out[prefix + "state"] = worker.state.rawValue
@@ -184,6 +190,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 out[prefix + "reason"] = reason
             }
             if worker.flooding { out[prefix + "flooding"] = "true" }
+            if let stop = worker.suspended { out[prefix + "stopped_error"] = "\(worker.name) \(stop)" }
+            if let problem = worker.cgroupProblem { out[prefix + "cgroup_error"] = problem }
         }
         return out
     }

@@ -18,44 +18,45 @@ import Glibc
 /// tree kills the whole tree when the supervisor stops or dies, even by SIGKILL.
 ///
 /// Where the host may not create a cgroup (no writable cgroup v2, no `cgroup.kill` before Linux
-/// 5.14, an unprivileged user without delegation), ``make(workers:logger:)`` returns nil and the
-/// supervisor falls back to process groups and `PR_SET_PDEATHSIG`.
+/// 5.14, an unprivileged user without delegation), ``make(workers:logger:)`` returns no tree and
+/// the supervisor falls back to process groups and `PR_SET_PDEATHSIG`. Where the tree could be
+/// made but its sentinel cannot start (no descriptor left, fork refused), it is removed again and
+/// the fallback is the same, with a warning: a tree that nobody kills when the host dies would
+/// promise what it cannot keep.
+///
+/// The tree holds no descriptor per worker: a worker's cgroup directory (for clone3) and its
+/// `cgroup.procs` (for the fork fallback) are opened for the start and closed right after.
 final class CgroupTree {
     let path: String
     private let workerPaths: [String]
-    private var procsFDs: [Int32]
-    private var killFDs: [Int32]
-    private var directoryFDs: [Int32]
     private var sentinelPID: pid_t = -1
     private var sentinelPipe: Int32 = -1
-    private let rmdirList: UnsafeMutablePointer<CChar>
+    /// The directories the sentinel removes; it reads them from its copy of this memory, so the
+    /// list lives as long as the tree.
+    private let removals: RemovalList
 
-    private init(path: String, workerPaths: [String], procsFDs: [Int32], killFDs: [Int32], directoryFDs: [Int32]) {
+    private init(path: String, workerPaths: [String], removals: consuming RemovalList) {
         self.path = path
         self.workerPaths = workerPaths
-        self.procsFDs = procsFDs
-        self.killFDs = killFDs
-        self.directoryFDs = directoryFDs
-        // Children first, then the tree itself; NUL-separated, ending with an empty string.
-        var bytes: [UInt8] = []
-        for directory in workerPaths + [path] { bytes += Array(directory.utf8) + [0] }
-        bytes.append(0)
-        rmdirList = .allocate(capacity: bytes.count)
-        for (i, byte) in bytes.enumerated() { rmdirList[i] = CChar(bitPattern: byte) }
+        self.removals = removals
     }
 
     private static let counter = Mutex(0)
 
-    /// Creates the tree for `workers` workers and starts its sentinel; nil (logged) where cgroups
-    /// cannot be used.
-    static func make(workers: Int, logger: Logger) -> CgroupTree? {
-        func unavailable(_ why: String) -> CgroupTree? {
-            logger.debug(
-                "no cgroup for the workers; process groups and PR_SET_PDEATHSIG only", metadata: ["reason": "\(why)"])
-            return nil
-        }
-        guard let mount = cgroup2Mount() else { return unavailable("no cgroup v2 file system is mounted") }
-        guard let own = ownCgroup() else { return unavailable("/proc/self/cgroup has no cgroup v2 entry") }
+    /// What ``make(workers:logger:)`` found.
+    enum Setup {
+        /// The tree, with its sentinel running.
+        case tree(CgroupTree)
+        /// This host may not use cgroups (an expected limit, logged at debug level).
+        case unavailable(String)
+        /// The tree could be made but not guarded (a fault worth a warning): it was removed.
+        case failed(String)
+    }
+
+    /// Creates the tree for `workers` workers and starts its sentinel.
+    static func make(workers: Int, logger: Logger) -> Setup {
+        guard let mount = cgroup2Mount() else { return .unavailable("no cgroup v2 file system is mounted") }
+        guard let own = ownCgroup() else { return .unavailable("/proc/self/cgroup has no cgroup v2 entry") }
         let parent = own == "/" ? mount : mount + own
         let n = counter.withLock { value -> Int in
             value += 1
@@ -63,58 +64,67 @@ final class CgroupTree {
         }
         let path = "\(parent)/vigil-supervisor.\(getpid()).\(n)"
         guard mkdir(path, 0o755) == 0 else {
-            return unavailable("cannot create \(path): \(SystemCallError.current("mkdir").reason)")
+            return .unavailable("cannot create \(path): \(SystemCallError.current("mkdir").reason)")
         }
         var workerPaths: [String] = []
-        var procs: [Int32] = []
-        var kills: [Int32] = []
-        var directories: [Int32] = []
-        func undo(_ why: String) -> CgroupTree? {
-            (procs + kills + directories).forEach { _ = Glibc.close($0) }
+        func undo() {
             workerPaths.reversed().forEach { _ = rmdir($0) }
             rmdir(path)
-            return unavailable(why)
         }
         for index in 0..<workers {
             let worker = "\(path)/w\(index)"
-            guard mkdir(worker, 0o755) == 0 else { return undo("cannot create \(worker)") }
-            workerPaths.append(worker)
-            let p = open(worker + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
-            let k = open(worker + "/cgroup.kill", O_WRONLY | O_CLOEXEC)
-            let d = open(worker, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if p >= 0 { procs.append(p) }
-            if k >= 0 { kills.append(k) }
-            if d >= 0 { directories.append(d) }
-            guard p >= 0, k >= 0, d >= 0 else {
-                return undo("\(worker) has no cgroup.procs or cgroup.kill (Linux < 5.14?)")
+            guard mkdir(worker, 0o755) == 0 else {
+                let reason = SystemCallError.current("mkdir").reason
+                undo()
+                return .unavailable("cannot create \(worker): \(reason)")
             }
+            workerPaths.append(worker)
         }
+        guard access(workerPaths.first.map { $0 + "/cgroup.procs" } ?? path + "/cgroup.procs", W_OK) == 0,
+            access(path + "/cgroup.kill", W_OK) == 0
+        else {
+            undo()
+            return .unavailable("\(path) has no writable cgroup.procs or cgroup.kill (Linux < 5.14?)")
+        }
+        let removals = RemovalList(workerPaths + [path])
         let treeKill = open(path + "/cgroup.kill", O_WRONLY | O_CLOEXEC)
-        guard treeKill >= 0 else { return undo("\(path)/cgroup.kill cannot be opened") }
-        let tree = CgroupTree(
-            path: path, workerPaths: workerPaths, procsFDs: procs, killFDs: kills, directoryFDs: directories)
+        guard treeKill >= 0 else {
+            let reason = SystemCallError.current("open").reason
+            undo()
+            return .failed("cannot open \(path)/cgroup.kill for the sentinel: \(reason)")
+        }
         var pid: pid_t = -1
         var pipe: Int32 = -1
-        let rc = vigil_sentinel_start(treeKill, tree.rmdirList, &pid, &pipe)
+        let rc = vigil_sentinel_start(treeKill, removals.pointer, &pid, &pipe)
         _ = Glibc.close(treeKill)
         guard rc == 0 else {
-            tree.procsFDs = []
-            tree.killFDs = []
-            tree.directoryFDs = []
-            tree.rmdirList.deallocate()
-            return undo("cannot start the sentinel: \(SystemCallError("vigil_sentinel_start", errno: rc).reason)")
+            undo()
+            return .failed(
+                "cannot start the sentinel process: \(SystemCallError("vigil_sentinel_start", errno: rc).reason)")
         }
+        let tree = CgroupTree(path: path, workerPaths: workerPaths, removals: removals)
         tree.sentinelPID = pid
         tree.sentinelPipe = pipe
-        return tree
+        return .tree(tree)
     }
 
-    /// The descriptor a worker writes "0" to, to move itself into its cgroup (without clone3).
-    func procsFD(worker index: Int) -> Int32 { procsFDs.indices.contains(index) ? procsFDs[index] : -1 }
-
-    /// The worker's cgroup directory, for clone3's CLONE_INTO_CGROUP.
-    func directoryFD(worker index: Int) -> Int32 {
-        directoryFDs.indices.contains(index) ? directoryFDs[index] : -1
+    /// Runs `body` with worker `index`'s cgroup directory (for clone3's CLONE_INTO_CGROUP) and
+    /// its `cgroup.procs` (for the fork fallback: the child writes "0" there), open for the call
+    /// only. Returns the reason instead when the directory cannot be opened, and whether that is
+    /// the cgroup's fault (true) or the process's (out of descriptors: false).
+    func withDescriptors<R>(
+        worker index: Int, _ body: (_ directory: Int32, _ procs: Int32) -> R
+    ) -> Result<R, CgroupOpenFailure> {
+        guard workerPaths.indices.contains(index) else {
+            return .failure(CgroupOpenFailure(reason: "it has no cgroup", cgroupFault: true))
+        }
+        let directory = open(workerPaths[index], O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return .failure(.current("cannot open \(workerPaths[index])")) }
+        defer { _ = Glibc.close(directory) }
+        let procs = open(workerPaths[index] + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
+        guard procs >= 0 else { return .failure(.current("cannot open \(workerPaths[index])/cgroup.procs")) }
+        defer { _ = Glibc.close(procs) }
+        return .success(body(directory, procs))
     }
 
     /// Kills every process left in worker `index`'s cgroup: SIGKILL to each pid in its
@@ -136,10 +146,6 @@ final class CgroupTree {
     /// Ends the tree: the sentinel kills whatever is left in it, removes the directories and
     /// exits; this waits for it (it is this process's child).
     func close() {
-        (procsFDs + killFDs + directoryFDs).forEach { _ = Glibc.close($0) }
-        procsFDs = []
-        killFDs = []
-        directoryFDs = []
         if sentinelPipe >= 0 {
             _ = Glibc.close(sentinelPipe)
             sentinelPipe = -1
@@ -150,7 +156,6 @@ final class CgroupTree {
 
     deinit {
         close()
-        rmdirList.deallocate()
     }
 
     /// The mount point of the first cgroup v2 file system, from /proc/self/mountinfo.
@@ -177,4 +182,35 @@ final class CgroupTree {
     private static func readAll(_ path: String) -> String? {
         FileIO.contents(ofFile: path, limit: 1 << 20).map { String(decoding: $0, as: UTF8.self) }
     }
+}
+
+/// Why a worker's cgroup could not be opened for its start.
+struct CgroupOpenFailure: Error {
+    var reason: String
+    /// The cgroup's own fault (gone, refused), as opposed to the process having no descriptor left.
+    var cgroupFault: Bool
+
+    static func current(_ what: String) -> CgroupOpenFailure {
+        let error = errno
+        return CgroupOpenFailure(
+            reason: "\(what): \(SystemCallError("open", errno: error).reason)",
+            cgroupFault: error != EMFILE && error != ENFILE && error != ENOMEM)
+    }
+}
+
+/// The sentinel's list of directories to remove: NUL-separated paths (children first), ending
+/// with an empty string, in memory the sentinel reads after the fork. Its one owner frees it
+/// once, when the owner goes.
+struct RemovalList: ~Copyable {
+    let pointer: UnsafeMutablePointer<CChar>
+
+    init(_ paths: [String]) {
+        var bytes: [UInt8] = []
+        for path in paths { bytes += Array(path.utf8) + [0] }
+        bytes.append(0)
+        pointer = .allocate(capacity: bytes.count)
+        for (i, byte) in bytes.enumerated() { pointer[i] = CChar(bitPattern: byte) }
+    }
+
+    deinit { pointer.deallocate() }
 }

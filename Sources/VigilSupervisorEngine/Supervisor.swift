@@ -30,6 +30,7 @@ public final class Supervisor: Sendable {
     private let logger: Logger
     private let onEvent: @Sendable (SupervisorEvent) -> Void
     private let phase = Mutex<Phase>(.idle)
+    private let budget = Mutex<DescriptorBudget?>(nil)
 
     /// Creates a supervisor for `workers`; nothing starts before ``start()``.
     ///
@@ -95,10 +96,18 @@ public final class Supervisor: Sendable {
     ///
     /// A worker that cannot be started is `failed` (with its reason) and the others run on.
     ///
+    /// The first start in a process raises its soft `RLIMIT_NOFILE` to the hard limit (as systemd
+    /// and Go's runtime do); workers get the original soft limit back before exec. How many
+    /// workers the limit allows is logged and kept in ``descriptorBudget``.
+    ///
     /// - Throws: ``SupervisorError``: `spawnFailed` if no worker could be started (nothing is
     ///   left running), `runtimeDirectory` or `system` if the supervisor itself could not be set up,
     ///   `alreadyStarted` on a second call.
     public func start() async throws {
+        // As systemd does for itself: the soft limit up to the hard one (the workers get the
+        // original back before exec), so that the limit counts, not its select(2)-era default.
+        let raise = DescriptorLimit.raiseSoftToHard()
+        let openBefore = DescriptorLimit.openCount() ?? 0
         let loop = try phase.withLock { phase -> SupervisorLoop in
             guard case .idle = phase else {
                 throw SupervisorError(
@@ -117,16 +126,30 @@ public final class Supervisor: Sendable {
                 throw error
             }
         }
+        if let raise {
+            let budget = DescriptorBudget(
+                limit: raise.current, raisedFrom: raise.current != raise.original ? raise.original : nil,
+                inUse: UInt64(openBefore), workers: specs.count)
+            self.budget.withLock { $0 = budget }
+            if let problem = budget.problem {
+                logger.warning("\(problem)")
+            } else {
+                logger.info("\(budget.summary)")
+            }
+        }
         loop.startThread()
-        let failures: [String] = await withCheckedContinuation { continuation in
+        let failures: [StartFailure] = await withCheckedContinuation { continuation in
             if !loop.send(.start({ continuation.resume(returning: $0) })) {
-                continuation.resume(returning: ["the supervisor was stopped"])
+                continuation.resume(returning: [StartFailure(worker: nil, reason: "the supervisor was stopped")])
             }
         }
         if !failures.isEmpty && failures.count == specs.count {
+            // The reason behind the reasons, when the tree could not be guarded either.
+            let problem = loop.shared.withLock { $0.cgroupProblem }
             await stop()
             throw SupervisorError(
-                code: .spawnFailed, message: failures.joined(separator: "; "))
+                code: .spawnFailed,
+                message: StartFailure.describe(failures) + (problem.map { "; and " + $0 } ?? ""))
         }
     }
 
@@ -155,6 +178,19 @@ public final class Supervisor: Sendable {
     public func signal(_ signal: Int32) {
         if case .running(let loop) = phase.withLock({ $0 }) { loop.send(.signal(signal)) }
     }
+
+    /// Why the workers run without cgroups although this host could give them one (the
+    /// cgroup sentinel could not start: no descriptor left, fork refused); nil when they have
+    /// them or the host cannot have any (an expected limit, logged at debug level).
+    public var cgroupProblem: String? {
+        switch phase.withLock({ $0 }) {
+        case .running(let loop), .stopped(let loop?): loop.shared.withLock { $0.cgroupProblem }
+        default: nil
+        }
+    }
+
+    /// The descriptor limit and how many workers it leaves room for, once started.
+    public var descriptorBudget: DescriptorBudget? { budget.withLock { $0 } }
 
     /// The workers' current status.
     public var workers: [WorkerStatus] {
@@ -257,5 +293,43 @@ public final class Supervisor: Sendable {
             }
             rmdir(directory)
         }
+    }
+}
+
+/// What the descriptor limit allows: each worker holds ``perWorker`` descriptors while it runs
+/// (its notify socket and its pidfd); a start briefly needs 4 more (its cgroup directory and
+/// `cgroup.procs`, the exec-status pipe), which the ``reserve`` covers with the supervisor's own 3.
+public struct DescriptorBudget: Sendable, Hashable {
+    /// Descriptors each running worker holds in the host.
+    public static let perWorker: UInt64 = 2
+    /// Kept free for the host's own work (status file, D-Bus, a worker's start).
+    public static let reserve: UInt64 = 8
+
+    /// The soft limit now.
+    public var limit: UInt64
+    /// The soft limit before the supervisor raised it, if it did.
+    public var raisedFrom: UInt64?
+    /// Descriptors the host had open before the supervisor's own.
+    public var inUse: UInt64
+    /// Workers configured.
+    public var workers: Int
+
+    /// How many workers the limit leaves room for.
+    public var capacity: Int {
+        let free = limit > inUse + Self.reserve ? limit - inUse - Self.reserve : 0
+        return Int(min(free / Self.perWorker, UInt64(Int.max)))
+    }
+
+    /// "descriptor limit 1024 (raised from 64): room for about 480 workers (2 descriptors each); 12 configured".
+    public var summary: String {
+        "descriptor limit \(limit)\(raisedFrom.map { " (raised from \($0))" } ?? ""): room for about "
+            + "\(capacity) workers (\(Self.perWorker) descriptors each); \(workers) configured"
+    }
+
+    /// The summary and the remedy when the limit leaves no room for every configured worker.
+    public var problem: String? {
+        guard workers > capacity else { return nil }
+        return "\(summary) — the last ones may fail to start: raise the host's hard limit "
+            + "(LimitNOFILE= in its unit, ulimit -Hn in its shell) or run fewer workers"
     }
 }

@@ -15,7 +15,7 @@ import Glibc
 /// `PR_SET_PDEATHSIG` watches; it exits only after every worker has been reaped.
 final class SupervisorLoop: @unchecked Sendable {
     enum Command {
-        case start(@Sendable ([String]) -> Void)
+        case start(@Sendable ([StartFailure]) -> Void)
         case stop(signal: Int32, reply: @Sendable () -> Void)
         case signal(Int32)
     }
@@ -26,6 +26,8 @@ final class SupervisorLoop: @unchecked Sendable {
         var finished = false
         var settled = true
         var settledWaiters: [CheckedContinuation<[WorkerStatus], Never>] = []
+        /// Why the workers run without cgroups although this host could have them (a fault).
+        var cgroupProblem: String?
     }
 
     let configuration: SupervisorConfiguration
@@ -47,6 +49,12 @@ final class SupervisorLoop: @unchecked Sendable {
     private var cgroups: CgroupTree?
     /// When the loop meant to wake up last time (for time the host did not run).
     private var plannedWake: Double?
+    /// Whether the workers share the host's terminal: a worker that reads it (or writes with
+    /// `tostop`) is stopped by SIGTTIN/SIGTTOU, which no pidfd reports, so the loop looks.
+    private let onTerminal = isatty(0) == 1 || isatty(1) == 1 || isatty(2) == 1
+    /// How often the loop looks for stopped workers while they share a terminal.
+    static let stopCheckInterval = 1.0
+    private var nextStopCheck = Double.infinity
 
     /// `statusChanged` events per worker are at most this far apart (latest text wins)…
     static let statusEventGap = 0.25
@@ -88,6 +96,7 @@ final class SupervisorLoop: @unchecked Sendable {
                 let fd = vigil_notify_listen(worker.notifyPath)
                 guard fd >= 0 else {
                     let failure = SystemCallError("vigil_notify_listen", errno: fd)
+                    if -fd == EMFILE || -fd == ENFILE { throw Self.systemError("socket", -fd) }
                     throw SupervisorError(
                         code: .runtimeDirectory,
                         message:
@@ -103,14 +112,29 @@ final class SupervisorLoop: @unchecked Sendable {
             releaseDescriptors()
             throw error
         }
-        cgroups = CgroupTree.make(workers: workers.count, logger: logger)
+        switch CgroupTree.make(workers: workers.count, logger: logger) {
+        case .tree(let tree): cgroups = tree
+        case .unavailable(let why):
+            logger.debug(
+                "no cgroup for the workers; process groups and PR_SET_PDEATHSIG only", metadata: ["reason": "\(why)"])
+        case .failed(let why):
+            let problem =
+                "no cgroup for the workers (\(why)); processes they start are cleaned up by process group only"
+                + (why.contains("open files") ? " — raise the host's descriptor limit (LimitNOFILE=, ulimit -Hn)" : "")
+            logger.warning("\(problem)")
+            shared.withLock { $0.cgroupProblem = problem }
+        }
     }
 
     private static func systemError(_ call: String, _ errnoValue: Int32) -> SupervisorError {
         let failure = SystemCallError(call, errno: errnoValue)
+        let remedy =
+            errnoValue == EMFILE || errnoValue == ENFILE
+            ? "the host is out of descriptors: raise its descriptor limit (LimitNOFILE= in its unit, "
+                + "ulimit -Hn in its shell)"
+            : "the supervisor needs Linux ≥ 5.4"
         return SupervisorError(
-            code: .system, message: "\(call) failed: \(failure.reason) — the supervisor needs Linux ≥ 5.4",
-            cause: ErrorCause(failure))
+            code: .system, message: "\(call) failed: \(failure.reason) — \(remedy)", cause: ErrorCause(failure))
     }
 
     private func check(_ rc: Int32, _ call: String) throws {
@@ -223,7 +247,7 @@ final class SupervisorLoop: @unchecked Sendable {
         for command in commands {
             switch command {
             case .start(let reply):
-                var failures: [String] = []
+                var failures: [StartFailure] = []
                 let now = MonotonicClock.seconds()
                 for worker in workers {
                     _ = worker.policy.mayStart(at: now, history: &worker.history)
@@ -235,7 +259,7 @@ final class SupervisorLoop: @unchecked Sendable {
                             "worker could not be started",
                             metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(failure.reason)"])
                         emit(.failed(failure.reason), worker)
-                        failures.append("worker \"\(worker.spec.name)\": \(failure.reason)")
+                        failures.append(StartFailure(worker: worker.spec.name, reason: failure.reason))
                     }
                 }
                 publish()
@@ -251,13 +275,19 @@ final class SupervisorLoop: @unchecked Sendable {
                         if worker.killAt == nil { worker.killAt = now + configuration.stopGrace.seconds }
                         worker.state = .stopping
                         signalGroup(worker, signal)
+                        // A stopped worker could not act on it; SIGCONT after it, as systemd does.
+                        if signal != SIGKILL && signal != SIGCONT { signalGroup(worker, SIGCONT) }
                     } else if worker.state != .failed && worker.state != .stopped {
                         worker.state = .stopped
                         emit(.stopped, worker)
                     }
                 }
             case .signal(let signal):
-                for worker in workers where worker.alive { signalGroup(worker, signal) }
+                for worker in workers where worker.alive {
+                    signalGroup(worker, signal)
+                    // A hang-up (the terminal closed) must reach a worker stopped on that terminal.
+                    if signal == SIGHUP { signalGroup(worker, SIGCONT) }
+                }
             }
         }
     }
@@ -273,6 +303,7 @@ final class SupervisorLoop: @unchecked Sendable {
                 if let t = worker.killAt { nearest = min(nearest, t) }
             }
         }
+        if onTerminal, workers.contains(where: \.alive) { nearest = min(nearest, nextStopCheck) }
         guard nearest.isFinite else { return -1 }
         let ms = ((nearest - MonotonicClock.seconds()) * 1000).rounded(.up)
         return Int32(max(0, min(ms, 86_400_000)))
@@ -280,6 +311,12 @@ final class SupervisorLoop: @unchecked Sendable {
 
     private func fireTimers(skippingWatchdogOf behind: Set<Int>) {
         let now = MonotonicClock.seconds()
+        if onTerminal {
+            if now >= nextStopCheck || nextStopCheck == .infinity {
+                nextStopCheck = now + Self.stopCheckInterval
+                checkStops()
+            }
+        }
         for worker in workers {
             if let t = worker.restartAt, t <= now {
                 worker.restartAt = nil
@@ -313,17 +350,28 @@ final class SupervisorLoop: @unchecked Sendable {
     private func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
         let now = MonotonicClock.seconds()
         let started: WorkerSpawner.Started
-        var result = spawner.spawn(
-            worker.spec, notifyPath: worker.notifyPath,
-            cgroupDirectoryFD: cgroups?.directoryFD(worker: worker.index) ?? -1,
-            cgroupProcsFD: cgroups?.procsFD(worker: worker.index) ?? -1)
-        if case .failure(let failure) = result, failure.cgroupStage {
-            // The kernel refused the move (a cgroup with controllers, a policy): do without.
-            logger.notice(
-                "workers cannot be placed in a cgroup; using process groups only",
-                metadata: ["error": "\(failure.reason)"])
-            cgroups?.close()
-            cgroups = nil
+        var result: Result<WorkerSpawner.Started, SpawnFailure>
+        if let cgroups, worker.cgroupProblem == nil {
+            switch cgroups.withDescriptors(
+                worker: worker.index,
+                { directory, procs in
+                    spawner.spawn(
+                        worker.spec, notifyPath: worker.notifyPath, cgroupDirectoryFD: directory, cgroupProcsFD: procs)
+                })
+            {
+            case .success(let spawned): result = spawned
+            case .failure(let failure) where failure.cgroupFault:
+                result = .failure(SpawnFailure(cgroupStage: true, failure.reason))
+            case .failure(let failure):
+                return SpawnFailure("cannot start it: \(failure.reason) — raise the host's descriptor limit")
+            }
+            if case .failure(let failure) = result, failure.cgroupStage {
+                // This worker's cgroup refused it (controllers enabled, a policy, removed): this
+                // worker does without, the others keep theirs — and the tree's sentinel.
+                degrade(worker, failure.reason)
+                result = spawner.spawn(worker.spec, notifyPath: worker.notifyPath)
+            }
+        } else {
             result = spawner.spawn(worker.spec, notifyPath: worker.notifyPath)
         }
         switch result {
@@ -351,6 +399,16 @@ final class SupervisorLoop: @unchecked Sendable {
         return nil
     }
 
+    /// Marks `worker` as running without its cgroup from now on, and says so once.
+    private func degrade(_ worker: WorkerRuntime, _ reason: String) {
+        worker.cgroupProblem =
+            "\(reason); it runs without its cgroup: processes it starts are cleaned up by process group only"
+        logger.warning(
+            "worker cannot be placed in its cgroup; the other workers keep theirs",
+            metadata: ["worker.name": "\(worker.spec.name)", "error": "\(worker.cgroupProblem!)"])
+        emit(.statusChanged, worker)
+    }
+
     // MARK: - Exits and restarts
 
     private func handleExit(_ worker: WorkerRuntime) {
@@ -372,6 +430,7 @@ final class SupervisorLoop: @unchecked Sendable {
         cgroups?.kill(worker: worker.index)
         worker.killAt = nil
         worker.watchdogDeadline = nil
+        worker.suspended = nil
 
         let exit: WorkerExit =
             switch Int(code) {
@@ -400,8 +459,9 @@ final class SupervisorLoop: @unchecked Sendable {
             if failed {
                 worker.state = .failed
                 worker.reason = "\(exit) (restart = \(worker.spec.restart.rawValue))"
-                logger.error(
-                    "worker failed",
+                // An exit under restart = never is the worker's own end, said by whoever shows it.
+                logger.log(
+                    level: worker.spec.restart == .never ? .info : .error, "worker failed",
                     metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
                 emit(.failed(worker.reason!), worker)
             } else {
@@ -439,6 +499,39 @@ final class SupervisorLoop: @unchecked Sendable {
                 "worker restart failed", metadata: ["worker.name": "\(worker.spec.name)", "error": "\(failure.reason)"])
             worker.lastExit = .spawnFailed(failure.reason)
             afterEnd(worker, exit: .spawnFailed(failure.reason))
+        }
+    }
+
+    /// Looks for workers stopped (or continued) since the last look, and says what a stop by the
+    /// terminal means: a worker waiting silently for input it cannot get would look alive.
+    private func checkStops() {
+        for worker in workers where worker.alive {
+            var signal: Int32 = 0
+            guard vigil_stop_state(worker.pidfd, &signal) == 1 else { continue }
+            let before = worker.suspended
+            worker.suspended = signal == 0 ? nil : Self.stopDescription(signal)
+            guard worker.suspended != before else { continue }
+            if let text = worker.suspended {
+                logger.warning("worker \(worker.spec.name) \(text)", metadata: ["worker.name": "\(worker.spec.name)"])
+            } else {
+                logger.notice("worker \(worker.spec.name) continues", metadata: ["worker.name": "\(worker.spec.name)"])
+            }
+            emit(.statusChanged, worker)
+        }
+    }
+
+    static func stopDescription(_ signal: Int32) -> String {
+        switch signal {
+        case SIGTTIN:
+            "is stopped by SIGTTIN: it tried to read the terminal, which belongs to the shell, not to it — "
+                + "give it its input another way (redirect its standard input, e.g. < /dev/null or < FILE); "
+                + "Ctrl-C or SIGTERM stops it"
+        case SIGTTOU:
+            "is stopped by SIGTTOU: it tried to set up (or, with `stty tostop`, write to) the terminal, which "
+                + "belongs to the shell, not to it — redirect its input and output away from the terminal; "
+                + "Ctrl-C or SIGTERM stops it"
+        default:
+            "is stopped by \(signalName(signal)); send it SIGCONT (kill -CONT PID) to let it run again"
         }
     }
 
@@ -559,7 +652,7 @@ final class SupervisorLoop: @unchecked Sendable {
         for command in pendingCommands {
             switch command {
             case .stop(_, let reply): stopReplies.append(reply)
-            case .start(let reply): reply(["the supervisor was stopped"])
+            case .start(let reply): reply([StartFailure(worker: nil, reason: "the supervisor was stopped")])
             case .signal: break
             }
         }
@@ -584,4 +677,25 @@ final class SupervisorLoop: @unchecked Sendable {
 
 func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+}
+
+/// A worker that could not be started (`worker` nil: none could, the supervisor was stopped).
+struct StartFailure: Sendable {
+    var worker: String?
+    var reason: String
+
+    /// `workers "a", "b": reason; worker "c": other reason` — workers with the same reason on one clause.
+    static func describe(_ failures: [StartFailure]) -> String {
+        var reasons: [String] = []
+        var names: [String: [String]] = [:]
+        for failure in failures {
+            if names[failure.reason] == nil { reasons.append(failure.reason) }
+            names[failure.reason, default: []] += failure.worker.map { ["\"\($0)\""] } ?? []
+        }
+        return reasons.map { reason in
+            let workers = names[reason] ?? []
+            if workers.isEmpty { return reason }
+            return (workers.count == 1 ? "worker " : "workers ") + workers.joined(separator: ", ") + ": " + reason
+        }.joined(separator: "; ")
+    }
 }

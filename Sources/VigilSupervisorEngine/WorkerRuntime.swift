@@ -13,6 +13,10 @@ final class WorkerRuntime {
     var lastExit: WorkerExit?
     var statusText: String?
     var reason: String?
+    /// Why this worker runs without its cgroup (the others keep theirs); reported once.
+    var cgroupProblem: String?
+    /// What stopped the running process (SIGTTIN, SIGSTOP…), while it is stopped.
+    var suspended: String?
 
     /// Start times and quick failures, for ``RestartPolicy``.
     var history = RestartPolicy.History()
@@ -44,6 +48,7 @@ final class WorkerRuntime {
     var status: WorkerStatus {
         WorkerStatus(
             name: spec.name, state: state, pid: pid, restarts: restarts, lastExit: lastExit,
-            statusText: statusText, reason: reason, flooding: flooding)
+            statusText: statusText, reason: reason, flooding: flooding, suspended: suspended,
+            cgroupProblem: cgroupProblem)
     }
 }

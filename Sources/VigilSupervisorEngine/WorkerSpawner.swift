@@ -26,7 +26,9 @@ struct WorkerSpawner {
     ]
 
     /// Starts `spec` with `notifyPath` as its `NOTIFY_SOCKET`, in the cgroup behind
-    /// `cgroupDirectoryFD` / `cgroupProcsFD` (-1: none); returns the reason on failure.
+    /// `cgroupDirectoryFD` / `cgroupProcsFD` (-1: none); returns the reason on failure. The
+    /// child gets the soft descriptor limit the process started with back
+    /// (``DescriptorLimit/originalSoftLimit``).
     func spawn(
         _ spec: WorkerSpec, notifyPath: String, cgroupDirectoryFD: Int32 = -1, cgroupProcsFD: Int32 = -1
     ) -> Result<Started, SpawnFailure> {
@@ -70,7 +72,8 @@ struct WorkerSpawner {
                 var request = vigil_spawn_request(
                     path: pathC, argv: argvBuf.baseAddress, envp: envBuf.baseAddress,
                     working_directory: cwdC, oom_score_adj: oomC, watchdog_pid_env: pidSlot,
-                    cgroup_dir_fd: cgroupDirectoryFD, cgroup_procs_fd: cgroupProcsFD)
+                    cgroup_dir_fd: cgroupDirectoryFD, cgroup_procs_fd: cgroupProcsFD,
+                    nofile_soft: UInt(DescriptorLimit.originalSoftLimit ?? 0))
                 return vigil_spawn(&request, &result)
             }
         }
@@ -127,7 +130,12 @@ struct WorkerSpawner {
             return SpawnFailure(
                 "cannot set oom_score_adj to \(spec.oomScoreAdjust ?? 0): \(what) — lowering it below "
                     + "the current value needs CAP_SYS_RESOURCE")
-        case Int(VIGIL_STAGE_CLONE): return SpawnFailure("cannot fork: \(what)")
+        case Int(VIGIL_STAGE_CLONE), Int(VIGIL_STAGE_PIPE):
+            let remedy =
+                error == EMFILE || error == ENFILE
+                ? " — the host is out of descriptors: raise its descriptor limit (LimitNOFILE= in its unit, "
+                    + "ulimit -Hn in its shell) or run fewer workers" : ""
+            return SpawnFailure("cannot fork: \(what)\(remedy)")
         case Int(VIGIL_STAGE_CGROUP): return SpawnFailure(cgroupStage: true, "cannot enter its cgroup: \(what)")
         default: return SpawnFailure("spawn failed at stage \(stage): \(what)")
         }

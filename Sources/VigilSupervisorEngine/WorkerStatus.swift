@@ -63,11 +63,18 @@ public struct WorkerStatus: Sendable, Hashable {
     /// True while it sends more notify datagrams than the supervisor takes (its `STATUS=` text
     /// is then taken at most once a second).
     public var flooding: Bool
+    /// While its process is stopped (SIGTTIN from the terminal, SIGSTOP…): what stopped it and
+    /// what to do.
+    public var suspended: String?
+    /// Why it runs without its cgroup while the other workers keep theirs (its own children are
+    /// then cleaned up by process group only).
+    public var cgroupProblem: String?
 
     /// Creates a status snapshot.
     public init(
         name: String, state: WorkerState, pid: Int32?, restarts: Int, lastExit: WorkerExit? = nil,
-        statusText: String? = nil, reason: String? = nil, flooding: Bool = false
+        statusText: String? = nil, reason: String? = nil, flooding: Bool = false, suspended: String? = nil,
+        cgroupProblem: String? = nil
     ) {
         self.name = name
         self.state = state
@@ -77,6 +84,8 @@ public struct WorkerStatus: Sendable, Hashable {
         self.statusText = statusText
         self.reason = reason
         self.flooding = flooding
+        self.suspended = suspended
+        self.cgroupProblem = cgroupProblem
     }
 }
 
@@ -112,6 +121,7 @@ func signalName(_ signal: Int32) -> String {
     let names: [Int32: String] = [
         1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
         9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
+        18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU",
     ]
     return names[signal] ?? "signal \(signal)"
 }

@@ -43,16 +43,21 @@ struct SupervisorFaultTests {
     @Test("failure_action = \"stop\" makes a worker's failure the plugin's")
     func failureActionStop() async throws {
         let events = EventRecorder<PluginEvent>()
+        let dir = try TestDirectory("vigil-vital")
+        defer { dir.remove() }
+        // vital fails once the plugin has started (a fixed delay loses the race on a loaded machine).
+        let go = dir.url("go")
         let plugin = try makePlugin(
             [
                 "workers": .array([
                     worker("healthy", "exec sleep 300"),
                     worker(
-                        "vital", "sleep 0.3; exit 2",
+                        "vital", "while [ ! -e \(go) ]; do sleep 0.05; done; exit 2",
                         extra: ["restart": .string("never"), "failure_action": .string("stop")]),
                 ])
             ], environment: isolatedEnvironment, events: events)
         try await plugin.start()
+        #expect(FileManager.default.createFile(atPath: go, contents: nil))
         #expect(
             await eventually {
                 events.all.contains {

@@ -48,6 +48,10 @@ typedef struct vigil_spawn_request {
     /// -1, or that cgroup's `cgroup.procs`: where clone3 is missing, the forked child moves
     /// itself there (writes "0") before anything else.
     int cgroup_procs_fd;
+    /// 0, or the soft RLIMIT_NOFILE the child gets back before exec: the supervisor raises its
+    /// own soft limit to the hard one (as systemd does), its workers keep the limit they would
+    /// have had (programs that use select(2) break above 1024).
+    unsigned long nofile_soft;
 } vigil_spawn_request;
 
 typedef struct vigil_spawn_result {
@@ -70,6 +74,11 @@ int vigil_spawn(const vigil_spawn_request *request, vigil_spawn_result *result);
 /// Returns 1 and sets *code (CLD_EXITED, CLD_KILLED, CLD_DUMPED) and *status (exit status or
 /// signal number) when reaped, 0 when the child is still running, -errno on error.
 int vigil_reap(int pidfd, int *code, int *status);
+
+/// Whether the child behind `pidfd` stopped or continued since the last call, without reaping it
+/// (waitid(P_PIDFD, WSTOPPED|WCONTINUED|WNOHANG)). Returns 1 and sets *stop_signal to the
+/// signal that stopped it (0 when it was continued), 0 when nothing changed, -errno on error.
+int vigil_stop_state(int pidfd, int *stop_signal);
 
 /// pidfd_send_signal(2). Returns 0 or -errno.
 int vigil_pidfd_signal(int pidfd, int signal);
