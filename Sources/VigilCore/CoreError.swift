@@ -16,6 +16,10 @@ public struct CoreError: StructuredError, Hashable {
             case unsupportedSignatureAlgorithm = "unsupported-signature-algorithm"
             case untrustedKey = "untrusted-key"
             case keyRotation = "key-rotation"
+            case signatureThreshold = "signature-threshold"
+            case rotationInvalid = "rotation-invalid"
+            case rotationNotSigned = "rotation-not-signed"
+            case revoked = "revoked"
             case rollback = "rollback"
             case resourceMismatch = "resource-mismatch"
             case malformedManifest = "malformed-manifest"
@@ -54,6 +58,14 @@ public struct CoreError: StructuredError, Hashable {
         public static let untrustedKey = Code(.untrustedKey)
         /// The plugin offers a key other than the trusted one.
         public static let keyRotation = Code(.keyRotation)
+        /// Fewer distinct trusted keys signed the manifest than the trusted threshold requires.
+        public static let signatureThreshold = Code(.signatureThreshold)
+        /// A key rotation statement is malformed, out of sequence, too large or past the chain's cap.
+        public static let rotationInvalid = Code(.rotationInvalid)
+        /// A key rotation statement lacks the old keys' or the new keys' threshold of signatures.
+        public static let rotationNotSigned = Code(.rotationNotSigned)
+        /// The plugin's publisher revoked it (a rotation to no keys).
+        public static let revoked = Code(.revoked)
         /// The manifest's version is lower than one already accepted, or the same version changed.
         public static let rollback = Code(.rollback)
         /// A resource's size or SHA-256 differs from the signed manifest.

@@ -147,6 +147,14 @@ public struct HostCheck: Sendable {
                             Self.failureKeyPath(plugin: item.name, refusal: refusal, configuration: configuration)),
                         plugin: item.name, message: refusal.message))
             }
+            if let rotation = item.rotation, let keys = rotation.keys {
+                diagnostics.append(
+                    .init(
+                        severity: .warning, location: located(["trusted_plugins", item.name]), plugin: item.name,
+                        message: "its publisher rotated its keys to \(keys) by signed key rotation \(rotation.version) "
+                            + "(signed by the old and the new keys; followed without a review) — record the new keys in "
+                            + "vigil.toml with `\(TrustCommand.display(item.name))` when convenient"))
+            }
             // Requirements of every verified manifest, even one whose entry is unknown.
             for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
                 if unmet.requirement.isDeclaration { blocked.insert(item.name) }

@@ -50,8 +50,13 @@ public struct PluginInspection: Sendable {
     public var version: String?
     public var signature: Signature
     public var trust: Trust
-    public var trustedFingerprint: Fingerprint?
+    /// The keys `[trusted_plugins]` trusts for it, and how many must sign.
+    public var trustedKeys: TrustedKeys?
+    /// The first trusted key.
+    public var trustedFingerprint: Fingerprint? { trustedKeys?.keys.first }
     public var offeredFingerprint: Fingerprint?
+    /// The signed key rotation that led from the trusted keys to the ones that signed it, if any.
+    public var rotation: RotationState?
     public var requirements: [Requirement] = []
     /// Why the host would refuse it, or `nil` when it loads.
     public var error: CoreError?
@@ -83,10 +88,10 @@ public struct PluginInspection: Sendable {
     static func inspect(
         _ name: String, directory: String?, loader: PluginLoader, configuration: HostConfiguration
     ) -> PluginInspection {
-        let trusted = configuration.trustedPlugins[name]
+        let trusted = configuration.trustedKeys[name]
         var report = PluginInspection(
             name: name, directory: directory, activated: configuration.plugins.contains(name), version: nil,
-            signature: .unknown, trust: trusted == nil ? .untrusted : .trusted, trustedFingerprint: trusted)
+            signature: .unknown, trust: trusted == nil ? .untrusted : .trusted, trustedKeys: trusted)
         if let directory,
             let files = try? PluginLoader.readFiles(directory: directory, name: name),
             let pub = files.publicKey, let text = String(validating: pub, as: UTF8.self),
@@ -98,6 +103,7 @@ public struct PluginInspection: Sendable {
         do {
             let plugin = try loader.loadOrThrow(name, record: false)
             manifest = plugin.manifest
+            report.rotation = plugin.rotation
             switch plugin.trust {
             case .trusted:
                 report.signature = .valid
@@ -142,12 +148,12 @@ public struct PluginInspection: Sendable {
     public static func signature(after code: CoreError.Code) -> Signature {
         switch code.kind {
         case .notSigned: .missing
-        case .invalidSignature: .invalid
+        case .invalidSignature, .signatureThreshold: .invalid
         case .unsupportedSignatureAlgorithm: .unsupportedAlgorithm
         // Refused before or instead of verifying the signature.
         case .noPublicKey, .untrustedKey, .keyRotation, .pluginNotFound, .fileTooLarge, .notRegularFile,
             .fileNotFound, .keyInvalid, .fingerprintMismatch, .ioFailure, .configInvalid, .configNotFound,
-            .configUnsafe, .trustDeclined:
+            .configUnsafe, .trustDeclined, .rotationInvalid, .rotationNotSigned, .revoked:
             .unknown
         // Refused after the signature verified with the trusted key.
         case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid:
