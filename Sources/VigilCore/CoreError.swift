@@ -20,6 +20,8 @@ public struct CoreError: StructuredError, Hashable {
             case rotationInvalid = "rotation-invalid"
             case rotationNotSigned = "rotation-not-signed"
             case revoked = "revoked"
+            case expired = "expired"
+            case clockRolledBack = "clock-rolled-back"
             case rollback = "rollback"
             case resourceMismatch = "resource-mismatch"
             case malformedManifest = "malformed-manifest"
@@ -66,6 +68,10 @@ public struct CoreError: StructuredError, Hashable {
         public static let rotationNotSigned = Code(.rotationNotSigned)
         /// The plugin's publisher revoked it (a rotation to no keys).
         public static let revoked = Code(.revoked)
+        /// The signed manifest's `expires` has passed, so a change to it is refused.
+        public static let expired = Code(.expired)
+        /// The system clock is behind the latest trustworthy time seen, so changes are refused.
+        public static let clockRolledBack = Code(.clockRolledBack)
         /// The manifest's version is lower than one already accepted, or the same version changed.
         public static let rollback = Code(.rollback)
         /// A resource's size or SHA-256 differs from the signed manifest.

@@ -60,6 +60,8 @@ package struct HostPlan: Sendable {
         package var directory: String?
         /// The signed key rotation its keys were reached by, if any.
         package var rotation: RotationState?
+        /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
+        package var expires: Int64?
     }
 
     package var configuration: HostConfiguration
@@ -107,7 +109,7 @@ package struct HostPlan: Sendable {
                 Item(
                     name: name, outcome: .unavailable(version: "\(manifest.version)", refusal: refusal),
                     trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                    rotation: loaded.rotation)
+                    rotation: loaded.rotation, expires: manifest.expires)
             }
             if manifest.sharedLibrary != nil {
                 // A third-party library: every check that needs no mapping runs now (so `vigil check`
@@ -126,7 +128,7 @@ package struct HostPlan: Sendable {
             return Item(
                 name: name, outcome: .ready(Ready(version: "\(manifest.version)", settings: settings, loaded: loaded)),
                 trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                rotation: loaded.rotation)
+                rotation: loaded.rotation, expires: manifest.expires)
         }
         return HostPlan(configuration: configuration, items: items)
     }

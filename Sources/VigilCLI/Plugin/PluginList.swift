@@ -89,6 +89,7 @@ struct PluginList: ParsableCommand {
             ("trusted_keys", trustedKeys),
             ("threshold", threshold),
             ("rotation", rotation),
+            ("expires", r.expires.map { .string(Freshness.formatRFC3339($0)) } ?? .null),
             (
                 "requirements",
                 .array(
@@ -111,6 +112,13 @@ struct PluginList: ParsableCommand {
         if let directory = r.directory { lines.append("    directory: \(directory)") }
         if let trusted = r.trustedKeys {
             lines.append(trusted.isSingleKey ? "    trusted key: \(trusted)" : "    trusted keys: \(trusted)")
+        }
+        if let expires = r.expires {
+            let left = expires - Freshness.systemNow()
+            lines.append(
+                left > 0
+                    ? "    fresh for:   \(Freshness.formatDuration(left)) (until \(Freshness.formatRFC3339(expires)))"
+                    : "    expired:     \(Freshness.formatRFC3339(expires)) (runs if accepted; no updates)")
         }
         if let rotation = r.rotation, let keys = rotation.keys {
             lines.append("    rotated to:  \(keys) by signed key rotation \(rotation.version)")

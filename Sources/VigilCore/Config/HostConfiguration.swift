@@ -44,6 +44,8 @@ public struct HostConfiguration: Sendable {
     public let pluginPaths: [String]
     /// The `[host]` table.
     public let host: HostDeclarations
+    /// `[freshness] grace`: how long before a signed manifest expires `check` and `list` warn.
+    public var freshnessGrace: Int64 = Freshness.defaultGrace
     /// Each plugin's settings table (top-level tables named after plugins).
     public let pluginSettings: [String: [String: SettingValue]]
 
@@ -273,6 +275,7 @@ public struct HostConfiguration: Sendable {
         var acknowledged: [String] = []
         var paths: [String] = ["manifests"]
         var host = HostDeclarations()
+        var grace = Freshness.defaultGrace
         var settings: [String: [String: SettingValue]] = [:]
 
         for key in table.keys {
@@ -289,6 +292,19 @@ public struct HostConfiguration: Sendable {
                 }
             case "host":
                 host = try reader.host(value)
+            case "freshness":
+                guard let t = value.table else { throw reader.fail(at: [key], "[freshness] must be a table") }
+                for name in t.keys {
+                    guard name == "grace" else {
+                        throw reader.fail(
+                            at: [key, name], "unknown key `\(Sanitizer.display(name))` in [freshness] (known: grace)")
+                    }
+                    guard let text = t[name]?.string, let seconds = Freshness.parseDuration(text) else {
+                        throw reader.fail(
+                            at: [key, name], "expected a duration such as \"7d\", \"12h\", \"30m\" or \"90s\"")
+                    }
+                    grace = seconds
+                }
             case "trusted_plugins":
                 guard let t = value.table else { throw reader.fail(at: [key], "[trusted_plugins] must be a table") }
                 for name in t.keys {
@@ -313,6 +329,7 @@ public struct HostConfiguration: Sendable {
         self.pluginPaths = Self.resolvePluginPaths(
             paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
         self.host = host
+        self.freshnessGrace = grace
         self.pluginSettings = settings
     }
 

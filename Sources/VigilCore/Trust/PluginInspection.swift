@@ -57,6 +57,8 @@ public struct PluginInspection: Sendable {
     public var offeredFingerprint: Fingerprint?
     /// The signed key rotation that led from the trusted keys to the ones that signed it, if any.
     public var rotation: RotationState?
+    /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
+    public var expires: Int64?
     public var requirements: [Requirement] = []
     /// Why the host would refuse it, or `nil` when it loads.
     public var error: CoreError?
@@ -130,6 +132,7 @@ public struct PluginInspection: Sendable {
         }
         if let manifest {
             report.version = "\(manifest.version)"
+            report.expires = manifest.expires
             // Declarations only (nothing is probed here), so no environment is needed.
             let checker = RequirementChecker(
                 declarations: configuration.host, environment: RequirementChecker.Environment(variables: [:]))
@@ -156,7 +159,8 @@ public struct PluginInspection: Sendable {
             .configUnsafe, .trustDeclined, .rotationInvalid, .rotationNotSigned, .revoked:
             .unknown
         // Refused after the signature verified with the trusted key.
-        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid:
+        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .expired,
+            .clockRolledBack:
             .valid
         }
     }

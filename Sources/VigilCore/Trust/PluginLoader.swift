@@ -57,6 +57,9 @@ public struct PluginLoader: Sendable {
     public let configuration: HostConfiguration
     /// The rollback store; `nil` disables rollback protection (tests and one-off verification).
     public let rollbackStore: RollbackStore?
+    /// The clock (seconds since the epoch) that signed expiry and the clock ratchet are checked
+    /// against; the system clock unless a test injects another.
+    public var now: @Sendable () -> Int64 = Freshness.systemNow
 
     /// Creates a loader.
     public init(configuration: HostConfiguration, rollbackStore: RollbackStore?) {
@@ -91,7 +94,8 @@ public struct PluginLoader: Sendable {
         return try Self.verify(
             directory: directory, name: name,
             policy: .configured(trusted: trusted, acknowledgedUnsigned: acknowledged),
-            rollback: rollbackStore, record: record)
+            rollback: rollbackStore, record: record,
+            freshness: Freshness(now: now(), grace: configuration.freshnessGrace))
     }
 
     /// The directory of `name`: the first plugin path holding `NAME/plugin.json`.
@@ -227,8 +231,14 @@ public struct PluginLoader: Sendable {
 
     /// The full pipeline for one directory. `name` is the plugin's name (the lookup name or the
     /// directory's name) that the manifest must carry.
+    ///
+    /// - Parameter freshness: when given (with a rollback store), a *change* — a version or key
+    ///   rotation this host has not accepted yet — is refused when the manifest's signed `expires`
+    ///   passed or the clock went back; an accepted version is never refused for it. The clock
+    ///   reading is recorded with the version (the ratchet).
     public static func verify(
-        directory: String, name: String, policy: KeyPolicy, rollback: RollbackStore?, record: Bool
+        directory: String, name: String, policy: KeyPolicy, rollback: RollbackStore?, record: Bool,
+        freshness: Freshness? = nil
     ) throws(CoreError) -> LoadedPlugin {
         let directory = Path.normalized(directory)
         // 1. Read with caps.
@@ -312,6 +322,23 @@ public struct PluginLoader: Sendable {
             try rollback.check(plugin: name, keys: keys, version: manifest.version, manifestSHA256: sha)
         }
 
+        // 6b. Freshness: a change needs an unexpired manifest and a clock that did not go back.
+        if let freshness, let keys, let rollback {
+            let entry = try rollback.entry(plugin: name, keys: keys)
+            var rotated = false
+            if let rotation {
+                rotated = try rollback.rotation(plugin: name, base: rotation.base) != rotation.state
+            }
+            if entry?.version != manifest.version || entry?.manifestSHA256 != sha || rotated {
+                try freshness.checkChange(
+                    plugin: name, version: manifest.version, expires: manifest.expires,
+                    ratchet: try rollback.latestTime(),
+                    what: rotated
+                        ? "following its key rotation"
+                        : entry == nil ? "accepting it" : "updating it to version \(manifest.version)")
+            }
+        }
+
         // 7. Resources.
         var contents: [String: [UInt8]] = [:]
         for resource in manifest.resources {
@@ -320,7 +347,8 @@ public struct PluginLoader: Sendable {
 
         if let keys, let rollback, record {
             try rollback.record(
-                plugin: name, keys: keys, version: manifest.version, manifestSHA256: sha, rotation: rotation)
+                plugin: name, keys: keys, version: manifest.version, manifestSHA256: sha, rotation: rotation,
+                time: freshness?.now)
         }
         return LoadedPlugin(
             manifest: manifest, directory: directory, trust: keys.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,

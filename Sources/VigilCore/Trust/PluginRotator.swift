@@ -52,6 +52,7 @@ public enum PluginRotator {
     ///
     /// - Throws: ``CoreError``: `.rotationInvalid` when the previous statement is not fully signed
     ///   yet, the plugin was revoked, or a signer is neither an old nor a new key; `.keyInvalid`.
+    @discardableResult
     public static func rotate(
         directory: String, to newKeys: [MinisignPublicKey], threshold: Int?, signers: [MinisignSecretKey]
     ) throws(CoreError) -> Result {
@@ -116,6 +117,7 @@ public enum PluginRotator {
     }
 
     /// Adds signatures by `signers` to the latest statement (the new keys co-signing).
+    @discardableResult
     public static func cosign(directory: String, signers: [MinisignSecretKey]) throws(CoreError) -> Result {
         let directory = Path.normalized(directory)
         let name = Path.lastComponent(of: directory)

@@ -59,6 +59,12 @@ public struct RollbackStore: Sendable {
         try read()[plugin] ?? [:]
     }
 
+    /// The clock ratchet: the latest trustworthy time this host has seen (seconds since the
+    /// epoch), recorded with accepted versions; `nil` before the first.
+    public func latestTime() throws(CoreError) -> Int64? {
+        try readDocument().latestTime
+    }
+
     /// The key rotation state recorded for `plugin`, when it was reached from the key set `base`
     /// (the one `vigil.toml` trusts); `nil` when none was recorded for that base.
     public func rotation(plugin: String, base: TrustedKeys) throws(CoreError) -> RotationState? {
@@ -93,10 +99,11 @@ public struct RollbackStore: Sendable {
 
     /// Like ``replace(plugin:fingerprint:version:manifestSHA256:)`` for a key set.
     public func replace(
-        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String
+        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String, time: Int64? = nil
     ) throws(CoreError) {
         try withLock { () throws(CoreError) in
             var document = try readDocument()
+            if let time { document.latestTime = max(document.latestTime ?? time, time) }
             document.plugins[plugin] = [keys.recordKey: Entry(version: version, manifestSHA256: manifestSHA256)]
             document.rotations[plugin] = nil
             try write(document)
@@ -143,11 +150,15 @@ public struct RollbackStore: Sendable {
     ///   configured `base`; recorded in the same write when it is newer than the recorded one.
     public func record(
         plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String,
-        rotation: (base: TrustedKeys, state: RotationState)? = nil
+        rotation: (base: TrustedKeys, state: RotationState)? = nil, time: Int64? = nil
     ) throws(CoreError) {
         try withLock { () throws(CoreError) in
             var document = try readDocument()
             var changed = false
+            if let time, time > document.latestTime ?? Int64.min {
+                document.latestTime = time
+                changed = true
+            }
             if let rotation, Self.advances(document.rotations[plugin], base: rotation.base, to: rotation.state) {
                 document.rotations[plugin] = RotationRecord(base: rotation.base.recordKey, state: rotation.state)
                 changed = true
@@ -220,6 +231,8 @@ public struct RollbackStore: Sendable {
     struct Document {
         var plugins: State = [:]
         var rotations: [String: RotationRecord] = [:]
+        /// The clock ratchet (seconds since the epoch).
+        var latestTime: Int64?
     }
 
     func read() throws(CoreError) -> State {
@@ -254,10 +267,17 @@ public struct RollbackStore: Sendable {
         } catch {
             throw corrupt("\(error)")
         }
-        guard case .object(let top) = json, top.count == (json["rotations"] == nil ? 2 : 3),
+        let optional = (json["rotations"] == nil ? 0 : 1) + (json["latest_time"] == nil ? 0 : 1)
+        guard case .object(let top) = json, top.count == 2 + optional,
             json["schema"] == .string(Self.schema), case .object(let plugins)? = json["plugins"]
         else { throw corrupt("it is not a \(Self.schema) document") }
         var document = Document()
+        if let time = json["latest_time"] {
+            guard case .number(let text) = time, let seconds = Int64(text) else {
+                throw corrupt("its latest_time is not a whole number of seconds")
+            }
+            document.latestTime = seconds
+        }
         if case .object(let rotations)? = json["rotations"] {
             for member in rotations {
                 guard case .object(let fields) = member.value, fields.count == 4,
@@ -327,6 +347,7 @@ public struct RollbackStore: Sendable {
             }
             members.append(("rotations", .object(rotations)))
         }
+        if let time = document.latestTime { members.append(("latest_time", .number(String(time)))) }
         let doc = JSONValue.object(members)
         try AtomicFile.write(doc.serialized(), to: statePath, mode: 0o600)
     }

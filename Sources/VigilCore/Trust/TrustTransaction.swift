@@ -55,7 +55,7 @@ public enum TrustTransaction {
     ///   - store: the rollback store, read for the downgrade notice.
     public static func review(
         name: String, configuration: HostConfiguration, pinned: [Fingerprint], threshold: Int? = nil,
-        store: RollbackStore
+        store: RollbackStore, now: Int64 = Freshness.systemNow()
     ) throws(CoreError) -> TrustReview {
         let loader = PluginLoader(configuration: configuration, rollbackStore: nil)
         let directory = try loader.locate(name)
@@ -76,6 +76,10 @@ public enum TrustTransaction {
         guard case .trusted(let keys) = plugin.trust else {
             throw CoreError(code: .notSigned, plugin: name, message: "it is not signed, so there is no key to trust")
         }
+        // Trusting is a change: not with an expired manifest or a clock that went back.
+        try Freshness(now: now).checkChange(
+            plugin: name, version: plugin.manifest.version, expires: plugin.manifest.expires,
+            ratchet: try store.latestTime(), what: "trusting it")
         let accepted = try store.entries(plugin: name).values
         let version = plugin.manifest.version
         var downgrade: TrustReview.Downgrade?
@@ -102,13 +106,15 @@ public enum TrustTransaction {
     /// Records the reviewed key and version: checks that the rollback state is writable, writes
     /// `vigil.toml`, then the rollback record (forgetting older entries of the plugin); when the
     /// second write fails, `vigil.toml` is put back as it was.
-    public static func commit(_ review: TrustReview, store: RollbackStore) throws(CoreError) -> TrustEditor.Outcome {
+    public static func commit(
+        _ review: TrustReview, store: RollbackStore, now: Int64 = Freshness.systemNow()
+    ) throws(CoreError) -> TrustEditor.Outcome {
         try store.checkWritable()
         return try TrustEditor.trust(plugin: review.name, keys: review.keys, configPath: review.configPath) {
             () throws(CoreError) in
             try store.replace(
                 plugin: review.name, keys: review.keys, version: review.plugin.manifest.version,
-                manifestSHA256: review.plugin.manifestSHA256)
+                manifestSHA256: review.plugin.manifestSHA256, time: now)
         }
     }
 
