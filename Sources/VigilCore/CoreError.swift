@@ -21,6 +21,8 @@ public struct CoreError: StructuredError, Hashable {
             case rotationNotSigned = "rotation-not-signed"
             case revoked = "revoked"
             case expired = "expired"
+            case revocationInvalid = "revocation-invalid"
+            case revocationRollback = "revocation-rollback"
             case clockRolledBack = "clock-rolled-back"
             case rollback = "rollback"
             case resourceMismatch = "resource-mismatch"
@@ -68,6 +70,10 @@ public struct CoreError: StructuredError, Hashable {
         public static let rotationNotSigned = Code(.rotationNotSigned)
         /// The plugin's publisher revoked it (a rotation to no keys).
         public static let revoked = Code(.revoked)
+        /// The revocation list is malformed or not signed by a threshold of the plugin's keys.
+        public static let revocationInvalid = Code(.revocationInvalid)
+        /// The revocation list is older than the one this host already applied.
+        public static let revocationRollback = Code(.revocationRollback)
         /// The signed manifest's `expires` has passed, so a change to it is refused.
         public static let expired = Code(.expired)
         /// The system clock is behind the latest trustworthy time seen, so changes are refused.

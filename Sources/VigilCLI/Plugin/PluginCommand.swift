@@ -14,7 +14,7 @@ struct PluginCommand: AsyncParsableCommand {
             """,
         subcommands: [
             PluginKeygen.self, PluginSign.self, PluginVerify.self, PluginTrust.self, PluginUntrust.self,
-            PluginList.self, PluginRotate.self,
+            PluginList.self, PluginRotate.self, PluginRevoke.self,
         ]
     )
 }

@@ -156,7 +156,8 @@ public struct PluginInspection: Sendable {
         // Refused before or instead of verifying the signature.
         case .noPublicKey, .untrustedKey, .keyRotation, .pluginNotFound, .fileTooLarge, .notRegularFile,
             .fileNotFound, .keyInvalid, .fingerprintMismatch, .ioFailure, .configInvalid, .configNotFound,
-            .configUnsafe, .trustDeclined, .rotationInvalid, .rotationNotSigned, .revoked:
+            .configUnsafe, .trustDeclined, .rotationInvalid, .rotationNotSigned, .revoked, .revocationInvalid,
+            .revocationRollback:
             .unknown
         // Refused after the signature verified with the trusted key.
         case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .expired,

@@ -297,8 +297,35 @@ public struct PluginLoader: Sendable {
             }
         }
 
-        // 3. Verify a threshold of signatures over the exact bytes.
+        // 2b. The signed revocation list: the newest of the plugin's and the one this host kept.
+        var revocations: RevocationList?
+        var newRevocations = false
         if let keys {
+            let stored = try rollback?.revocations(plugin: name)
+            let shipped = try RevocationList.read(directory: directory, name: name, keys: keys)
+            if let shipped, let stored, shipped.version < stored.version {
+                throw CoreError(
+                    code: .revocationRollback, plugin: name,
+                    message: "its revocation list is version \(shipped.version), older than version "
+                        + "\(stored.version) which this host already applied (a list going back could un-revoke a "
+                        + "key) — install the plugin's current release with its current revocations.json")
+            }
+            revocations = shipped ?? stored
+            newRevocations = shipped != nil && shipped?.version != stored?.version
+        }
+
+        // 3. Verify a threshold of signatures over the exact bytes (revoked keys count for nothing).
+        if var keys {
+            if let revoked = revocations?.keys, keys.keys.contains(where: revoked.contains) {
+                let remaining = keys.keys.filter { !revoked.contains($0) }
+                guard let kept = try? TrustedKeys(keys: remaining, threshold: keys.threshold) else {
+                    throw CoreError(
+                        code: .revoked, plugin: name,
+                        message: "its revocation list revokes its keys so that fewer than \(keys.threshold) remain — "
+                            + "the publisher must rotate to new keys (`vigil plugin rotate`) and re-sign")
+                }
+                keys = kept
+            }
             try verifyThreshold(files, keys: keys, offered: offered, name: name)
         }
 
@@ -339,6 +366,10 @@ public struct PluginLoader: Sendable {
             }
         }
 
+        if let revocations {
+            try revocations.check(plugin: name, version: manifest.version, sha: sha)
+        }
+
         // 7. Resources.
         var contents: [String: [UInt8]] = [:]
         for resource in manifest.resources {
@@ -348,7 +379,7 @@ public struct PluginLoader: Sendable {
         if let keys, let rollback, record {
             try rollback.record(
                 plugin: name, keys: keys, version: manifest.version, manifestSHA256: sha, rotation: rotation,
-                time: freshness?.now)
+                time: freshness?.now, revocations: newRevocations ? revocations : nil)
         }
         return LoadedPlugin(
             manifest: manifest, directory: directory, trust: keys.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,

@@ -59,6 +59,11 @@ public struct RollbackStore: Sendable {
         try read()[plugin] ?? [:]
     }
 
+    /// The newest signed revocation list this host applied for `plugin`, if any.
+    public func revocations(plugin: String) throws(CoreError) -> RevocationList? {
+        try readDocument().revocations[plugin]
+    }
+
     /// The clock ratchet: the latest trustworthy time this host has seen (seconds since the
     /// epoch), recorded with accepted versions; `nil` before the first.
     public func latestTime() throws(CoreError) -> Int64? {
@@ -150,11 +155,16 @@ public struct RollbackStore: Sendable {
     ///   configured `base`; recorded in the same write when it is newer than the recorded one.
     public func record(
         plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String,
-        rotation: (base: TrustedKeys, state: RotationState)? = nil, time: Int64? = nil
+        rotation: (base: TrustedKeys, state: RotationState)? = nil, time: Int64? = nil,
+        revocations: RevocationList? = nil
     ) throws(CoreError) {
         try withLock { () throws(CoreError) in
             var document = try readDocument()
             var changed = false
+            if let revocations, revocations.version > document.revocations[plugin]?.version ?? 0 {
+                document.revocations[plugin] = revocations
+                changed = true
+            }
             if let time, time > document.latestTime ?? Int64.min {
                 document.latestTime = time
                 changed = true
@@ -233,6 +243,8 @@ public struct RollbackStore: Sendable {
         var rotations: [String: RotationRecord] = [:]
         /// The clock ratchet (seconds since the epoch).
         var latestTime: Int64?
+        /// The newest revocation list applied per plugin.
+        var revocations: [String: RevocationList] = [:]
     }
 
     func read() throws(CoreError) -> State {
@@ -267,11 +279,24 @@ public struct RollbackStore: Sendable {
         } catch {
             throw corrupt("\(error)")
         }
-        let optional = (json["rotations"] == nil ? 0 : 1) + (json["latest_time"] == nil ? 0 : 1)
+        let optional =
+            (json["rotations"] == nil ? 0 : 1) + (json["latest_time"] == nil ? 0 : 1)
+            + (json["revocations"] == nil ? 0 : 1)
         guard case .object(let top) = json, top.count == 2 + optional,
             json["schema"] == .string(Self.schema), case .object(let plugins)? = json["plugins"]
         else { throw corrupt("it is not a \(Self.schema) document") }
         var document = Document()
+        if let lists = json["revocations"] {
+            guard case .object(let members) = lists else { throw corrupt("its revocations member is not an object") }
+            for member in members {
+                do {
+                    document.revocations[member.key] = try RevocationList.decode(
+                        member.value.serialized(), plugin: member.key)
+                } catch {
+                    throw corrupt("revocation list \(member.key) is malformed (\(error.message))")
+                }
+            }
+        }
         if let time = json["latest_time"] {
             guard case .number(let text) = time, let seconds = Int64(text) else {
                 throw corrupt("its latest_time is not a whole number of seconds")
@@ -348,6 +373,15 @@ public struct RollbackStore: Sendable {
             members.append(("rotations", .object(rotations)))
         }
         if let time = document.latestTime { members.append(("latest_time", .number(String(time)))) }
+        if !document.revocations.isEmpty {
+            let lists: [(key: String, value: JSONValue)] = document.revocations.keys.sorted().compactMap { name in
+                guard let json = try? StrictJSON.parse(document.revocations[name]!.serialized(plugin: name)) else {
+                    return nil
+                }
+                return (name, json)
+            }
+            members.append(("revocations", .object(lists)))
+        }
         let doc = JSONValue.object(members)
         try AtomicFile.write(doc.serialized(), to: statePath, mode: 0o600)
     }
