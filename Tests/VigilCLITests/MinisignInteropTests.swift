@@ -87,6 +87,15 @@ import VigilTestSupport
             #expect(r.status == 0, "\(key): \(r.stderr)")
             #expect(r.stdout.contains("alpha key rotation 1"))
         }
+        // The revocation list, signed by the new key.
+        let revoke = try await s.vigil(
+            "plugin", "revoke", "manifests/alpha", "--key", "keys/next.key", "--floor", "0.9.0")
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        let list = try await Self.minisign(
+            ["-V", "-H", "-p", "../../keys/next.pub", "-m", "revocations.json", "-x", "revocations.json.minisig"],
+            in: dir)
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.contains("alpha revocations 1"))
     }
 
     @Test(.enabled(if: minisign != nil, "minisign is not installed"))

@@ -99,12 +99,8 @@ public struct KeyRotation: Sendable, Hashable {
                 case .array(let list)? = json[field]?["keys"], case .number(let t)? = json[field]?["threshold"],
                 let threshold = Int(t), String(threshold) == t
             else { throw bad("\(field) is not {\"keys\": [\"ed25519:…\", …], \"threshold\": K}") }
-            var keys: [Fingerprint] = []
-            for element in list {
-                guard case .string(let text) = element, let key = try? Fingerprint(parsing: text) else {
-                    throw bad("\(field).keys holds something other than a canonical \"ed25519:…\" key")
-                }
-                keys.append(key)
+            guard let keys = TrustedKeys.fingerprints(list) else {
+                throw bad("\(field).keys holds something other than a canonical \"ed25519:…\" key")
             }
             if keys.isEmpty && threshold == 0 { return nil }
             do {

@@ -101,13 +101,10 @@ public struct RevocationList: Sendable, Hashable {
         }
         var keys: [Fingerprint] = []
         if let list = json["keys"] {
-            guard case .array(let elements) = list else { throw bad("keys is not an array") }
-            for element in elements {
-                guard case .string(let text) = element, let key = try? Fingerprint(parsing: text) else {
-                    throw bad("keys holds something other than a canonical \"ed25519:…\" key")
-                }
-                keys.append(key)
+            guard case .array(let elements) = list, let parsed = TrustedKeys.fingerprints(elements) else {
+                throw bad("keys is not an array of canonical \"ed25519:…\" keys")
             }
+            keys = parsed
         }
         var manifests: [String] = []
         if let list = json["manifests"] {

@@ -311,12 +311,8 @@ public struct RollbackStore: Sendable {
                     case .array(let list)? = member.value["keys"],
                     case .number(let t)? = member.value["threshold"], let threshold = Int(t)
                 else { throw corrupt("rotation record \(member.key) is malformed") }
-                var keys: [Fingerprint] = []
-                for element in list {
-                    guard case .string(let text) = element, let key = try? Fingerprint(parsing: text) else {
-                        throw corrupt("rotation record \(member.key) holds an invalid key")
-                    }
-                    keys.append(key)
+                guard let keys = TrustedKeys.fingerprints(list) else {
+                    throw corrupt("rotation record \(member.key) holds an invalid key")
                 }
                 let set = keys.isEmpty && threshold == 0 ? nil : try? TrustedKeys(keys: keys, threshold: threshold)
                 guard set != nil || (keys.isEmpty && threshold == 0) else {

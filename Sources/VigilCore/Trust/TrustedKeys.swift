@@ -56,6 +56,17 @@ public struct TrustedKeys: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// The keys of a JSON array of canonical `"ed25519:…"` strings, or `nil` when an element is
+    /// anything else (used by the rotation, revocation and state files).
+    static func fingerprints(_ list: [JSONValue]) -> [Fingerprint]? {
+        var keys: [Fingerprint] = []
+        for element in list {
+            guard case .string(let text) = element, let key = try? Fingerprint(parsing: text) else { return nil }
+            keys.append(key)
+        }
+        return keys
+    }
+
     /// True for a plain one-key entry.
     public var isSingleKey: Bool { keys.count == 1 && threshold == 1 }
 
