@@ -129,6 +129,8 @@ import VigilTestSupport
         #expect(throws: CoreError.self) {
             try ManifestDecoder.decode(Array(manifest("1.0.0", expires: "tomorrow").utf8), plugin: "alpha")
         }
+        // [freshness] is a table of its own, so no plugin may be called that.
+        #expect(PluginName.problem("freshness") != nil)
         let dir = try TestDirectory()
         defer { dir.remove() }
         let good = try dir.write("vigil.toml", "[freshness]\ngrace = \"3d\"\n")
