@@ -3,12 +3,13 @@
 # stripped library in Examples/HeartbeatPlugin/heartbeat-example and signs the manifest — what a plugin publisher
 # does for every release (docs/native-plugins.md). Bump "version" in its plugin.json first.
 #
-#   scripts/package-example-plugin.sh SECRET_KEY
+#   scripts/package-example-plugin.sh [KEY_DIR]
 #
-# SECRET_KEY is a 0600 copy of the examples key (../shared/signing/examples.key); never commit it.
+# KEY_DIR holds the examples keys (default ../shared/signing); scripts/sign-example.sh signs with
+# 0600 copies of them. Never commit a secret key.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-key=${1:?usage: scripts/package-example-plugin.sh SECRET_KEY}
+keys=${1:-../shared/signing}
 out=Examples/HeartbeatPlugin/heartbeat-example
 lib=libVigilHeartbeatExample.so
 
@@ -21,8 +22,4 @@ cp "$bin/$lib" "$tmp"
 strip --strip-unneeded "$tmp"
 chmod 0644 "$tmp"
 mv "$tmp" "$out/$lib"
-swift build --product vigil
-vigil="$(swift build --show-bin-path)/vigil"
-"$vigil" plugin sign "$out" --key "$key"
-# The examples key's fingerprint (README, Signing and trust).
-"$vigil" plugin verify "$out" --fingerprint ed25519:Sb9NX1s1bgYEwpovUvJPjgv2VSn85ffOQPgktfl3XcY=
+scripts/sign-example.sh "$keys"

@@ -77,7 +77,8 @@ for directory in arguments.dropFirst() {
         }
         measure(name, "from-disk", seconds: seconds) {
             _ = try PluginLoader.verify(
-                directory: directory, name: name, policy: .pinned(fingerprint), rollback: nil, record: false)
+                directory: directory, name: name, policy: .pinned(TrustedKeys(fingerprint)), rollback: nil,
+                record: false)
         }
         measure(name, "ed25519-raw", seconds: seconds) {
             guard key.key.isValidSignature(signature.globalSignature, for: globalMessage) else {

@@ -14,7 +14,9 @@ package struct PluginTrust: ParsableCommand {
             Finds the plugin in the plugin paths, verifies its signature with the key it offers (plugin.pub) — \
             or with --fingerprint, which must match it — and its resources, shows what it is and what it \
             needs, and asks for confirmation on a terminal (--yes for scripts; without a terminal and without \
-            --yes nothing is trusted). It then records `NAME = "ed25519:…"` under [trusted_plugins] (creating \
+            --yes nothing is trusted). A plugin that offers several keys (plugin.pub, plugin.2.pub, …) is \
+            trusted as a key set, all of whose keys must sign unless --threshold says how many. It records \
+            `NAME = "ed25519:…"` (or `NAME = { keys = […], threshold = K }`) under [trusted_plugins] (creating \
             vigil.toml in the working directory if none is found) and resets the plugin's rollback record to \
             this version: re-running trust is how a reviewed downgrade is accepted.
             """)
@@ -24,15 +26,24 @@ package struct PluginTrust: ParsableCommand {
     @Argument(help: "The plugin's name.")
     var name: String
 
-    @Option(name: .long, help: "The key you expect, \"ed25519:…\", obtained from the publisher out of band.")
-    var fingerprint: String?
+    @Option(
+        name: .long,
+        help: "The key you expect, \"ed25519:…\", obtained from the publisher out of band; repeat it for a key set.")
+    var fingerprint: [String] = []
+
+    @Option(name: .long, help: "How many of the plugin's keys must sign (default: all of them).")
+    var threshold: Int?
 
     @Flag(name: .long, help: "Trust without asking (after reviewing the plugin some other way).")
     var yes = false
 
     package func validate() throws {
         try CLI.validateName(name)
-        if let fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
+        for fingerprint in fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
+        if let threshold, threshold < 1 || threshold > TrustedKeys.maxKeys {
+            throw ValidationError(
+                "--threshold must be between 1 and \(TrustedKeys.maxKeys) (and at most the number of keys)")
+        }
     }
 
     @Flag(
@@ -56,7 +67,7 @@ package struct PluginTrust: ParsableCommand {
                 CLI.printJSON(Self.json(review: r, outcome: outcome, error: nil))
             } else {
                 let already = outcome == .unchanged ? "already recorded in" : "recorded in"
-                CLI.sayLine("trusted \(name) (\(r.fingerprint)) — \(already) \(r.configPath)")
+                CLI.sayLine("trusted \(name) (\(r.keys)) — \(already) \(r.configPath)")
             }
         } catch {
             throw fail(error, review: r)
@@ -70,7 +81,8 @@ package struct PluginTrust: ParsableCommand {
         let configuration = try Self.loadOrNew(configPath)
         let store = try RollbackStore.standard(environment: CLI.environment)
         let pinned = try fingerprint.map { try CLI.parseFingerprint($0) }
-        let review = try TrustTransaction.review(name: name, configuration: configuration, pinned: pinned, store: store)
+        let review = try TrustTransaction.review(
+            name: name, configuration: configuration, pinned: pinned, threshold: threshold, store: store)
         return (review, store)
     }
 
@@ -87,7 +99,7 @@ package struct PluginTrust: ParsableCommand {
     /// Asks on the terminal unless --yes, or unless a matching --fingerprint (a key obtained out of
     /// band, with which the signature verified) is the confirmation; throws `.trustDeclined` otherwise.
     private func confirm(_ r: TrustReview) throws(CoreError) {
-        if yes || fingerprint != nil { return }
+        if yes || !fingerprint.isEmpty { return }
         guard !json, TerminalPrompt.isAvailable else {
             throw CoreError(
                 code: .trustDeclined, plugin: name,
@@ -134,13 +146,18 @@ package struct PluginTrust: ParsableCommand {
         }
         if !m.description.isEmpty { lines.append("  description:   \(m.description)") }
         lines.append("  directory:     \(r.plugin.directory)")
-        lines.append("  fingerprint:   \(r.fingerprint)")
+        if r.keys.isSingleKey {
+            lines.append("  fingerprint:   \(r.fingerprint)")
+        } else {
+            lines.append("  signatures:    \(r.keys.threshold) of these \(r.keys.keys.count) keys must sign:")
+            for (key, id) in zip(r.keys.keys, r.keyIDs) { lines.append("    - \(key) (minisign key \(id))") }
+        }
         if let expected = r.expectedFirstPartyKey {
             lines.append(
                 "  this is not the first-party key for \(m.name) (expected \(expected)) — it is named like "
                     + "Vigil's own plugin but signed by someone else")
         }
-        lines.append("  minisign key:  \(r.keyID)")
+        if r.keys.isSingleKey { lines.append("  minisign key:  \(r.keyID)") }
         if let library = m.sharedLibrary {
             lines.append(
                 "  entry:         shared library \(library.path) (plugin ABI \(library.abi)) — native code that runs "
@@ -163,7 +180,12 @@ package struct PluginTrust: ParsableCommand {
             lines.append("  resources:")
             for res in m.resources { lines.append("    - \(res.path) (\(res.size) bytes, sha256 \(res.sha256))") }
         }
-        if let current = r.currentlyTrusted, r.isRotation {
+        if let current = r.currentlyTrusted, let version = r.signedRotation {
+            lines.append("  trust state:   vigil.toml trusts \(current); the publisher rotated to these keys with")
+            lines.append(
+                "                 signed key rotation \(version) (signed by the old and the new keys) — hosts follow it "
+                    + "without this review")
+        } else if let current = r.currentlyTrusted, r.isRotation {
             // A typo in vigil.toml looks the same as a publisher's new key: say both.
             lines.append("  trust state:   vigil.toml trusts another key: \(current)")
             lines.append("                 (a typo there, or the publisher rotated keys — check with them)")
@@ -187,6 +209,10 @@ package struct PluginTrust: ParsableCommand {
             case .replaced?: "replaced"
             case .removed?: "removed"
             }
+        let keys: JSONValue = r.map { .array($0.keys.keys.map { .string($0.description) }) } ?? .null
+        let keyIDs: JSONValue = r.map { .array($0.keyIDs.map(JSONValue.string)) } ?? .null
+        let threshold: JSONValue = r.map { .number(String($0.keys.threshold)) } ?? .null
+        let signedRotation: JSONValue = (r?.signedRotation).map { .number(String($0)) } ?? .null
         return .object([
             ("schema", .string("vigil.trust/v1")),
             ("name", string(r?.name)),
@@ -195,9 +221,13 @@ package struct PluginTrust: ParsableCommand {
             ("directory", string(r?.plugin.directory)),
             ("fingerprint", string(r?.fingerprint.description)),
             ("key_id", string(r?.keyID)),
+            ("keys", keys),
+            ("key_ids", keyIDs),
+            ("threshold", threshold),
             ("config", string(r?.configPath)),
             ("currently_trusted", string(r?.currentlyTrusted?.description)),
             ("key_rotation", r.map { .bool($0.isRotation) } ?? .null),
+            ("signed_rotation", signedRotation),
             (
                 "downgrade",
                 r.map { r in

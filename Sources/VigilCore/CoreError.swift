@@ -16,6 +16,14 @@ public struct CoreError: StructuredError, Hashable {
             case unsupportedSignatureAlgorithm = "unsupported-signature-algorithm"
             case untrustedKey = "untrusted-key"
             case keyRotation = "key-rotation"
+            case signatureThreshold = "signature-threshold"
+            case rotationInvalid = "rotation-invalid"
+            case rotationNotSigned = "rotation-not-signed"
+            case revoked = "revoked"
+            case expired = "expired"
+            case revocationInvalid = "revocation-invalid"
+            case revocationRollback = "revocation-rollback"
+            case clockRolledBack = "clock-rolled-back"
             case rollback = "rollback"
             case resourceMismatch = "resource-mismatch"
             case malformedManifest = "malformed-manifest"
@@ -55,6 +63,22 @@ public struct CoreError: StructuredError, Hashable {
         public static let untrustedKey = Code(.untrustedKey)
         /// The plugin offers a key other than the trusted one.
         public static let keyRotation = Code(.keyRotation)
+        /// Fewer distinct trusted keys signed the manifest than the trusted threshold requires.
+        public static let signatureThreshold = Code(.signatureThreshold)
+        /// A key rotation statement is malformed, out of sequence, too large or past the chain's cap.
+        public static let rotationInvalid = Code(.rotationInvalid)
+        /// A key rotation statement lacks the old keys' or the new keys' threshold of signatures.
+        public static let rotationNotSigned = Code(.rotationNotSigned)
+        /// The plugin's publisher revoked it (a rotation to no keys).
+        public static let revoked = Code(.revoked)
+        /// The revocation list is malformed or not signed by a threshold of the plugin's keys.
+        public static let revocationInvalid = Code(.revocationInvalid)
+        /// The revocation list is older than the one this host already applied.
+        public static let revocationRollback = Code(.revocationRollback)
+        /// The signed manifest's `expires` has passed, so a change to it is refused.
+        public static let expired = Code(.expired)
+        /// The system clock is behind the latest trustworthy time seen, so changes are refused.
+        public static let clockRolledBack = Code(.clockRolledBack)
         /// The manifest's version is lower than one already accepted, or the same version changed.
         public static let rollback = Code(.rollback)
         /// A resource's size or SHA-256 differs from the signed manifest.

@@ -147,6 +147,33 @@ public struct HostCheck: Sendable {
                             Self.failureKeyPath(plugin: item.name, refusal: refusal, configuration: configuration)),
                         plugin: item.name, message: refusal.message))
             }
+            if let expires = item.expires {
+                let now = Freshness.systemNow()
+                let until = Freshness.formatRFC3339(expires)
+                if expires <= now {
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed manifest expired at \(until): the accepted version keeps running, but "
+                                + "updating, re-trusting and key rotations are refused (`expired`) — ask the publisher "
+                                + "for a release signed with a later \"expires\""))
+                } else if expires - now <= configuration.freshnessGrace {
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signature stays fresh for \(Freshness.formatDuration(expires - now)) (until "
+                                + "\(until)); after that, updates and re-trusting are refused — ask the publisher for a "
+                                + "re-signed release ([freshness] grace decides when this warning starts)"))
+                }
+            }
+            if let rotation = item.rotation, let keys = rotation.keys {
+                diagnostics.append(
+                    .init(
+                        severity: .warning, location: located(["trusted_plugins", item.name]), plugin: item.name,
+                        message: "its publisher rotated its keys to \(keys) by signed key rotation \(rotation.version) "
+                            + "(signed by the old and the new keys; followed without a review) — record the new keys in "
+                            + "vigil.toml with `\(TrustCommand.display(item.name))` when convenient"))
+            }
             // Requirements of every verified manifest, even one whose entry is unknown.
             for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
                 if unmet.requirement.isDeclaration { blocked.insert(item.name) }

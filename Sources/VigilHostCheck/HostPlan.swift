@@ -58,6 +58,10 @@ package struct HostPlan: Sendable {
         package var requirements: [HostRequirement] = []
         /// The directory the plugin was loaded from (`nil` when it was not found or did not verify).
         package var directory: String?
+        /// The signed key rotation its keys were reached by, if any.
+        package var rotation: RotationState?
+        /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
+        package var expires: Int64?
     }
 
     package var configuration: HostConfiguration
@@ -104,7 +108,8 @@ package struct HostPlan: Sendable {
             func unavailable(_ refusal: Refusal) -> Item {
                 Item(
                     name: name, outcome: .unavailable(version: "\(manifest.version)", refusal: refusal),
-                    trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
+                    trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
+                    rotation: loaded.rotation, expires: manifest.expires)
             }
             if manifest.sharedLibrary != nil {
                 // A third-party library: every check that needs no mapping runs now (so `vigil check`
@@ -122,7 +127,8 @@ package struct HostPlan: Sendable {
                 pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
             return Item(
                 name: name, outcome: .ready(Ready(version: "\(manifest.version)", settings: settings, loaded: loaded)),
-                trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory)
+                trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
+                rotation: loaded.rotation, expires: manifest.expires)
         }
         return HostPlan(configuration: configuration, items: items)
     }

@@ -62,6 +62,43 @@ import VigilTestSupport
     }
 
     @Test(.enabled(if: minisign != nil, "minisign is not installed"))
+    func coSignaturesAndRotationStatementsVerifyWithMinisign() async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        let dir = try await s.makePlugin("alpha")
+        #expect(try await s.vigil("plugin", "keygen", "--name", "co", "--dir", "keys").status == 0)
+        #expect(try await s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/co.key").status == 0)
+        let co = try await Self.minisign(
+            ["-V", "-H", "-p", "plugin.2.pub", "-m", "plugin.json", "-x", "plugin.json.2.minisig"], in: dir)
+        #expect(co.status == 0, "\(co.stderr)")
+        #expect(try await s.vigil("plugin", "keygen", "--name", "next", "--dir", "keys").status == 0)
+        let rotate = try await s.vigil(
+            "plugin", "rotate", "manifests/alpha", "--from", "keys/alpha.key", "--from", "keys/co.key", "--to",
+            "keys/next.pub", "--cosign", "keys/next.key")
+        #expect(rotate.status == 0, "\(rotate.stderr)")
+        for (n, key) in ["alpha", "co", "next"].enumerated() {
+            let suffix = n == 0 ? "" : ".\(n + 1)"
+            let r = try await Self.minisign(
+                [
+                    "-V", "-H", "-p", "../../keys/\(key).pub", "-m", "rotations/1.json", "-x",
+                    "rotations/1.json\(suffix).minisig",
+                ],
+                in: dir)
+            #expect(r.status == 0, "\(key): \(r.stderr)")
+            #expect(r.stdout.contains("alpha key rotation 1"))
+        }
+        // The revocation list, signed by the new key.
+        let revoke = try await s.vigil(
+            "plugin", "revoke", "manifests/alpha", "--key", "keys/next.key", "--floor", "0.9.0")
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        let list = try await Self.minisign(
+            ["-V", "-H", "-p", "../../keys/next.pub", "-m", "revocations.json", "-x", "revocations.json.minisig"],
+            in: dir)
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.contains("alpha revocations 1"))
+    }
+
+    @Test(.enabled(if: minisign != nil, "minisign is not installed"))
     func passwordProtectedMinisignKeySignsWithTheEnvironmentPassword() async throws {
         let s = try CLISandbox()
         defer { s.remove() }

@@ -94,14 +94,75 @@ import VigilTestSupport
         #expect(tampered.stderr.contains("signature does not verify"))
     }
 
-    @Test func signRefusesAPublicKeyOfAnotherKey() async throws {
+    @Test func signCoSignsAnUnchangedManifestButRefusesAnotherKeyOnAChangedOne() async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         try await s.makePlugin("alpha")
         #expect(try await s.vigil("plugin", "keygen", "--name", "other", "--dir", "keys").status == 0)
-        let r = try await s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/other.key")
-        #expect(r.status == 1)
-        #expect(r.stderr.contains("KEY ROTATION"))
+        let cosign = try await s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/other.key")
+        #expect(cosign.status == 0, "\(cosign.stderr)")
+        #expect(cosign.stdout.contains("plugin.json.2.minisig (co-signature)"))
+        #expect(try s.text("manifests/alpha/plugin.2.pub") == (try s.text("keys/other.pub")))
+        // 2 of 2 pinned out of band verifies; trusting records the key set.
+        let both = [try s.fingerprint(ofKey: "alpha"), try s.fingerprint(ofKey: "other")]
+        let verify = try await s.vigil(
+            "plugin", "verify", "manifests/alpha", "--fingerprint", both[0], "--fingerprint", both[1])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let trust = try await s.vigil("plugin", "trust", "alpha", "--yes", "--json")
+        #expect(trust.status == 0, "\(trust.stdout)")
+        #expect(trust.stdout.contains("\"threshold\": 2"))
+        #expect(
+            try s.text("vigil.toml").contains(
+                "alpha = { keys = [\"\(both[0])\", \"\(both[1])\"], threshold = 2 }"))
+        // A changed manifest signed by a key the plugin does not offer: refused, nothing written.
+        #expect(try await s.vigil("plugin", "keygen", "--name", "third", "--dir", "keys").status == 0)
+        let manifest = try s.text("manifests/alpha/plugin.json")
+        try s.dir.write("work/manifests/alpha/plugin.json", manifest.replacingOccurrences(of: "1.0.0", with: "1.0.1"))
+        let refused = try await s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/third.key")
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.contains("cannot be a co-signature") && refused.stderr.contains("vigil plugin rotate"),
+            "\(refused.stderr)")
+        #expect(try s.dir.list("work/manifests/alpha").filter { $0.hasPrefix("plugin.3") }.isEmpty)
+    }
+
+    @Test func aHostFollowsASignedRotationWithoutAReview() async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try await s.makePlugin("alpha")
+        let old = try s.fingerprint(ofKey: "alpha")
+        try s.dir.write("work/vigil.toml", "plugins = [\"alpha\"]\n")
+        #expect(try await s.vigil("plugin", "trust", "alpha", "--yes").status == 0)
+        #expect(try await s.vigil("plugin", "keygen", "--name", "next", "--dir", "keys").status == 0)
+        let new = try s.fingerprint(ofKey: "next")
+        // Only the old key signs: incomplete, hosts refuse; the new key co-signs in a second command.
+        let rotate = try await s.vigil(
+            "plugin", "rotate", "manifests/alpha", "--from", "keys/alpha.key", "--to", "keys/next.pub")
+        #expect(rotate.status == 0, "\(rotate.stderr)")
+        #expect(rotate.stdout.contains("not complete yet"))
+        let manifest = try s.text("manifests/alpha/plugin.json")
+        try s.dir.write("work/manifests/alpha/plugin.json", manifest.replacingOccurrences(of: "1.0.0", with: "1.1.0"))
+        #expect(try await s.vigil("plugin", "sign", "manifests/alpha", "--key", "keys/next.key").status == 0)
+        let incomplete = try await s.vigil("plugin", "verify", "manifests/alpha")
+        #expect(
+            incomplete.status == 1 && incomplete.stderr.contains("0 of the new keys"), "\(incomplete.stderr)")
+        let cosign = try await s.vigil("plugin", "rotate", "manifests/alpha", "--cosign", "keys/next.key")
+        #expect(cosign.status == 0 && cosign.stdout.contains("complete: sign the manifest"), "\(cosign.stdout)")
+        // verify, list, check and the trust review show it; vigil.toml still names the old key.
+        let verify = try await s.vigil("plugin", "verify", "manifests/alpha")
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let list = try await s.vigil("plugin", "list", "--json")
+        #expect(list.stdout.contains("\"rotation\": {") && list.stdout.contains("\"version\": 1,"), "\(list.stdout)")
+        #expect(list.stdout.contains(new) && list.stdout.contains("\"status\": \"ok\""))
+        let check = try await s.vigil("check", "--declarations-only")
+        #expect(
+            check.stderr.contains("signed key rotation 1") || check.stdout.contains("signed key rotation 1"),
+            "\(check.stdout)\(check.stderr)")
+        let review = try await s.vigil("plugin", "trust", "alpha", "--yes")
+        #expect(review.status == 0, "\(review.stderr)")
+        #expect(review.stdout.contains("signed key rotation 1"), "\(review.stdout)")
+        #expect(try s.text("vigil.toml").contains("alpha = \"\(new)\"") && !(try s.text("vigil.toml")).contains(old))
+        #expect(try await s.vigil("plugin", "verify", "manifests/alpha").status == 0)
     }
 
     @Test func trustRequiresATerminalOrYesAndRecordsTheKey() async throws {

@@ -60,20 +60,22 @@ struct PluginFixture {
     }
 
     func configuration(
-        trusted: [String: Fingerprint] = [:], acknowledged: [String] = [], plugins: [String] = []
+        trusted: [String: Fingerprint] = [:], keySets: [String: TrustedKeys] = [:], acknowledged: [String] = [],
+        plugins: [String] = []
     ) -> HostConfiguration {
         HostConfiguration(
-            path: root.url("vigil.toml"), plugins: plugins, trustedPlugins: trusted,
+            path: root.url("vigil.toml"), plugins: plugins, trustedPlugins: trusted, trustedKeys: keySets,
             acknowledgedUnsafePlugins: acknowledged, pluginPaths: [pluginsDirectory], environment: root.environment())
     }
 
     var store: RollbackStore { RollbackStore(directory: root.url("state/vigil")) }
 
     func loader(
-        trusted: [String: Fingerprint] = [:], acknowledged: [String] = [], rollback: Bool = true
+        trusted: [String: Fingerprint] = [:], keySets: [String: TrustedKeys] = [:], acknowledged: [String] = [],
+        rollback: Bool = true
     ) -> PluginLoader {
         PluginLoader(
-            configuration: configuration(trusted: trusted, acknowledged: acknowledged),
+            configuration: configuration(trusted: trusted, keySets: keySets, acknowledged: acknowledged),
             rollbackStore: rollback ? store : nil)
     }
 

@@ -34,7 +34,7 @@ import VigilTestSupport
         defer { f.remove() }
         try f.makeSigned("alpha", key: key, resources: ["lib/data.bin": [1, 2, 3], "x.txt": Array("hi".utf8)])
         let plugin = try f.loader(trusted: ["alpha": fp]).load("alpha").get()
-        #expect(plugin.trust == .trusted(fp))
+        #expect(plugin.trust == .trusted(TrustedKeys(fp)))
         #expect(plugin.manifest.name == "alpha")
         #expect("\(plugin.manifest.version)" == "1.0.0")
         #expect(plugin.manifest.hostRequirements.map(\.kindTag) == ["background-mode", "audio-output"])

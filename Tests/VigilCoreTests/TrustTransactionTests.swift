@@ -40,14 +40,14 @@ import VigilTestSupport
         try f.root.write("vigil.toml", "plugins = [\"alpha\"]\nplugin_paths = [\"plugins\"]\n")
         try f.makeSigned("alpha", key: key, version: "2.0.0")
         var config = try HostConfiguration.load(path: configPath, environment: f.root.environment())
-        let first = try TrustTransaction.review(name: "alpha", configuration: config, pinned: nil, store: store)
+        let first = try TrustTransaction.review(name: "alpha", configuration: config, pinned: [], store: store)
         #expect(first.downgrade == nil && first.currentlyTrusted == nil && first.expectedFirstPartyKey == nil)
         #expect(try TrustTransaction.commit(first, store: store) == .added)
         try f.makeSigned("alpha", key: key, version: "2.0.0-0")
         config = try HostConfiguration.load(path: configPath, environment: f.root.environment())
         let loader = PluginLoader(configuration: config, rollbackStore: store)
         #expect(f.errorCode("alpha", loader) == .rollback)
-        let review = try TrustTransaction.review(name: "alpha", configuration: config, pinned: nil, store: store)
+        let review = try TrustTransaction.review(name: "alpha", configuration: config, pinned: [], store: store)
         #expect(
             review.downgrade?.from == SemanticVersion("2.0.0") && review.downgrade?.to == SemanticVersion("2.0.0-0"))
         #expect(try TrustTransaction.commit(review, store: store) == .unchanged)
@@ -70,7 +70,8 @@ import VigilTestSupport
     /// verified with the trusted key; every code is placed by an exhaustive switch.
     @Test func noRefusalBeforeOrDuringVerificationShowsAValidSignature() {
         let afterVerification: Set<CoreError.Code.Kind> = [
-            .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid,
+            .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .expired,
+            .clockRolledBack,
         ]
         for kind in CoreError.Code.Kind.allCases {
             let column = PluginInspection.signature(after: CoreError.Code(kind))

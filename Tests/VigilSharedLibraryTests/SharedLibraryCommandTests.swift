@@ -30,9 +30,11 @@ struct SharedLibraryCommandTests {
             environment: ["XDG_STATE_HOME": dir.path + "/state"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so (plugin ABI 1) — native code"))
+        // The example rotated from the examples key to 2 of {examples-next, examples-cosigner}.
         #expect(
             try TextFile.read(dir.path + "/vigil.toml").contains(
-                ExamplePluginTests.fingerprint))
+                "heartbeat-example = { keys = [\"ed25519:QOrI7WAhblHeS1SlvhKdfN+RFij+HpbW9emtKjpi3bc=\", "
+                    + "\"ed25519:bCnW+qFsrMBYR/JRlFK0ETJwZ4I9gm+QEGBSDHN9StI=\"], threshold = 2 }"))
     }
 
     @Test("a dependency's name from a signed library is one escaped line in verify's and check's errors")

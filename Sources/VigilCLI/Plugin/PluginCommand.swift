@@ -9,11 +9,12 @@ struct PluginCommand: AsyncParsableCommand {
         discussion: """
             Publishers: `vigil plugin keygen --name NAME`, then `vigil plugin sign DIR --key KEY`. \
             Hosts: `vigil plugin trust NAME` records the plugin's key in vigil.toml after a review; \
-            `vigil plugin list` shows every known plugin and its state.
+            `vigil plugin list` shows every known plugin and its state. Publishers rotate keys with \
+            `vigil plugin rotate DIR --from OLD.key --to NEW.pub --cosign NEW.key`.
             """,
         subcommands: [
             PluginKeygen.self, PluginSign.self, PluginVerify.self, PluginTrust.self, PluginUntrust.self,
-            PluginList.self,
+            PluginList.self, PluginRotate.self, PluginRevoke.self,
         ]
     )
 }

@@ -67,7 +67,17 @@ struct PluginList: ParsableCommand {
     }
 
     static func json(_ r: PluginInspection) -> JSONValue {
-        .object([
+        let trustedKeys: JSONValue = r.trustedKeys.map { .array($0.keys.map { .string($0.description) }) } ?? .null
+        let threshold: JSONValue = r.trustedKeys.map { .number(String($0.threshold)) } ?? .null
+        var rotation = JSONValue.null
+        if let state = r.rotation {
+            let keys: [JSONValue] = (state.keys?.keys ?? []).map { .string($0.description) }
+            rotation = .object([
+                ("version", .number(String(state.version))), ("keys", .array(keys)),
+                ("threshold", .number(String(state.keys?.threshold ?? 0))),
+            ])
+        }
+        return .object([
             ("name", .string(r.name)),
             ("directory", r.directory.map(JSONValue.string) ?? .null),
             ("activated", .bool(r.activated)),
@@ -76,6 +86,10 @@ struct PluginList: ParsableCommand {
             ("trust", .string(r.trust.rawValue)),
             ("trusted_fingerprint", r.trustedFingerprint.map { .string($0.description) } ?? .null),
             ("offered_fingerprint", r.offeredFingerprint.map { .string($0.description) } ?? .null),
+            ("trusted_keys", trustedKeys),
+            ("threshold", threshold),
+            ("rotation", rotation),
+            ("expires", r.expires.map { .string(Freshness.formatRFC3339($0)) } ?? .null),
             (
                 "requirements",
                 .array(
@@ -96,8 +110,20 @@ struct PluginList: ParsableCommand {
         var lines = ["\(r.activated ? "*" : " ") \(r.name) \(r.version ?? "?")"]
         lines.append("    signature: \(r.signature.rawValue)   trust: \(r.trust.rawValue)")
         if let directory = r.directory { lines.append("    directory: \(directory)") }
-        if let trusted = r.trustedFingerprint { lines.append("    trusted key: \(trusted)") }
-        if let offered = r.offeredFingerprint, offered != r.trustedFingerprint {
+        if let trusted = r.trustedKeys {
+            lines.append(trusted.isSingleKey ? "    trusted key: \(trusted)" : "    trusted keys: \(trusted)")
+        }
+        if let expires = r.expires {
+            let left = expires - Freshness.systemNow()
+            lines.append(
+                left > 0
+                    ? "    fresh for:   \(Freshness.formatDuration(left)) (until \(Freshness.formatRFC3339(expires)))"
+                    : "    expired:     \(Freshness.formatRFC3339(expires)) (runs if accepted; no updates)")
+        }
+        if let rotation = r.rotation, let keys = rotation.keys {
+            lines.append("    rotated to:  \(keys) by signed key rotation \(rotation.version)")
+        }
+        if let offered = r.offeredFingerprint, r.trustedKeys?.contains(offered) != true, r.rotation == nil {
             lines.append("    offered key: \(offered)")
         }
         for q in r.requirements { lines.append("    requires \(q.kind)\(q.value.map { " \($0)" } ?? ""): \(q.state)") }

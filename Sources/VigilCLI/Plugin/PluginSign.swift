@@ -13,10 +13,12 @@ struct PluginSign: ParsableCommand {
         discussion: """
             Checks PLUGIN_DIR/plugin.json strictly, fills in the size and SHA-256 of every file listed in its \
             "resources", writes plugin.json and plugin.json.minisig (trusted comment NAME@VERSION) atomically, \
-            and plugin.pub when it is absent. A password-protected minisign key is unlocked with \
-            VIGIL_KEY_PASSWORD, or by asking on the terminal. A key owned by another user (not root) or \
-            writable by group or others, or in a directory that is, is refused with key-unsafe and exit 77 \
-            (a key others can read only gets a warning).
+            and plugin.pub when it is absent. Signing an unchanged, already signed manifest with another key \
+            adds a co-signature (plugin.json.N.minisig and plugin.N.pub) for k-of-n trust. A \
+            password-protected minisign key is unlocked with VIGIL_KEY_PASSWORD, or by asking on the \
+            terminal. A key owned by another user (not root) or writable by group or others, or in a \
+            directory that is, is refused with key-unsafe and exit 77 (a key others can read only gets a \
+            warning).
             """)
 
     @Argument(help: "The plugin directory (its name is the plugin's name).", completion: .directory)
@@ -38,7 +40,14 @@ struct PluginSign: ParsableCommand {
             CLI.sayLine("  resources:   \(signed.manifest.resources.count)")
             CLI.sayLine("  fingerprint: \(secret.publicKey.fingerprint)")
             CLI.sayLine("  key id:      \(secret.publicKey.keyIDHex)")
-            if signed.wrotePublicKey { CLI.sayLine("  wrote plugin.pub") }
+            CLI.sayLine("  signature:   \(signed.signatureFile)\(signed.cosigned ? " (co-signature)" : "")")
+            if signed.wrotePublicKey {
+                CLI.sayLine("  wrote \(signed.signatureFile == "plugin.json.minisig" ? "plugin.pub" : "its key file")")
+            }
+            for removed in signed.removedSignatures {
+                CLI.sayLine(
+                    "  removed \(removed): it no longer verifies over the new manifest; its signer must sign again")
+            }
         }
     }
 

@@ -22,20 +22,27 @@ struct PluginVerify: ParsableCommand {
     @Argument(help: "The plugin directory.", completion: .directory)
     var pluginDirectory: String
 
-    @Option(name: .long, help: "The expected key, \"ed25519:…\" (out-of-band pinning).")
-    var fingerprint: String?
+    @Option(
+        name: .long,
+        help: "The expected key, \"ed25519:…\" (out-of-band pinning); repeat it for a key set, all of which must sign.")
+    var fingerprint: [String] = []
 
     func validate() throws {
         if pluginDirectory.isEmpty { throw ValidationError("PLUGIN_DIR must not be empty") }
-        if let fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
+        for fingerprint in fingerprint { _ = try CLI.parseFingerprint(fingerprint) }
     }
 
     func run() throws {
         try CLI.run {
             let name = PluginLoader.name(ofDirectory: CLI.absolute(pluginDirectory))
             let policy: KeyPolicy
-            if let fingerprint {
-                policy = .pinned(try CLI.parseFingerprint(fingerprint))
+            if !fingerprint.isEmpty {
+                let keys = try fingerprint.map { try CLI.parseFingerprint($0) }
+                do {
+                    policy = .pinned(try TrustedKeys(keys: keys, threshold: keys.count))
+                } catch {
+                    throw ValidationError("--fingerprint: \(error)")
+                }
             } else {
                 guard let configuration = try CLI.loadConfiguration(options) else {
                     throw CoreError(
@@ -43,7 +50,7 @@ struct PluginVerify: ParsableCommand {
                         message: "no vigil.toml was found, so no key is trusted for it — pass --fingerprint ed25519:… "
                             + "or --config PATH")
                 }
-                guard let trusted = configuration.trustedPlugins[name] else {
+                guard let trusted = configuration.trustedKeys[name] else {
                     throw CoreError(
                         code: .untrustedKey, plugin: name,
                         message: "no key is trusted for it in \(configuration.path) — pass --fingerprint ed25519:… or "
@@ -53,7 +60,7 @@ struct PluginVerify: ParsableCommand {
             }
             let plugin = try PluginLoader.verify(
                 directory: CLI.absolute(pluginDirectory), name: name, policy: policy, rollback: nil, record: false)
-            guard case .trusted(let key) = plugin.trust else { return }
+            guard case .trusted(let keys) = plugin.trust else { return }
             var library = ""
             if let entry = plugin.manifest.sharedLibrary {
                 // The checks that need no mapping: ELF, SONAME, dependencies, descriptor ABI.
@@ -66,7 +73,7 @@ struct PluginVerify: ParsableCommand {
                 library = ", shared library \(entry.path) loadable (plugin ABI \(SharedLibraryPlugins.abiVersion))"
             }
             CLI.sayLine(
-                "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(key), "
+                "verified \(plugin.manifest.name)@\(plugin.manifest.version): signature valid with \(keys), "
                     + "\(plugin.manifest.resources.count) resource(s) match" + library)
         }
     }

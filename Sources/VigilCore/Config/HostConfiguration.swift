@@ -30,8 +30,13 @@ public struct HostConfiguration: Sendable {
     public let path: String
     /// Activated plugins, in order (`plugins`).
     public let plugins: [String]
-    /// Trusted signing keys per plugin name (`[trusted_plugins]`).
-    public let trustedPlugins: [String: Fingerprint]
+    /// Trusted signing keys per plugin name (`[trusted_plugins]`): one key, or `threshold` of `keys`.
+    public let trustedKeys: [String: TrustedKeys]
+    /// The plugins trusted with exactly one key (threshold 1), by name: the plain
+    /// `NAME = "ed25519:…"` entries of `[trusted_plugins]`.
+    public var trustedPlugins: [String: Fingerprint] {
+        trustedKeys.compactMapValues { $0.isSingleKey ? $0.keys[0] : nil }
+    }
     /// Plugins allowed to load without a signature (`acknowledge_unsafe_plugins`).
     public let acknowledgedUnsafePlugins: [String]
     /// Absolute directories searched for `NAME/plugin.json`, in order: `plugin_paths` (default
@@ -39,6 +44,8 @@ public struct HostConfiguration: Sendable {
     public let pluginPaths: [String]
     /// The `[host]` table.
     public let host: HostDeclarations
+    /// `[freshness] grace`: how long before a signed manifest expires `check` and `list` warn.
+    public var freshnessGrace: Int64 = Freshness.defaultGrace
     /// Each plugin's settings table (top-level tables named after plugins).
     public let pluginSettings: [String: [String: SettingValue]]
 
@@ -50,13 +57,14 @@ public struct HostConfiguration: Sendable {
     ///   working directory, and it names the first-party manifests directory.
     public init(
         path: String, plugins: [String] = [], trustedPlugins: [String: Fingerprint] = [:],
-        acknowledgedUnsafePlugins: [String] = [], pluginPaths: [String]? = nil,
+        trustedKeys: [String: TrustedKeys] = [:], acknowledgedUnsafePlugins: [String] = [],
+        pluginPaths: [String]? = nil,
         host: HostDeclarations = HostDeclarations(), pluginSettings: [String: [String: SettingValue]] = [:],
         environment: HostEnvironment
     ) {
         self.path = Path.absolute(path, relativeTo: environment.workingDirectory)
         self.plugins = plugins
-        self.trustedPlugins = trustedPlugins
+        self.trustedKeys = trustedPlugins.mapValues(TrustedKeys.init).merging(trustedKeys) { $1 }
         self.acknowledgedUnsafePlugins = acknowledgedUnsafePlugins
         self.pluginPaths =
             pluginPaths
@@ -263,10 +271,11 @@ public struct HostConfiguration: Sendable {
         let reader = ConfigReader(path: path, locator: locator)
 
         var plugins: [String] = []
-        var trusted: [String: Fingerprint] = [:]
+        var trusted: [String: TrustedKeys] = [:]
         var acknowledged: [String] = []
         var paths: [String] = ["manifests"]
         var host = HostDeclarations()
+        var grace = Freshness.defaultGrace
         var settings: [String: [String: SettingValue]] = [:]
 
         for key in table.keys {
@@ -283,22 +292,25 @@ public struct HostConfiguration: Sendable {
                 }
             case "host":
                 host = try reader.host(value)
+            case "freshness":
+                guard let t = value.table else { throw reader.fail(at: [key], "[freshness] must be a table") }
+                for name in t.keys {
+                    guard name == "grace" else {
+                        throw reader.fail(
+                            at: [key, name], "unknown key `\(Sanitizer.display(name))` in [freshness] (known: grace)")
+                    }
+                    guard let text = t[name]?.string, let seconds = Freshness.parseDuration(text) else {
+                        throw reader.fail(
+                            at: [key, name], "expected a duration such as \"7d\", \"12h\", \"30m\" or \"90s\"")
+                    }
+                    grace = seconds
+                }
             case "trusted_plugins":
                 guard let t = value.table else { throw reader.fail(at: [key], "[trusted_plugins] must be a table") }
                 for name in t.keys {
                     if let problem = PluginName.problem(name) { throw reader.fail(at: [key, name], problem) }
-                    guard let s = t[name]?.string else {
-                        throw reader.fail(at: [key, name], "the trusted key must be a string \"ed25519:…\"")
-                    }
-                    do {
-                        trusted[name] = try Fingerprint(parsing: s)
-                    } catch {
-                        throw reader.fail(
-                            at: [key, name],
-                            "\(JSONValue.quote(Sanitizer.display(s))) is not a valid fingerprint (\(error)) — "
-                                + "expected \"ed25519:\" and 44 characters of standard base64; re-run "
-                                + "`\(TrustCommand.display(name))` to record it again")
-                    }
+                    guard let entry = t[name] else { continue }
+                    trusted[name] = try reader.trustedKeys(entry, name: name)
                 }
             default:
                 guard PluginName.isValid(key), let t = value.table else {
@@ -312,11 +324,12 @@ public struct HostConfiguration: Sendable {
             }
         }
         self.plugins = plugins
-        self.trustedPlugins = trusted
+        self.trustedKeys = trusted
         self.acknowledgedUnsafePlugins = acknowledged
         self.pluginPaths = Self.resolvePluginPaths(
             paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
         self.host = host
+        self.freshnessGrace = grace
         self.pluginSettings = settings
     }
 
@@ -373,6 +386,52 @@ private struct ConfigReader {
             out.append(s)
         }
         return out
+    }
+
+    /// One `[trusted_plugins]` entry: `"ed25519:…"`, or `{ keys = ["ed25519:…", …], threshold = K }`.
+    func trustedKeys(_ value: any TOMLValueConvertible, name: String) throws(CoreError) -> TrustedKeys {
+        let at = ["trusted_plugins", name]
+        if let s = value.string { return TrustedKeys(try fingerprint(s, at: at, name: name)) }
+        guard let table = value.table else {
+            throw fail(
+                at: at,
+                "the trusted key must be a string \"ed25519:…\" or a table { keys = [\"ed25519:…\", …], threshold = K }"
+            )
+        }
+        for key in table.keys where key != "keys" && key != "threshold" {
+            throw fail(at: at + [key], "unknown key `\(Sanitizer.display(key))` (known: keys, threshold)")
+        }
+        guard let list = table["keys"] else { throw fail(at: at, "the key set has no `keys` list") }
+        let texts = try strings(list, at: at + ["keys"])
+        var keys: [Fingerprint] = []
+        for (i, text) in texts.enumerated() {
+            keys.append(try fingerprint(text, at: at + ["keys", "[\(i)]"], name: name, fallbackIndex: i))
+        }
+        guard let thresholdValue = table["threshold"] else {
+            throw fail(at: at, "the key set has no `threshold` (how many of its keys must sign, 1 … \(keys.count))")
+        }
+        guard let threshold = thresholdValue.int else {
+            throw fail(at: at + ["threshold"], "expected an integer (how many of the keys must sign)")
+        }
+        do {
+            return try TrustedKeys(keys: keys, threshold: threshold)
+        } catch {
+            throw fail(at: at, "\(error.description) in the key set of \(name)")
+        }
+    }
+
+    private func fingerprint(
+        _ s: String, at keyPath: [String], name: String, fallbackIndex: Int? = nil
+    ) throws(CoreError) -> Fingerprint {
+        do {
+            return try Fingerprint(parsing: s)
+        } catch {
+            throw fail(
+                at: keyPath, fallbackIndex: fallbackIndex,
+                "\(JSONValue.quote(Sanitizer.display(s))) is not a valid fingerprint (\(error)) — "
+                    + "expected \"ed25519:\" and 44 characters of standard base64; re-run "
+                    + "`\(TrustCommand.display(name))` to record it again")
+        }
     }
 
     func pluginNames(_ value: any TOMLValueConvertible, at keyPath: [String]) throws(CoreError) -> [String] {

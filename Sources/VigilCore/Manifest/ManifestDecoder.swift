@@ -135,6 +135,7 @@ public enum ManifestDecoder {
                 value,
                 allowed: [
                     "schema", "name", "version", "description", "entry", "host_requirements", "resources", "settings",
+                    "expires",
                 ],
                 required: ["schema", "name", "version", "entry"])
             let schema = try stringMember(fields, "schema")
@@ -171,9 +172,20 @@ public enum ManifestDecoder {
                 guard case .table(let t) = try r.setting(v) else { return [:] }
                 return t
             }
-            let manifest = PluginManifest(
+            let expires = try at(.key("expires")) { r throws(CoreError) -> Int64? in
+                guard let v = fields["expires"] else { return nil }
+                let text = try r.plainText(v, max: 64)
+                guard let seconds = Freshness.parseRFC3339(text) else {
+                    throw r.fail(
+                        "\(JSONValue.quote(Sanitizer.display(text))) is not an RFC 3339 date-time (for example "
+                            + "\"2027-01-31T00:00:00Z\")")
+                }
+                return seconds
+            }
+            var manifest = PluginManifest(
                 name: name, version: version, description: description, entry: entry,
                 hostRequirements: requirements, resources: resources, settings: settings, sharedLibrary: sharedLibrary)
+            manifest.expires = expires
             if let sharedLibrary, !resources.contains(where: { $0.path == sharedLibrary.path }) {
                 throw fail(
                     at: .key("entry"),

@@ -55,6 +55,9 @@ public struct PluginManifest: Sendable, Hashable {
     public let resources: [Resource]
     /// Default settings, overlaid by the plugin's table in `vigil.toml`.
     public let settings: [String: SettingValue]
+    /// When the signature stops being fresh (`expires`, RFC 3339, signed with the manifest), in
+    /// seconds since the Unix epoch; after it, this manifest is refused as a change.
+    public var expires: Int64? = nil
 
     /// Creates a manifest value.
     public init(

@@ -1,8 +1,8 @@
 /// Rules for plugin names: `^[a-z][a-z0-9-]{0,63}$`, and never a reserved `vigil.toml` table
-/// name (`host`, `trusted_plugins`).
+/// name (`host`, `trusted_plugins`, `freshness`).
 public enum PluginName {
     /// Names that are `vigil.toml` tables of their own and so cannot name a plugin.
-    public static let reserved: Set<String> = ["host", "trusted_plugins"]
+    public static let reserved: Set<String> = ["host", "trusted_plugins", "freshness"]
 
     /// True when `name` is a valid plugin name.
     public static func isValid(_ name: String) -> Bool {

@@ -50,8 +50,15 @@ public struct PluginInspection: Sendable {
     public var version: String?
     public var signature: Signature
     public var trust: Trust
-    public var trustedFingerprint: Fingerprint?
+    /// The keys `[trusted_plugins]` trusts for it, and how many must sign.
+    public var trustedKeys: TrustedKeys?
+    /// The first trusted key.
+    public var trustedFingerprint: Fingerprint? { trustedKeys?.keys.first }
     public var offeredFingerprint: Fingerprint?
+    /// The signed key rotation that led from the trusted keys to the ones that signed it, if any.
+    public var rotation: RotationState?
+    /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
+    public var expires: Int64?
     public var requirements: [Requirement] = []
     /// Why the host would refuse it, or `nil` when it loads.
     public var error: CoreError?
@@ -83,10 +90,10 @@ public struct PluginInspection: Sendable {
     static func inspect(
         _ name: String, directory: String?, loader: PluginLoader, configuration: HostConfiguration
     ) -> PluginInspection {
-        let trusted = configuration.trustedPlugins[name]
+        let trusted = configuration.trustedKeys[name]
         var report = PluginInspection(
             name: name, directory: directory, activated: configuration.plugins.contains(name), version: nil,
-            signature: .unknown, trust: trusted == nil ? .untrusted : .trusted, trustedFingerprint: trusted)
+            signature: .unknown, trust: trusted == nil ? .untrusted : .trusted, trustedKeys: trusted)
         if let directory,
             let files = try? PluginLoader.readFiles(directory: directory, name: name),
             let pub = files.publicKey, let text = String(validating: pub, as: UTF8.self),
@@ -98,6 +105,7 @@ public struct PluginInspection: Sendable {
         do {
             let plugin = try loader.loadOrThrow(name, record: false)
             manifest = plugin.manifest
+            report.rotation = plugin.rotation
             switch plugin.trust {
             case .trusted:
                 report.signature = .valid
@@ -124,6 +132,7 @@ public struct PluginInspection: Sendable {
         }
         if let manifest {
             report.version = "\(manifest.version)"
+            report.expires = manifest.expires
             // Declarations only (nothing is probed here), so no environment is needed.
             let checker = RequirementChecker(
                 declarations: configuration.host, environment: RequirementChecker.Environment(variables: [:]))
@@ -142,15 +151,17 @@ public struct PluginInspection: Sendable {
     public static func signature(after code: CoreError.Code) -> Signature {
         switch code.kind {
         case .notSigned: .missing
-        case .invalidSignature: .invalid
+        case .invalidSignature, .signatureThreshold: .invalid
         case .unsupportedSignatureAlgorithm: .unsupportedAlgorithm
         // Refused before or instead of verifying the signature.
         case .noPublicKey, .untrustedKey, .keyRotation, .pluginNotFound, .fileTooLarge, .notRegularFile,
             .fileNotFound, .keyInvalid, .keyUnsafe, .fingerprintMismatch, .ioFailure, .configInvalid, .configNotFound,
-            .configUnsafe, .trustDeclined:
+            .configUnsafe, .trustDeclined, .rotationInvalid, .rotationNotSigned, .revoked, .revocationInvalid,
+            .revocationRollback:
             .unknown
         // Refused after the signature verified with the trusted key.
-        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid:
+        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .expired,
+            .clockRolledBack:
             .valid
         }
     }

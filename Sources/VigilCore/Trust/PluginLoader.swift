@@ -5,8 +5,8 @@ public import VigilPlugin
 
 /// How a loaded plugin was admitted.
 public enum PluginTrust: Sendable, Hashable {
-    /// Its manifest verified with this key from `[trusted_plugins]`.
-    case trusted(Fingerprint)
+    /// Its manifest verified with a threshold of this key set from `[trusted_plugins]`.
+    case trusted(TrustedKeys)
     /// It has no signature and is listed in `acknowledge_unsafe_plugins` (development only).
     case acknowledgedUnsigned
 }
@@ -24,15 +24,20 @@ public struct LoadedPlugin: Sendable {
     /// The verified bytes of every resource, by manifest path. Use these bytes rather than
     /// reading the files again, so what runs is what was checked.
     public let resourceContents: [String: [UInt8]]
+    /// The signed key rotations by which the keys that signed it were reached from the keys
+    /// `vigil.toml` trusts (`nil` when none was applied).
+    public var rotation: RotationState? = nil
 }
 
 /// Which key a verification uses.
 public enum KeyPolicy: Sendable, Hashable {
     /// The loader's rules: the `[trusted_plugins]` key (if any) and the acknowledgement list.
-    case configured(trusted: Fingerprint?, acknowledgedUnsigned: Bool)
-    /// A fingerprint given out of band (`--fingerprint`): the plugin's key must be this one.
-    case pinned(Fingerprint)
-    /// The key the plugin offers in `plugin.pub` (used only to review a plugin before trusting it).
+    case configured(trusted: TrustedKeys?, acknowledgedUnsigned: Bool)
+    /// Keys given out of band (`--fingerprint`): every key the plugin offers must be one of them,
+    /// and a threshold of them must sign.
+    case pinned(TrustedKeys)
+    /// The keys the plugin offers in `plugin.pub`, `plugin.2.pub`, … (used only to review a plugin
+    /// before trusting it): every one of them must sign.
     case offered
 }
 
@@ -52,6 +57,9 @@ public struct PluginLoader: Sendable {
     public let configuration: HostConfiguration
     /// The rollback store; `nil` disables rollback protection (tests and one-off verification).
     public let rollbackStore: RollbackStore?
+    /// The clock (seconds since the epoch) that signed expiry and the clock ratchet are checked
+    /// against; the system clock unless a test injects another.
+    public var now: @Sendable () -> Int64 = Freshness.systemNow
 
     /// Creates a loader.
     public init(configuration: HostConfiguration, rollbackStore: RollbackStore?) {
@@ -81,12 +89,13 @@ public struct PluginLoader: Sendable {
             throw CoreError(code: .pluginNotFound, plugin: name, message: problem)
         }
         let directory = try locate(name)
-        let trusted = configuration.trustedPlugins[name]
+        let trusted = configuration.trustedKeys[name]
         let acknowledged = configuration.acknowledgedUnsafePlugins.contains(name)
         return try Self.verify(
             directory: directory, name: name,
             policy: .configured(trusted: trusted, acknowledgedUnsigned: acknowledged),
-            rollback: rollbackStore, record: record)
+            rollback: rollbackStore, record: record,
+            freshness: Freshness(now: now(), grace: configuration.freshnessGrace))
     }
 
     /// The directory of `name`: the first plugin path holding `NAME/plugin.json`.
@@ -163,14 +172,34 @@ public struct PluginLoader: Sendable {
     public struct Files: Sendable {
         /// The exact bytes of `plugin.json`.
         public let manifest: [UInt8]
+        /// The signature files present, by number: 1 is `plugin.json.minisig`, N > 1
+        /// `plugin.json.N.minisig`.
+        public let signatures: [(number: Int, bytes: [UInt8])]
+        /// The public key files present, by number: 1 is `plugin.pub`, N > 1 `plugin.N.pub`.
+        public let publicKeys: [(number: Int, bytes: [UInt8])]
+
         /// The bytes of `plugin.json.minisig`, if present.
-        public let signature: [UInt8]?
+        public var signature: [UInt8]? { signatures.first { $0.number == 1 }?.bytes }
         /// The bytes of `plugin.pub`, if present.
-        public let publicKey: [UInt8]?
+        public var publicKey: [UInt8]? { publicKeys.first { $0.number == 1 }?.bytes }
+        /// True when at least one signature file is present.
+        public var isSigned: Bool { !signatures.isEmpty }
     }
 
-    /// Reads `plugin.json` (≤ 64 KiB), `plugin.json.minisig` (≤ 10 KiB) and `plugin.pub` (≤ 1 KiB):
-    /// regular files only, no symbolic links, each read once.
+    /// The name of signature file `number`: `plugin.json.minisig` for 1, else `plugin.json.N.minisig`.
+    public static func signatureFileName(_ number: Int) -> String {
+        number == 1 ? "plugin.json.minisig" : "plugin.json.\(number).minisig"
+    }
+
+    /// The name of public key file `number`: `plugin.pub` for 1, else `plugin.N.pub`.
+    public static func publicKeyFileName(_ number: Int) -> String {
+        number == 1 ? "plugin.pub" : "plugin.\(number).pub"
+    }
+
+    /// Reads `plugin.json` (≤ 64 KiB), the signature files `plugin.json.minisig` and
+    /// `plugin.json.2.minisig` … `plugin.json.16.minisig` (≤ 10 KiB each) and the key files
+    /// `plugin.pub` and `plugin.2.pub` … `plugin.16.pub` (≤ 1 KiB each): regular files only, no
+    /// symbolic links, each read once.
     public static func readFiles(directory: String, name: String) throws(CoreError) -> Files {
         guard
             let manifest = try SafeFile.readIfPresent(
@@ -181,60 +210,123 @@ public struct PluginLoader: Sendable {
                 code: .pluginNotFound, plugin: name,
                 message: "\(directory) has no plugin.json — is this a plugin directory?")
         }
-        let signature = try SafeFile.readIfPresent(
-            relativePath: "plugin.json.minisig", inside: directory, cap: maxSignatureSize, what: "signature",
-            plugin: name)
-        let publicKey = try SafeFile.readIfPresent(
-            relativePath: "plugin.pub", inside: directory, cap: maxPublicKeySize, what: "public key", plugin: name)
-        return Files(manifest: manifest, signature: signature, publicKey: publicKey)
+        var signatures: [(number: Int, bytes: [UInt8])] = []
+        var publicKeys: [(number: Int, bytes: [UInt8])] = []
+        for number in 1...TrustedKeys.maxKeys {
+            if let bytes = try SafeFile.readIfPresent(
+                relativePath: signatureFileName(number), inside: directory, cap: maxSignatureSize, what: "signature",
+                plugin: name)
+            {
+                signatures.append((number, bytes))
+            }
+            if let bytes = try SafeFile.readIfPresent(
+                relativePath: publicKeyFileName(number), inside: directory, cap: maxPublicKeySize,
+                what: "public key", plugin: name)
+            {
+                publicKeys.append((number, bytes))
+            }
+        }
+        return Files(manifest: manifest, signatures: signatures, publicKeys: publicKeys)
     }
 
     /// The full pipeline for one directory. `name` is the plugin's name (the lookup name or the
     /// directory's name) that the manifest must carry.
+    ///
+    /// - Parameter freshness: when given (with a rollback store), a *change* — a version or key
+    ///   rotation this host has not accepted yet — is refused when the manifest's signed `expires`
+    ///   passed or the clock went back; an accepted version is never refused for it. The clock
+    ///   reading is recorded with the version (the ratchet).
     public static func verify(
-        directory: String, name: String, policy: KeyPolicy, rollback: RollbackStore?, record: Bool
+        directory: String, name: String, policy: KeyPolicy, rollback: RollbackStore?, record: Bool,
+        freshness: Freshness? = nil
     ) throws(CoreError) -> LoadedPlugin {
         let directory = Path.normalized(directory)
         // 1. Read with caps.
         let files = try readFiles(directory: directory, name: name)
 
         // 2. Trust, decided before anything from the plugin is parsed.
-        let key: Fingerprint?
+        let offered = try offeredKeys(files, name: name)
+        let keys: TrustedKeys?
+        var rotation: (base: TrustedKeys, state: RotationState)?
         switch policy {
         case .configured(let trusted, let acknowledged):
-            key = try trustDecision(
-                files: files, name: name, directory: directory, trusted: trusted, acknowledged: acknowledged)
+            // Signed rotations lead from the configured keys to the ones that sign now.
+            var current = trusted
+            if let trusted, files.isSigned {
+                let reached = try followRotations(
+                    directory: directory, name: name, from: trusted, rollback: rollback, record: record)
+                if reached.version > 0 {
+                    rotation = (trusted, RotationState(keys: reached.keys, version: reached.version))
+                }
+                current = reached.keys
+            }
+            keys = try trustDecision(
+                files: files, offered: offered, name: name, directory: directory, trusted: current,
+                acknowledged: acknowledged)
         case .pinned(let pinned):
-            guard files.signature != nil else {
+            guard files.isSigned else {
                 throw notSigned(name: name, directory: directory, acknowledgeable: false)
             }
-            if let offered = try offeredKey(files, name: name), offered.fingerprint != pinned {
+            // Keys pinned out of band follow signed rotations like configured ones (nothing is recorded).
+            let reached = try followRotations(
+                directory: directory, name: name, from: pinned, rollback: nil, record: false)
+            if reached.version > 0 { rotation = (pinned, RotationState(keys: reached.keys, version: reached.version)) }
+            let current = reached.keys
+            if let other = offered.first(where: { !current.contains($0.fingerprint) }) {
                 throw CoreError(
                     code: .fingerprintMismatch, plugin: name,
-                    message: "its key \(offered.fingerprint) is not the expected \(pinned) — do not trust it; "
+                    message: "its key \(other.fingerprint) is not the expected \(current) — do not trust it; "
                         + "check the fingerprint with the plugin's publisher")
             }
-            key = pinned
+            keys = current
         case .offered:
-            guard files.signature != nil else {
+            guard files.isSigned else {
                 throw notSigned(name: name, directory: directory, acknowledgeable: false)
             }
-            guard let offered = try offeredKey(files, name: name) else {
+            guard !offered.isEmpty else {
                 throw CoreError(
                     code: .noPublicKey, plugin: name,
                     message: "it is signed but ships no plugin.pub, so there is no key to review — ask the publisher "
                         + "for plugin.pub, or pin the key you got from them with `--fingerprint ed25519:…`")
             }
-            key = offered.fingerprint
+            do {
+                keys = try TrustedKeys(keys: offered.map(\.fingerprint), threshold: offered.count)
+            } catch {
+                throw CoreError(
+                    code: .keyInvalid, plugin: name, message: "the keys it offers are not a valid key set: \(error)")
+            }
         }
 
-        // 3. Verify the signature over the exact bytes.
-        // When plugin.pub holds the same key, the signature's key id must match its key id too.
-        if let key, let signatureBytes = files.signature {
-            let offered = try offeredKey(files, name: name)
-            try verifySignature(
-                signatureBytes, over: files.manifest, with: key, name: name,
-                keyID: offered?.fingerprint == key ? offered?.keyID : nil)
+        // 2b. The signed revocation list: the newest of the plugin's and the one this host kept.
+        var revocations: RevocationList?
+        var newRevocations = false
+        if let keys {
+            let stored = try rollback?.revocations(plugin: name)
+            let shipped = try RevocationList.read(directory: directory, name: name, keys: keys)
+            if let shipped, let stored, shipped.version < stored.version {
+                throw CoreError(
+                    code: .revocationRollback, plugin: name,
+                    message: "its revocation list is version \(shipped.version), older than version "
+                        + "\(stored.version) which this host already applied (a list going back could un-revoke a "
+                        + "key) — install the plugin's current release with its current revocations.json")
+            }
+            revocations = shipped ?? stored
+            newRevocations = shipped != nil && shipped?.version != stored?.version
+        }
+
+        // 3. Verify a threshold of signatures over the exact bytes (revoked keys count for nothing).
+        if var keys {
+            if let revoked = revocations?.keys, keys.keys.contains(where: revoked.contains) {
+                let remaining = keys.keys.filter { !revoked.contains($0) }
+                guard let kept = try? TrustedKeys(keys: remaining, threshold: keys.threshold) else {
+                    throw CoreError(
+                        code: .revoked, plugin: name,
+                        message: "its revocation list revokes its keys so that fewer than \(keys.threshold) remain — "
+                            + "the publisher must rotate to new keys (`vigil plugin rotate`) and re-sign")
+                }
+                keys = kept
+            }
+            try verifyThreshold(files, keys: keys, offered: offered, name: name)
         }
 
         // 4. Only now parse.
@@ -253,8 +345,29 @@ public struct PluginLoader: Sendable {
 
         // 6. Rollback.
         let sha = Digest.hex(Digest.sha256(files.manifest))
-        if let key, let rollback {
-            try rollback.check(plugin: name, fingerprint: key, version: manifest.version, manifestSHA256: sha)
+        if let keys, let rollback {
+            try rollback.check(plugin: name, keys: keys, version: manifest.version, manifestSHA256: sha)
+        }
+
+        // 6b. Freshness: a change needs an unexpired manifest and a clock that did not go back.
+        if let freshness, let keys, let rollback {
+            let entry = try rollback.entry(plugin: name, keys: keys)
+            var rotated = false
+            if let rotation {
+                rotated = try rollback.rotation(plugin: name, base: rotation.base) != rotation.state
+            }
+            if entry?.version != manifest.version || entry?.manifestSHA256 != sha || rotated {
+                try freshness.checkChange(
+                    plugin: name, version: manifest.version, expires: manifest.expires,
+                    ratchet: try rollback.latestTime(),
+                    what: rotated
+                        ? "following its key rotation"
+                        : entry == nil ? "accepting it" : "updating it to version \(manifest.version)")
+            }
+        }
+
+        if let revocations {
+            try revocations.check(plugin: name, version: manifest.version, sha: sha)
         }
 
         // 7. Resources.
@@ -263,19 +376,22 @@ public struct PluginLoader: Sendable {
             contents[resource.path] = try readResource(resource, directory: directory, name: name)
         }
 
-        if let key, let rollback, record {
-            try rollback.record(plugin: name, fingerprint: key, version: manifest.version, manifestSHA256: sha)
+        if let keys, let rollback, record {
+            try rollback.record(
+                plugin: name, keys: keys, version: manifest.version, manifestSHA256: sha, rotation: rotation,
+                time: freshness?.now, revocations: newRevocations ? revocations : nil)
         }
         return LoadedPlugin(
-            manifest: manifest, directory: directory, trust: key.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,
-            manifestSHA256: sha, resourceContents: contents)
+            manifest: manifest, directory: directory, trust: keys.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,
+            manifestSHA256: sha, resourceContents: contents, rotation: rotation?.state)
     }
 
-    /// The key to verify with under the loader's rules, or `nil` for an acknowledged unsigned plugin.
+    /// The keys to verify with under the loader's rules, or `nil` for an acknowledged unsigned plugin.
     static func trustDecision(
-        files: Files, name: String, directory: String, trusted: Fingerprint?, acknowledged: Bool
-    ) throws(CoreError) -> Fingerprint? {
-        guard files.signature != nil else {
+        files: Files, offered: [MinisignPublicKey], name: String, directory: String, trusted: TrustedKeys?,
+        acknowledged: Bool
+    ) throws(CoreError) -> TrustedKeys? {
+        guard files.isSigned else {
             if acknowledged && trusted == nil { return nil }
             if trusted != nil {
                 throw CoreError(
@@ -287,30 +403,101 @@ public struct PluginLoader: Sendable {
             }
             throw notSigned(name: name, directory: directory, acknowledgeable: true)
         }
-        let offered = try offeredKey(files, name: name)
         guard let trusted else {
             let ack = acknowledged ? " (acknowledge_unsafe_plugins only admits plugins with no signature at all)" : ""
-            guard let offered else {
+            guard let first = offered.first else {
                 throw CoreError(
                     code: .noPublicKey, plugin: name,
                     message: "it is signed but ships no plugin.pub and no key is trusted for it\(ack) — ask the "
                         + "publisher for plugin.pub, or pin the key you got from them with "
                         + "`\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
             }
+            let list =
+                offered.count == 1
+                ? "key \(first.fingerprint)" : "keys " + offered.map { "\($0.fingerprint)" }.joined(separator: ", ")
             throw CoreError(
                 code: .untrustedKey, plugin: name,
-                message: "it is signed with key \(offered.fingerprint), which is not trusted\(ack) — review it and "
+                message: "it is signed with \(list), which is not trusted\(ack) — review it and "
                     + "run `\(TrustCommand.display(name))`")
         }
-        if let offered, offered.fingerprint != trusted {
+        if let other = offered.first(where: { !trusted.contains($0.fingerprint) }) {
             throw CoreError(
                 code: .keyRotation, plugin: name,
                 message: "the trusted key \(trusted) does not match the key the plugin offers, "
-                    + "\(offered.fingerprint) — if you typed it, fix it under [trusted_plugins]; if the publisher "
+                    + "\(other.fingerprint) — if you typed it, fix it under [trusted_plugins]; if the publisher "
                     + "rotated keys, confirm the new fingerprint with them, review and trust again "
                     + "(`\(TrustCommand.display(name))`); otherwise the plugin was replaced")
         }
         return trusted
+    }
+
+    /// Verifies every signature file against `keys` and counts the distinct keys with a valid
+    /// signature; at least `keys.threshold` must have signed.
+    ///
+    /// Each signature file is verified over the exact manifest bytes; a key counts once however many
+    /// files (or key ids) it signed. A malformed signature file or one in minisign's legacy `Ed`
+    /// form refuses the plugin (fail closed); a well-formed signature by a key outside the set counts
+    /// for nothing.
+    ///
+    /// - Returns: the keys that signed.
+    @discardableResult
+    static func verifyThreshold(
+        _ files: Files, keys: TrustedKeys, offered: [MinisignPublicKey], name: String
+    ) throws(CoreError) -> [Fingerprint] {
+        var signers: [Fingerprint] = []
+        var firstFailure: CoreError?
+        for file in files.signatures {
+            // A malformed file or a legacy `Ed` one refuses the plugin, whoever signed it: the
+            // first key's verification reports it (the format and algorithm are checked first).
+            let parsed = try? MinisignSignature(fileContents: file.bytes)
+            if parsed == nil || parsed?.algorithm != Array("ED".utf8) {
+                try verifySignature(
+                    file.bytes, over: files.manifest, with: keys.keys[0], name: name,
+                    fileName: signatureFileName(file.number))
+            }
+            for key in keys.keys where !signers.contains(key) {
+                // When a key file holds this key, a signature by it must carry that key's id.
+                let keyID = offered.first { $0.fingerprint == key }?.keyID
+                do throws(CoreError) {
+                    try verifySignature(
+                        file.bytes, over: files.manifest, with: key, name: name, keyID: keyID,
+                        fileName: signatureFileName(file.number))
+                    signers.append(key)
+                    break
+                } catch {
+                    if firstFailure == nil { firstFailure = error }
+                }
+            }
+        }
+        guard signers.count < keys.threshold else { return signers }
+        if keys.isSingleKey, let firstFailure { throw firstFailure }
+        let signed =
+            signers.isEmpty ? "none of them" : "only " + signers.map { "\($0)" }.joined(separator: ", ")
+        throw CoreError(
+            code: .signatureThreshold, plugin: name,
+            message: "\(keys.threshold) of its \(keys.keys.count) trusted keys must sign its manifest, but \(signed) "
+                + "signed the exact bytes of plugin.json (\(files.signatures.count) signature file(s) checked) — ask the "
+                + "publisher for the missing co-signatures (plugin.json.N.minisig); never lower the threshold to "
+                + "make it load")
+    }
+
+    /// The key state reached from `trusted` by the signed rotations in `directory`, starting from
+    /// the state `rollback` recorded for that base; a revocation is recorded (when `record`) and
+    /// thrown as `.revoked`.
+    static func followRotations(
+        directory: String, name: String, from trusted: TrustedKeys, rollback: RollbackStore?, record: Bool
+    ) throws(CoreError) -> (keys: TrustedKeys, version: Int) {
+        let start = try rollback?.rotation(plugin: name, base: trusted) ?? RotationState(keys: trusted, version: 0)
+        let reached = try RotationChain.walk(directory: directory, name: name, from: start)
+        guard let now = reached.keys else {
+            if let rollback, record { try rollback.recordRotation(plugin: name, base: trusted, state: reached) }
+            throw CoreError(
+                code: .revoked, plugin: name,
+                message: "its publisher revoked it: key rotation \(KeyRotation.fileName(reached.version)) "
+                    + "rotates its keys to none — remove it from plugins in vigil.toml; a revocation cannot be "
+                    + "undone, a new release must be trusted again (`\(TrustCommand.display(name))`)")
+        }
+        return (now, reached.version)
     }
 
     static func notSigned(name: String, directory: String, acknowledgeable: Bool) -> CoreError {
@@ -324,20 +511,31 @@ public struct PluginLoader: Sendable {
 
     /// Parses `plugin.pub` if present.
     static func offeredKey(_ files: Files, name: String) throws(CoreError) -> MinisignPublicKey? {
-        guard let bytes = files.publicKey else { return nil }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CoreError(
-                code: .keyInvalid, plugin: name,
-                message: "its plugin.pub is not UTF-8 text — ask the publisher for a correct plugin.pub")
+        try offeredKeys(files, name: name).first
+    }
+
+    /// Parses every key file (`plugin.pub`, `plugin.N.pub`), distinct keys in file order.
+    static func offeredKeys(_ files: Files, name: String) throws(CoreError) -> [MinisignPublicKey] {
+        var keys: [MinisignPublicKey] = []
+        for file in files.publicKeys {
+            let fileName = publicKeyFileName(file.number)
+            guard let text = String(validating: file.bytes, as: UTF8.self) else {
+                throw CoreError(
+                    code: .keyInvalid, plugin: name,
+                    message: "its \(fileName) is not UTF-8 text — ask the publisher for a correct \(fileName)")
+            }
+            let key: MinisignPublicKey
+            do {
+                key = try MinisignPublicKey(fileContents: text)
+            } catch {
+                throw CoreError(
+                    code: .keyInvalid, plugin: name,
+                    message: "its \(fileName) is not a valid minisign public key (\(error)) — ask the publisher for a "
+                        + "correct \(fileName)", cause: cryptoCause(error))
+            }
+            if !keys.contains(where: { $0.fingerprint == key.fingerprint }) { keys.append(key) }
         }
-        do {
-            return try MinisignPublicKey(fileContents: text)
-        } catch {
-            throw CoreError(
-                code: .keyInvalid, plugin: name,
-                message: "its plugin.pub is not a valid minisign public key (\(error)) — ask the publisher for a "
-                    + "correct plugin.pub", cause: cryptoCause(error))
-        }
+        return keys
     }
 
     /// Verifies a minisign signature file over `message` with `fingerprint`'s key, mapping crypto
@@ -347,7 +545,7 @@ public struct PluginLoader: Sendable {
     ///   the same key), or `nil` when only the raw key is known.
     public static func verifySignature(
         _ signatureBytes: [UInt8], over message: [UInt8], with fingerprint: Fingerprint, name: String,
-        keyID: [UInt8]? = nil
+        keyID: [UInt8]? = nil, fileName: String = "plugin.json.minisig"
     ) throws(CoreError) {
         let tamper =
             " — the manifest or its signature was changed after signing, or it was signed with another "
@@ -356,12 +554,12 @@ public struct PluginLoader: Sendable {
         do {
             signature = try MinisignSignature(fileContents: signatureBytes)
         } catch {
-            throw signatureRefusal(error, name, "its signature file plugin.json.minisig is malformed", tamper)
+            throw signatureRefusal(error, name, "its signature file \(fileName) is malformed", tamper, fileName)
         }
         if let keyID, signature.keyID != keyID {
             throw CoreError(
                 code: .invalidSignature, plugin: name,
-                message: "its signature names key id \(signature.keyIDHex) but plugin.pub is key id "
+                message: "its signature \(fileName) names key id \(signature.keyIDHex) but the key file is key id "
                     + "\(MinisignPublicKey(keyID: keyID, key: fingerprint.publicKey).keyIDHex)" + tamper)
         }
         do {
@@ -371,7 +569,8 @@ public struct PluginLoader: Sendable {
                 try signature.verify(message, with: fingerprint.publicKey)
             }
         } catch {
-            throw signatureRefusal(error, name, "its signature does not verify with the key \(fingerprint)", tamper)
+            throw signatureRefusal(
+                error, name, "its signature \(fileName) does not verify with the key \(fingerprint)", tamper, fileName)
         }
     }
 
@@ -379,12 +578,12 @@ public struct PluginLoader: Sendable {
     /// ``CoreError/Code/unsupportedSignatureAlgorithm`` for an algorithm Vigil does not accept, else
     /// ``CoreError/Code/invalidSignature`` saying `what` happened, the error and the `remedy`.
     private static func signatureRefusal(
-        _ error: any Error, _ name: String, _ what: String, _ remedy: String
+        _ error: any Error, _ name: String, _ what: String, _ remedy: String, _ fileName: String
     ) -> CoreError {
         if (error as? CryptoError)?.code == .unsupportedAlgorithm {
             // The crypto error already says what the algorithm is, why it is refused and how to re-sign.
             return CoreError(
-                code: .unsupportedSignatureAlgorithm, plugin: name, message: "plugin.json.minisig: \(error)",
+                code: .unsupportedSignatureAlgorithm, plugin: name, message: "\(fileName): \(error)",
                 cause: cryptoCause(error))
         }
         return CoreError(

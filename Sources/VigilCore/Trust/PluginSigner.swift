@@ -1,3 +1,4 @@
+import Glibc
 public import VigilCrypto
 
 /// Signs a plugin directory: refreshes the manifest's resource sizes and digests, then writes
@@ -10,8 +11,15 @@ public enum PluginSigner {
         public let manifest: PluginManifest
         /// The plugin directory (absolute).
         public let directory: String
-        /// True when `plugin.pub` was written.
+        /// True when a key file (`plugin.pub`, or `plugin.N.pub` for a co-signer) was written.
         public let wrotePublicKey: Bool
+        /// The signature file written (`plugin.json.minisig`, or `plugin.json.N.minisig`).
+        public let signatureFile: String
+        /// True when the signature was added next to other valid ones (a co-signature).
+        public let cosigned: Bool
+        /// Other signature files removed because they no longer verify over the new manifest bytes
+        /// (their signers must sign again).
+        public let removedSignatures: [String]
     }
 
     /// Signs the plugin in `directory` (absolute, so that its last component is the plugin's
@@ -20,6 +28,7 @@ public enum PluginSigner {
     /// - Throws: ``CoreError``: `.malformedManifest`, `.nameMismatch` (the manifest's name must be
     ///   the directory's name), `.resourceMismatch` (a listed resource is missing or not a regular
     ///   file), `.keyRotation` (plugin.pub holds another key), `.ioFailure`.
+    @discardableResult
     public static func sign(directory: String, with key: MinisignSecretKey) throws(CoreError) -> Result {
         let directory = Path.normalized(directory)
         let dirName = Path.lastComponent(of: directory)
@@ -78,27 +87,64 @@ public enum PluginSigner {
                     + "\"\(dirName)\" — rename one so they match")
         }
 
-        // Key consistency: plugin.pub must hold the signing key (or be absent).
-        if let pub = files.publicKey {
-            guard let text = String(validating: pub, as: UTF8.self),
-                let offered = try? MinisignPublicKey(fileContents: text)
-            else {
-                throw CoreError(
-                    code: .keyInvalid, plugin: dirName,
-                    message: "\(directory)/plugin.pub is not a valid minisign public key — delete it and sign again")
-            }
-            if offered.fingerprint != key.publicKey.fingerprint {
-                throw CoreError(
-                    code: .keyRotation, plugin: dirName,
-                    message: "plugin.pub holds key \(offered.fingerprint) but you are signing with "
-                        + "\(key.publicKey.fingerprint). If you are rotating keys on purpose, delete plugin.pub and sign "
-                        + "again: every host will see a KEY ROTATION and must re-run `vigil plugin trust \(dirName)`")
-            }
-        }
-
         // Keep the publisher's formatting when nothing changed.
         let unchanged = (try? ManifestDecoder.decode(files.manifest, plugin: dirName)) == manifest
         let manifestBytes = unchanged ? files.manifest : tree.serialized()
+
+        // Key consistency: the signing key is one the directory offers (plugin.pub, plugin.N.pub),
+        // or the directory offers none yet, or it co-signs an already signed, unchanged manifest.
+        let offered: [(number: Int, key: MinisignPublicKey)]
+        do throws(CoreError) {
+            offered = try files.publicKeys.map { file throws(CoreError) in
+                let one = PluginLoader.Files(manifest: [], signatures: [], publicKeys: [file])
+                guard let key = try PluginLoader.offeredKeys(one, name: dirName).first else {
+                    throw CoreError(code: .keyInvalid, plugin: dirName, message: "empty key file")
+                }
+                return (file.number, key)
+            }
+        } catch {
+            throw CoreError(
+                code: .keyInvalid, plugin: dirName,
+                message: "\(directory) has a key file that is not a valid minisign public key (\(error.message)) — "
+                    + "delete it and sign again")
+        }
+        // The signature files that verify over the bytes about to be signed, with the key of their number.
+        let stillValid = files.signatures.filter { file in
+            guard let key = offered.first(where: { $0.number == file.number })?.key,
+                let signature = try? MinisignSignature(fileContents: file.bytes)
+            else { return false }
+            return (try? signature.verify(manifestBytes, with: key)) != nil
+        }
+        let number: Int
+        var cosigned = false
+        if let mine = offered.first(where: { $0.key.fingerprint == key.publicKey.fingerprint }) {
+            number = mine.number
+        } else if offered.isEmpty {
+            number = 1
+        } else if manifestBytes == files.manifest, !stillValid.isEmpty {
+            guard
+                let free = (2...TrustedKeys.maxKeys).first(where: { n in
+                    !files.publicKeys.contains { $0.number == n } && !files.signatures.contains { $0.number == n }
+                })
+            else {
+                throw CoreError(
+                    code: .ioFailure, plugin: dirName,
+                    message: "it already has \(TrustedKeys.maxKeys) signature or key files; remove unused "
+                        + "plugin.json.N.minisig / plugin.N.pub files first")
+            }
+            number = free
+            cosigned = true
+        } else {
+            let keys = offered.map { "\($0.key.fingerprint)" }.joined(separator: ", ")
+            throw CoreError(
+                code: .keyRotation, plugin: dirName,
+                message: "the plugin's key files hold \(keys) but you are signing with "
+                    + "\(key.publicKey.fingerprint), and "
+                    + "no signature by the plugin's keys verifies over the manifest as it is now (it changed since it "
+                    + "was signed, or was never signed), so this cannot be a co-signature"
+                    + ". To rotate keys, publish a rotation statement (`vigil plugin rotate \(dirName) --from OLD.key "
+                    + "--to NEW.pub`); to co-sign, first sign with an existing key, then sign again with yours")
+        }
 
         let signature: MinisignSignature
         do {
@@ -111,14 +157,28 @@ public enum PluginSigner {
         if manifestBytes != files.manifest {
             try AtomicFile.write(manifestBytes, to: Path.join(directory, "plugin.json"))
         }
+        let signatureFile = PluginLoader.signatureFileName(number)
         try AtomicFile.write(
-            Array(signature.fileContents().utf8), to: Path.join(directory, "plugin.json.minisig"), mode: 0o644)
+            Array(signature.fileContents().utf8), to: Path.join(directory, signatureFile), mode: 0o644)
+        // Signatures over the old bytes no longer verify: remove them so no stale file is shipped.
+        var removed: [String] = []
+        for file in files.signatures
+        where file.number != number && !stillValid.contains(where: { $0.number == file.number }) {
+            let name = PluginLoader.signatureFileName(file.number)
+            if unlink(Path.join(directory, name)) != 0 {
+                throw CoreError.io("remove", path: Path.join(directory, name), errno: errno, call: "unlink")
+            }
+            removed.append(name)
+        }
         var wrotePublicKey = false
-        if files.publicKey == nil {
+        if !offered.contains(where: { $0.number == number }) {
             try AtomicFile.write(
-                Array(key.publicKey.fileContents().utf8), to: Path.join(directory, "plugin.pub"), mode: 0o644)
+                Array(key.publicKey.fileContents().utf8),
+                to: Path.join(directory, PluginLoader.publicKeyFileName(number)), mode: 0o644)
             wrotePublicKey = true
         }
-        return Result(manifest: manifest, directory: directory, wrotePublicKey: wrotePublicKey)
+        return Result(
+            manifest: manifest, directory: directory, wrotePublicKey: wrotePublicKey, signatureFile: signatureFile,
+            cosigned: cosigned, removedSignatures: removed)
     }
 }

@@ -3,7 +3,7 @@ import VigilBase
 import VigilCrypto
 public import VigilPlugin
 
-/// Remembers, per plugin name and signing key, the highest manifest version the host accepted
+/// Remembers, per plugin name and signing key (or key set), the highest manifest version the host accepted
 /// and that manifest's SHA-256, and refuses older versions and changed bytes at the same version.
 ///
 /// State lives in `rollback.json` in ``directory`` (default `$XDG_STATE_HOME/vigil`, else
@@ -59,6 +59,35 @@ public struct RollbackStore: Sendable {
         try read()[plugin] ?? [:]
     }
 
+    /// The newest signed revocation list this host applied for `plugin`, if any.
+    public func revocations(plugin: String) throws(CoreError) -> RevocationList? {
+        try readDocument().revocations[plugin]
+    }
+
+    /// The clock ratchet: the latest trustworthy time this host has seen (seconds since the
+    /// epoch), recorded with accepted versions; `nil` before the first.
+    public func latestTime() throws(CoreError) -> Int64? {
+        try readDocument().latestTime
+    }
+
+    /// The key rotation state recorded for `plugin`, when it was reached from the key set `base`
+    /// (the one `vigil.toml` trusts); `nil` when none was recorded for that base.
+    public func rotation(plugin: String, base: TrustedKeys) throws(CoreError) -> RotationState? {
+        guard let record = try readDocument().rotations[plugin], record.base == base.recordKey else { return nil }
+        return record.state
+    }
+
+    /// Records that `plugin`, trusted with `base`, reached `state` by signed rotations, unless a
+    /// higher rotation version is recorded already (rotations never go back).
+    public func recordRotation(plugin: String, base: TrustedKeys, state: RotationState) throws(CoreError) {
+        try withLock { () throws(CoreError) in
+            var document = try readDocument()
+            guard Self.advances(document.rotations[plugin], base: base, to: state) else { return }
+            document.rotations[plugin] = RotationRecord(base: base.recordKey, state: state)
+            try write(document)
+        }
+    }
+
     /// Throws when the state cannot be written safely: the directory is created if missing (0700)
     /// and checked, the lock can be taken and the state file reads. Records nothing.
     public func checkWritable() throws(CoreError) {
@@ -70,16 +99,30 @@ public struct RollbackStore: Sendable {
     public func replace(
         plugin: String, fingerprint: Fingerprint, version: SemanticVersion, manifestSHA256: String
     ) throws(CoreError) {
+        try replace(plugin: plugin, keys: TrustedKeys(fingerprint), version: version, manifestSHA256: manifestSHA256)
+    }
+
+    /// Like ``replace(plugin:fingerprint:version:manifestSHA256:)`` for a key set.
+    public func replace(
+        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String, time: Int64? = nil
+    ) throws(CoreError) {
         try withLock { () throws(CoreError) in
-            var state = try read()
-            state[plugin] = [fingerprint.description: Entry(version: version, manifestSHA256: manifestSHA256)]
-            try write(state)
+            var document = try readDocument()
+            if let time { document.latestTime = max(document.latestTime ?? time, time) }
+            document.plugins[plugin] = [keys.recordKey: Entry(version: version, manifestSHA256: manifestSHA256)]
+            document.rotations[plugin] = nil
+            try write(document)
         }
     }
 
     /// The recorded entry for `plugin` signed by `fingerprint`, if any.
     public func entry(plugin: String, fingerprint: Fingerprint) throws(CoreError) -> Entry? {
-        try read()[plugin]?[fingerprint.description]
+        try entry(plugin: plugin, keys: TrustedKeys(fingerprint))
+    }
+
+    /// The recorded entry for `plugin` signed by the key set `keys`, if any.
+    public func entry(plugin: String, keys: TrustedKeys) throws(CoreError) -> Entry? {
+        try read()[plugin]?[keys.recordKey]
     }
 
     /// Throws `.rollback` when `version` is lower than the recorded one, or equal with different
@@ -87,7 +130,14 @@ public struct RollbackStore: Sendable {
     public func check(
         plugin: String, fingerprint: Fingerprint, version: SemanticVersion, manifestSHA256: String
     ) throws(CoreError) {
-        guard let entry = try entry(plugin: plugin, fingerprint: fingerprint) else { return }
+        try check(plugin: plugin, keys: TrustedKeys(fingerprint), version: version, manifestSHA256: manifestSHA256)
+    }
+
+    /// Like ``check(plugin:fingerprint:version:manifestSHA256:)`` for a key set.
+    public func check(
+        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String
+    ) throws(CoreError) {
+        guard let entry = try entry(plugin: plugin, keys: keys) else { return }
         try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
     }
 
@@ -96,25 +146,60 @@ public struct RollbackStore: Sendable {
     public func record(
         plugin: String, fingerprint: Fingerprint, version: SemanticVersion, manifestSHA256: String
     ) throws(CoreError) {
+        try record(plugin: plugin, keys: TrustedKeys(fingerprint), version: version, manifestSHA256: manifestSHA256)
+    }
+
+    /// Like ``record(plugin:fingerprint:version:manifestSHA256:)`` for a key set.
+    ///
+    /// - Parameter rotation: the key rotation state the plugin's keys were reached by, from the
+    ///   configured `base`; recorded in the same write when it is newer than the recorded one.
+    public func record(
+        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String,
+        rotation: (base: TrustedKeys, state: RotationState)? = nil, time: Int64? = nil,
+        revocations: RevocationList? = nil
+    ) throws(CoreError) {
         try withLock { () throws(CoreError) in
-            var state = try read()
-            if let entry = state[plugin]?[fingerprint.description] {
-                try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
-                if entry.version == version { return }
+            var document = try readDocument()
+            var changed = false
+            if let revocations, revocations.version > document.revocations[plugin]?.version ?? 0 {
+                document.revocations[plugin] = revocations
+                changed = true
             }
-            state[plugin, default: [:]][fingerprint.description] = Entry(
-                version: version, manifestSHA256: manifestSHA256)
-            try write(state)
+            if let time, time > document.latestTime ?? Int64.min {
+                document.latestTime = time
+                changed = true
+            }
+            if let rotation, Self.advances(document.rotations[plugin], base: rotation.base, to: rotation.state) {
+                document.rotations[plugin] = RotationRecord(base: rotation.base.recordKey, state: rotation.state)
+                changed = true
+            }
+            let entry = document.plugins[plugin]?[keys.recordKey]
+            if let entry {
+                try Self.compare(plugin: plugin, entry: entry, version: version, sha: manifestSHA256)
+            }
+            if entry?.version != version {
+                document.plugins[plugin, default: [:]][keys.recordKey] = Entry(
+                    version: version, manifestSHA256: manifestSHA256)
+                changed = true
+            }
+            if changed { try write(document) }
         }
+    }
+
+    /// True when `state` (reached from `base`) is newer than `record`, or `record` is for another base.
+    private static func advances(_ record: RotationRecord?, base: TrustedKeys, to state: RotationState) -> Bool {
+        guard let record, record.base == base.recordKey else { return state.version > 0 }
+        return state.version > record.state.version
     }
 
     /// Forgets every entry for `plugin` (all keys). Used by `vigil plugin trust`.
     public func reset(plugin: String) throws(CoreError) {
         guard try !read().isEmpty || SystemCall.fileType(statePath) != nil else { return }
         try withLock { () throws(CoreError) in
-            var state = try read()
-            guard state.removeValue(forKey: plugin) != nil else { return }
-            try write(state)
+            var document = try readDocument()
+            let removed = document.plugins.removeValue(forKey: plugin) != nil
+            guard document.rotations.removeValue(forKey: plugin) != nil || removed else { return }
+            try write(document)
         }
     }
 
@@ -146,12 +231,32 @@ public struct RollbackStore: Sendable {
 
     typealias State = [String: [String: Entry]]
 
+    /// A plugin's rotation state and the configured key set it was reached from.
+    struct RotationRecord: Hashable {
+        var base: String
+        var state: RotationState
+    }
+
+    /// The whole state file: accepted versions, and (optional member) rotation records.
+    struct Document {
+        var plugins: State = [:]
+        var rotations: [String: RotationRecord] = [:]
+        /// The clock ratchet (seconds since the epoch).
+        var latestTime: Int64?
+        /// The newest revocation list applied per plugin.
+        var revocations: [String: RevocationList] = [:]
+    }
+
     func read() throws(CoreError) -> State {
+        try readDocument().plugins
+    }
+
+    func readDocument() throws(CoreError) -> Document {
         try checkDirectory(create: false)
         let fd = open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             let e = errno
-            if e == ENOENT { return [:] }
+            if e == ENOENT { return Document() }
             if e == ELOOP { throw corrupt("it is a symbolic link") }
             throw CoreError.io("open", path: statePath, errno: e, call: "open")
         }
@@ -174,10 +279,51 @@ public struct RollbackStore: Sendable {
         } catch {
             throw corrupt("\(error)")
         }
-        guard case .object(let top) = json, top.count == 2, json["schema"] == .string(Self.schema),
-            case .object(let plugins)? = json["plugins"]
+        let optional =
+            (json["rotations"] == nil ? 0 : 1) + (json["latest_time"] == nil ? 0 : 1)
+            + (json["revocations"] == nil ? 0 : 1)
+        guard case .object(let top) = json, top.count == 2 + optional,
+            json["schema"] == .string(Self.schema), case .object(let plugins)? = json["plugins"]
         else { throw corrupt("it is not a \(Self.schema) document") }
-        var state: State = [:]
+        var document = Document()
+        if let lists = json["revocations"] {
+            guard case .object(let members) = lists else { throw corrupt("its revocations member is not an object") }
+            for member in members {
+                do {
+                    document.revocations[member.key] = try RevocationList.decode(
+                        member.value.serialized(), plugin: member.key)
+                } catch {
+                    throw corrupt("revocation list \(member.key) is malformed (\(error.message))")
+                }
+            }
+        }
+        if let time = json["latest_time"] {
+            guard case .number(let text) = time, let seconds = Int64(text) else {
+                throw corrupt("its latest_time is not a whole number of seconds")
+            }
+            document.latestTime = seconds
+        }
+        if case .object(let rotations)? = json["rotations"] {
+            for member in rotations {
+                guard case .object(let fields) = member.value, fields.count == 4,
+                    case .string(let base)? = member.value["base"],
+                    case .number(let v)? = member.value["version"], let version = Int(v), version >= 1,
+                    case .array(let list)? = member.value["keys"],
+                    case .number(let t)? = member.value["threshold"], let threshold = Int(t)
+                else { throw corrupt("rotation record \(member.key) is malformed") }
+                guard let keys = TrustedKeys.fingerprints(list) else {
+                    throw corrupt("rotation record \(member.key) holds an invalid key")
+                }
+                let set = keys.isEmpty && threshold == 0 ? nil : try? TrustedKeys(keys: keys, threshold: threshold)
+                guard set != nil || (keys.isEmpty && threshold == 0) else {
+                    throw corrupt("rotation record \(member.key) holds an invalid key set")
+                }
+                document.rotations[member.key] = RotationRecord(
+                    base: base, state: RotationState(keys: set, version: version))
+            }
+        } else if json["rotations"] != nil {
+            throw corrupt("its rotations member is not an object")
+        }
         for plugin in plugins {
             guard case .object(let keys) = plugin.value else { throw corrupt("entry \(plugin.key) is not an object") }
             for key in keys {
@@ -185,13 +331,14 @@ public struct RollbackStore: Sendable {
                     case .string(let v)? = key.value["version"], let version = SemanticVersion(v),
                     case .string(let sha)? = key.value["manifest_sha256"], sha.utf8.count == 64
                 else { throw corrupt("entry \(plugin.key) / \(key.key) is malformed") }
-                state[plugin.key, default: [:]][key.key] = Entry(version: version, manifestSHA256: sha)
+                document.plugins[plugin.key, default: [:]][key.key] = Entry(version: version, manifestSHA256: sha)
             }
         }
-        return state
+        return document
     }
 
-    private func write(_ state: State) throws(CoreError) {
+    private func write(_ document: Document) throws(CoreError) {
+        let state = document.plugins
         let plugins: [(key: String, value: JSONValue)] = state.keys.sorted().map { name in
             let keys: [(key: String, value: JSONValue)] = state[name]!.keys.sorted().map { fp in
                 let e = state[name]![fp]!
@@ -204,7 +351,34 @@ public struct RollbackStore: Sendable {
             }
             return (name, .object(keys))
         }
-        let doc = JSONValue.object([("schema", .string(Self.schema)), ("plugins", .object(plugins))])
+        var members: [(key: String, value: JSONValue)] = [
+            ("schema", .string(Self.schema)), ("plugins", .object(plugins)),
+        ]
+        if !document.rotations.isEmpty {
+            let rotations: [(key: String, value: JSONValue)] = document.rotations.keys.sorted().map { name in
+                let record = document.rotations[name]!
+                return (
+                    name,
+                    .object([
+                        ("base", .string(record.base)), ("version", .number(String(record.state.version))),
+                        ("keys", .array((record.state.keys?.keys ?? []).map { .string($0.description) })),
+                        ("threshold", .number(String(record.state.keys?.threshold ?? 0))),
+                    ])
+                )
+            }
+            members.append(("rotations", .object(rotations)))
+        }
+        if let time = document.latestTime { members.append(("latest_time", .number(String(time)))) }
+        if !document.revocations.isEmpty {
+            let lists: [(key: String, value: JSONValue)] = document.revocations.keys.sorted().compactMap { name in
+                guard let json = try? StrictJSON.parse(document.revocations[name]!.serialized(plugin: name)) else {
+                    return nil
+                }
+                return (name, json)
+            }
+            members.append(("revocations", .object(lists)))
+        }
+        let doc = JSONValue.object(members)
         try AtomicFile.write(doc.serialized(), to: statePath, mode: 0o600)
     }
 

@@ -28,7 +28,16 @@ public enum TrustEditor {
     /// Records `fingerprint` as the trusted key of `plugin` in the file at `configPath`.
     public static func trust(plugin: String, fingerprint: Fingerprint, configPath: String) throws(CoreError) -> Outcome
     {
-        try edit(plugin: plugin, value: fingerprint.description, configPath: configPath, then: {})
+        try edit(plugin: plugin, value: TrustedKeys(fingerprint), configPath: configPath, then: {})
+    }
+
+    /// Records the key set `keys` for `plugin` (`"ed25519:…"` for one key, else
+    /// `{ keys = […], threshold = K }`), then runs `body` like
+    /// ``trust(plugin:fingerprint:configPath:then:)``.
+    public static func trust(
+        plugin: String, keys: TrustedKeys, configPath: String, then body: () throws(CoreError) -> Void = {}
+    ) throws(CoreError) -> Outcome {
+        try edit(plugin: plugin, value: keys, configPath: configPath, then: body)
     }
 
     /// Records `fingerprint` like ``trust(plugin:fingerprint:configPath:)``, then runs `body`
@@ -38,7 +47,7 @@ public enum TrustEditor {
     public static func trust(
         plugin: String, fingerprint: Fingerprint, configPath: String, then body: () throws(CoreError) -> Void
     ) throws(CoreError) -> Outcome {
-        try edit(plugin: plugin, value: fingerprint.description, configPath: configPath, then: body)
+        try edit(plugin: plugin, value: TrustedKeys(fingerprint), configPath: configPath, then: body)
     }
 
     /// Removes `plugin`'s entry from `[trusted_plugins]` (``Outcome/unchanged`` when absent).
@@ -47,7 +56,7 @@ public enum TrustEditor {
     }
 
     private static func edit(
-        plugin: String, value: String?, configPath: String, then body: () throws(CoreError) -> Void
+        plugin: String, value: TrustedKeys?, configPath: String, then body: () throws(CoreError) -> Void
     ) throws(CoreError) -> Outcome {
         if let problem = PluginName.problem(plugin) {
             throw CoreError(code: .configInvalid, message: problem)
@@ -103,8 +112,16 @@ public enum TrustEditor {
 
     /// The text of `bytes` with `plugin`'s trust entry set to `value` (or removed when `nil`).
     static func edited(
-        _ bytes: [UInt8], plugin: String, value: String?, path: String
+        _ bytes: [UInt8], plugin: String, value keys: TrustedKeys?, path: String
     ) throws(CoreError) -> ([UInt8], Outcome) {
+        let value = keys?.tomlValue
+        let node: TOMLNode? = keys.map { keys in
+            keys.isSingleKey
+                ? .string(keys.keys[0].description)
+                : .table([
+                    "keys": .array(keys.keys.map { .string($0.description) }), "threshold": .integer(keys.threshold),
+                ])
+        }
         let (table, _) = try HostConfiguration.parseTOML(bytes, path: path)
         let before = TOMLNode(table)
         let locator = TOMLLocator(bytes)
@@ -127,7 +144,9 @@ public enum TrustEditor {
             guard case .table(let root) = before, case .table(let t)? = root["trusted_plugins"] else { return nil }
             return t[plugin]
         }()
-        if locator.entries.contains(where: { $0.path.first == "trusted_plugins" && $0.isNested })
+        // An entry's own inline table (`NAME = { keys = […], threshold = 2 }`) is fine; the
+        // table itself written inline is not.
+        if locator.entries.contains(where: { $0.path.first == "trusted_plugins" && $0.isNested && $0.path.count == 2 })
             || locator.entries.contains(where: { $0.path == ["trusted_plugins"] })
         {
             throw refuse("trusted_plugins is written as an inline table")
@@ -135,9 +154,9 @@ public enum TrustEditor {
 
         if let entry = locator.entries.first(where: { $0.path == key && !$0.isNested }) {
             if let value {
-                if current == .string(value) { return (bytes, .unchanged) }
+                if current == node { return (bytes, .unchanged) }
                 let previous = String(decoding: bytes[entry.valueRange], as: UTF8.self)
-                out.replaceSubrange(entry.valueRange, with: Array(JSONValue.quote(value).utf8))
+                out.replaceSubrange(entry.valueRange, with: Array(value.utf8))
                 outcome = .replaced(previous: previous)
             } else {
                 out.removeSubrange(entry.lineRange)
@@ -146,7 +165,7 @@ public enum TrustEditor {
         } else {
             if current != nil { throw refuse("the entry for \(plugin) could not be located") }
             guard let value else { return (bytes, .unchanged) }
-            let line = Array("\(plugin) = \(JSONValue.quote(value))\n".utf8)
+            let line = Array("\(plugin) = \(value)\n".utf8)
             if let header = locator.headers.first(where: { $0.path == ["trusted_plugins"] && !$0.isArray }) {
                 let nextHeader = locator.headers.map(\.start).filter { $0 > header.start }.min() ?? Int.max
                 let last = locator.entries.filter {
@@ -178,7 +197,7 @@ public enum TrustEditor {
         if case .table(var root) = expected {
             var trusted: [String: TOMLNode] = [:]
             if case .table(let t)? = root["trusted_plugins"] { trusted = t }
-            trusted[plugin] = value.map(TOMLNode.string)
+            trusted[plugin] = node
             root["trusted_plugins"] = .table(trusted)
             expected = .table(root)
         }

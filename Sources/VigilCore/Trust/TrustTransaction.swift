@@ -15,14 +15,19 @@ public struct TrustReview: Sendable {
     public let name: String
     /// The plugin, verified with the key under review (signature, manifest and resources).
     public let plugin: LoadedPlugin
-    /// The key under review.
-    public let fingerprint: Fingerprint
-    /// Its minisign key id (hex), from `plugin.pub` or the signature.
-    public let keyID: String
+    /// The keys under review and how many must sign (one key, threshold 1, for most plugins).
+    public let keys: TrustedKeys
+    /// The first key under review.
+    public var fingerprint: Fingerprint { keys.keys[0] }
+    /// The minisign key id (hex) of each key, in the order of ``TrustedKeys/keys``, from the key
+    /// files or the signatures ("unknown" when neither names it).
+    public let keyIDs: [String]
+    /// The first key's minisign key id.
+    public var keyID: String { keyIDs.first ?? "unknown" }
     /// The configuration the key will be recorded in.
     public let configPath: String
-    /// The key trusted now, if any.
-    public let currentlyTrusted: Fingerprint?
+    /// The keys trusted now, if any.
+    public let currentlyTrusted: TrustedKeys?
     /// Set when the version is lower than the highest accepted before.
     public let downgrade: Downgrade?
     /// True when the same version was accepted before with other manifest bytes.
@@ -30,9 +35,12 @@ public struct TrustReview: Sendable {
     /// The published key of the first-party plugin of this name, when the key under review is
     /// not it.
     public let expectedFirstPartyKey: Fingerprint?
+    /// The version of the signed key rotation that leads from ``currentlyTrusted`` to ``keys``,
+    /// when there is one (hosts follow it without a review).
+    public let signedRotation: Int?
 
     /// True when another key is trusted now.
-    public var isRotation: Bool { currentlyTrusted != nil && currentlyTrusted != fingerprint }
+    public var isRotation: Bool { currentlyTrusted != nil && currentlyTrusted != keys }
 }
 
 /// `vigil plugin trust` as one transaction: read the configuration once, verify the plugin with
@@ -42,57 +50,89 @@ public enum TrustTransaction {
     /// Verifies `name` and gathers what the operator must see. Writes nothing.
     ///
     /// - Parameters:
-    ///   - pinned: a fingerprint obtained out of band; the plugin's key must be this one.
+    ///   - pinned: keys obtained out of band; every key the plugin offers must be one of them.
+    ///   - threshold: how many of the keys (pinned, else offered) must sign; all of them by default.
     ///   - store: the rollback store, read for the downgrade notice.
     public static func review(
-        name: String, configuration: HostConfiguration, pinned: Fingerprint?, store: RollbackStore
+        name: String, configuration: HostConfiguration, pinned: [Fingerprint], threshold: Int? = nil,
+        store: RollbackStore, now: Int64 = Freshness.systemNow()
     ) throws(CoreError) -> TrustReview {
         let loader = PluginLoader(configuration: configuration, rollbackStore: nil)
         let directory = try loader.locate(name)
+        let files = try PluginLoader.readFiles(directory: directory, name: name)
+        var policy = KeyPolicy.offered
+        let candidates = pinned.isEmpty ? try PluginLoader.offeredKeys(files, name: name).map(\.fingerprint) : pinned
+        if !pinned.isEmpty || (threshold != nil && !candidates.isEmpty) {
+            do {
+                policy = .pinned(try TrustedKeys(keys: candidates, threshold: threshold ?? candidates.count))
+            } catch {
+                throw CoreError(
+                    code: .configInvalid, plugin: name,
+                    message: "the keys to trust are not a valid key set: \(error) — fix --fingerprint or --threshold")
+            }
+        }
         let plugin = try PluginLoader.verify(
-            directory: directory, name: name, policy: pinned.map(KeyPolicy.pinned) ?? .offered, rollback: nil,
-            record: false)
-        guard case .trusted(let key) = plugin.trust else {
+            directory: directory, name: name, policy: policy, rollback: nil, record: false)
+        guard case .trusted(let keys) = plugin.trust else {
             throw CoreError(code: .notSigned, plugin: name, message: "it is not signed, so there is no key to trust")
         }
-        let files = try PluginLoader.readFiles(directory: plugin.directory, name: name)
+        // Trusting is a change: not with an expired manifest or a clock that went back.
+        try Freshness(now: now).checkChange(
+            plugin: name, version: plugin.manifest.version, expires: plugin.manifest.expires,
+            ratchet: try store.latestTime(), what: "trusting it")
         let accepted = try store.entries(plugin: name).values
         let version = plugin.manifest.version
         var downgrade: TrustReview.Downgrade?
         if let highest = accepted.map(\.version).max(), version < highest {
             downgrade = .init(from: highest, to: version)
         }
+        var signedRotation: Int?
+        if let current = configuration.trustedKeys[name], current != keys,
+            let reached = try? PluginLoader.followRotations(
+                directory: plugin.directory, name: name, from: current, rollback: store, record: false),
+            reached.keys == keys
+        {
+            signedRotation = reached.version
+        }
         let changed = accepted.contains { $0.version == version && $0.manifestSHA256 != plugin.manifestSHA256 }
         return TrustReview(
-            name: name, plugin: plugin, fingerprint: key, keyID: keyID(files), configPath: configuration.path,
-            currentlyTrusted: configuration.trustedPlugins[name], downgrade: downgrade, changedAtSameVersion: changed,
-            expectedFirstPartyKey: FirstPartyKeys.mismatch(name: name, fingerprint: key))
+            name: name, plugin: plugin, keys: keys, keyIDs: keys.keys.map { keyID($0, files) },
+            configPath: configuration.path, currentlyTrusted: configuration.trustedKeys[name], downgrade: downgrade,
+            changedAtSameVersion: changed,
+            expectedFirstPartyKey: keys.keys.lazy.compactMap { FirstPartyKeys.mismatch(name: name, fingerprint: $0) }
+                .first, signedRotation: signedRotation)
     }
 
     /// Records the reviewed key and version: checks that the rollback state is writable, writes
     /// `vigil.toml`, then the rollback record (forgetting older entries of the plugin); when the
     /// second write fails, `vigil.toml` is put back as it was.
-    public static func commit(_ review: TrustReview, store: RollbackStore) throws(CoreError) -> TrustEditor.Outcome {
+    public static func commit(
+        _ review: TrustReview, store: RollbackStore, now: Int64 = Freshness.systemNow()
+    ) throws(CoreError) -> TrustEditor.Outcome {
         try store.checkWritable()
-        return try TrustEditor.trust(
-            plugin: review.name, fingerprint: review.fingerprint, configPath: review.configPath
-        ) {
+        return try TrustEditor.trust(plugin: review.name, keys: review.keys, configPath: review.configPath) {
             () throws(CoreError) in
             try store.replace(
-                plugin: review.name, fingerprint: review.fingerprint, version: review.plugin.manifest.version,
-                manifestSHA256: review.plugin.manifestSHA256)
+                plugin: review.name, keys: review.keys, version: review.plugin.manifest.version,
+                manifestSHA256: review.plugin.manifestSHA256, time: now)
         }
     }
 
-    /// The minisign key id of the plugin's key, from plugin.pub or else the signature.
-    static func keyID(_ files: PluginLoader.Files) -> String {
-        if let pub = files.publicKey, let text = String(validating: pub, as: UTF8.self),
-            let key = try? MinisignPublicKey(fileContents: text)
-        {
-            return key.keyIDHex
+    /// The minisign key id of `key`, from the key file holding it, else a signature it made.
+    static func keyID(_ key: Fingerprint, _ files: PluginLoader.Files) -> String {
+        for file in files.publicKeys {
+            if let text = String(validating: file.bytes, as: UTF8.self),
+                let offered = try? MinisignPublicKey(fileContents: text), offered.fingerprint == key
+            {
+                return offered.keyIDHex
+            }
         }
-        if let sig = files.signature, let signature = try? MinisignSignature(fileContents: sig) {
-            return signature.keyIDHex
+        for file in files.signatures {
+            if let signature = try? MinisignSignature(fileContents: file.bytes),
+                (try? signature.verify(files.manifest, with: key.publicKey)) != nil
+            {
+                return signature.keyIDHex
+            }
         }
         return "unknown"
     }
