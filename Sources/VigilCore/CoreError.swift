@@ -28,6 +28,7 @@ public struct CoreError: StructuredError, Hashable {
             case configNotFound = "config-not-found"
             case configUnsafe = "config-unsafe"
             case stateInvalid = "state-invalid"
+            case stateUnsafe = "state-unsafe"
             case keyInvalid = "key-invalid"
             case fingerprintMismatch = "fingerprint-mismatch"
             case trustDeclined = "trust-declined"
@@ -78,6 +79,9 @@ public struct CoreError: StructuredError, Hashable {
         public static let configUnsafe = Code(.configUnsafe)
         /// The rollback state file or directory is corrupt or unsafe.
         public static let stateInvalid = Code(.stateInvalid)
+        /// A state file Vigil acts on (duck journal, preferences, rollback records, runtime files),
+        /// or a directory above it, is a symbolic link, another user's, or writable by others.
+        public static let stateUnsafe = Code(.stateUnsafe)
         /// A key file is not a valid minisign key.
         public static let keyInvalid = Code(.keyInvalid)
         /// The plugin's key differs from a fingerprint pinned on the command line.

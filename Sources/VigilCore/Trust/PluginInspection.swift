@@ -150,7 +150,7 @@ public struct PluginInspection: Sendable {
             .configUnsafe, .trustDeclined:
             .unknown
         // Refused after the signature verified with the trusted key.
-        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid:
+        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .stateUnsafe:
             .valid
         }
     }
