@@ -19,7 +19,9 @@ final class SilentSocket {
             for (i, byte) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = byte }
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard fd >= 0, bound == 0, listen(fd, 64) == 0 else { throw FixtureError("cannot listen on \(path)") }
     }
@@ -88,7 +90,9 @@ struct AnnounceHardeningTests {
         #expect(run.seconds < 20, "took \(run.seconds) s")
     }
 
-    @Test("espeak-ng opens no sound-server connection of its own: with PULSE_SERVER silent, --say plays on [announce] pulse_server")
+    @Test(
+        "espeak-ng opens no sound-server connection of its own: with PULSE_SERVER silent, --say plays on [announce] pulse_server"
+    )
     func speechNeverTouchesTheEnvironmentsServer() async throws {
         try await PulseAudioServer.with(directory: "vigil-announce") { server, state in
             let silent = try SilentSocket(path: state.url("silent.sock"))
@@ -96,7 +100,8 @@ struct AnnounceHardeningTests {
             let config = try state.write(
                 "vigil.toml", "[announce]\npulse_server = \"\(server.address)\"\nducking = \"client\"\n")
             let run = try await Self.announce(
-                ["--config", config, "--say", "hello"], environment: Self.environment(state, server: "unix:" + silent.path),
+                ["--config", config, "--say", "hello"],
+                environment: Self.environment(state, server: "unix:" + silent.path),
                 timeout: 40)
             #expect(run.status == 0, "\(run.document) \(run.output.stderr)")
             #expect(run.document["ok"] as? Bool == true)

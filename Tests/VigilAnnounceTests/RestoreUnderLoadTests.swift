@@ -23,7 +23,8 @@ struct RestoreUnderLoadTests {
                 for child in children { child.wait() }
             }
             for i in 0..<streams {
-                children.append(try server.playTone(seconds: 120, role: i % 2 == 0 ? "music" : nil, client: "player-\(i)"))
+                children.append(
+                    try server.playTone(seconds: 120, role: i % 2 == 0 ? "music" : nil, client: "player-\(i)"))
             }
             for _ in 0..<2 { children.append(try ChildProcess("/bin/sh", ["-c", "while :; do :; done"])) }
             #expect(
@@ -49,7 +50,8 @@ struct RestoreUnderLoadTests {
     func killedAtEveryPointOfTheRamp() async throws {
         try await Self.withLoad { server, state, players in
             let config = try state.write(
-                "vigil.toml", "[announce]\nramp_ms = 1000\nducking = \"client\"\npulse_server = \"\(server.address)\"\n")
+                "vigil.toml", "[announce]\nramp_ms = 1000\nducking = \"client\"\npulse_server = \"\(server.address)\"\n"
+            )
             var environment = AnnounceHardeningTests.environment(state, server: server.address)
             environment["PULSE_SERVER"] = nil
             let journal = state.url("state/vigil/announce/duck-journal.json")
@@ -71,7 +73,9 @@ struct RestoreUnderLoadTests {
                     ["--config", config, "--recover"], environment: environment, timeout: 60)
                 #expect(run.status == 0, "after the kill at \(delay) ms: \(run.document)")
                 let wrong = try Self.changed(server, from: players)
-                #expect(wrong.isEmpty, "after the kill at \(delay) ms, \(wrong.count) stream(s) not back: \(wrong.prefix(5))")
+                #expect(
+                    wrong.isEmpty,
+                    "after the kill at \(delay) ms, \(wrong.count) stream(s) not back: \(wrong.prefix(5))")
                 #expect(!FileManager.default.fileExists(atPath: journal), "journal left after the kill at \(delay) ms")
             }
         }
@@ -98,8 +102,11 @@ struct RestoreUnderLoadTests {
                     #expect(error.code == .cancelled, "\(error)")
                 }
                 let wrong = try Self.changed(server, from: players)
-                #expect(wrong.isEmpty, "after the cancel at \(delay) ms, \(wrong.count) stream(s) not back: \(wrong.prefix(5))")
-                #expect(!FileManager.default.fileExists(atPath: journal), "journal left after the cancel at \(delay) ms")
+                #expect(
+                    wrong.isEmpty,
+                    "after the cancel at \(delay) ms, \(wrong.count) stream(s) not back: \(wrong.prefix(5))")
+                #expect(
+                    !FileManager.default.fileExists(atPath: journal), "journal left after the cancel at \(delay) ms")
             }
             await announcer.close()
         }

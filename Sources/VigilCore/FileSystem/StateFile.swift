@@ -165,7 +165,8 @@ public enum StateFile {
     private static func unsafe(_ path: String, what: String, first: Bool, _ problem: String) -> CoreError {
         CoreError(
             code: .stateUnsafe,
-            message: (first ? "the directory \(path), which holds \(what), " : "\(path), above the directory of \(what), ")
+            message: (first
+                ? "the directory \(path), which holds \(what), " : "\(path), above the directory of \(what), ")
                 + problem)
     }
 }

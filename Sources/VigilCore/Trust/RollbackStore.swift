@@ -151,7 +151,7 @@ public struct RollbackStore: Sendable {
         do {
             guard let read = try StateFile.readIfPresent(statePath, what: "the rollback state") else { return [:] }
             bytes = read
-        } catch where error.code == .stateUnsafe {
+        } catch  where error.code == .stateUnsafe {
             throw CoreError(
                 code: .stateUnsafe,
                 message: "\(error.message). Vigil refuses to load signed plugins until the rollback state is safe")
