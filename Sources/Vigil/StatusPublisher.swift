@@ -198,14 +198,13 @@ public enum PublishedHosts {
     /// The most a status file may hold; a host's is a few KiB.
     public static let maximumFileSize = 1 << 20
 
-    /// Reads a status file through the core's ``StateFile`` checks, like every state file (no
-    /// symbolic link, a regular file of this user in directories only this user can change,
+    /// Reads a status file with the core's ``SafeFile`` (no symbolic link, a regular file only,
     /// never more than ``maximumFileSize`` bytes); `nil` when it is gone (its host just exited).
     static func readCapped(_ path: String) -> Result<Data, VigilError>? {
         do throws(CoreError) {
-            return try StateFile.readIfPresent(path, cap: maximumFileSize, what: "the status file").map {
-                .success(Data($0))
-            }
+            return try SafeFile.readIfPresent(
+                path, cap: maximumFileSize, what: "status file", remedy: "Vigil did not write it there; remove it"
+            ).map { .success(Data($0)) }
         } catch {
             return .failure(VigilError(code: .statusUnreadable, message: error.message, cause: error))
         }
