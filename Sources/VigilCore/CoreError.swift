@@ -79,7 +79,7 @@ public struct CoreError: StructuredError, Hashable {
         public static let configUnsafe = Code(.configUnsafe)
         /// The rollback state file or directory is corrupt or unsafe.
         public static let stateInvalid = Code(.stateInvalid)
-        /// A state file Vigil acts on (duck journal, preferences, rollback records, runtime files),
+        /// A state file Vigil acts on (duck journal, preferences, rollback records),
         /// or a directory above it, is a symbolic link, another user's, or writable by others.
         public static let stateUnsafe = Code(.stateUnsafe)
         /// A key file is not a valid minisign key.

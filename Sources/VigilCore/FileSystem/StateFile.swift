@@ -1,9 +1,9 @@
 import Glibc
 import VigilBase
 
-/// The one check every state file Vigil acts on goes through (the duck journal and its lock,
-/// soundscape preferences, rollback records, runtime status files): sshd's StrictModes, applied
-/// to the file, its directory and the directories above it.
+/// The one check the state files Vigil acts on go through (the duck journal and its lock,
+/// soundscape preferences, rollback records): sshd's StrictModes, applied to the file, its
+/// directory and the directories above it.
 ///
 /// - The file is opened with `O_NOFOLLOW|O_NONBLOCK` and checked on the open descriptor: a
 ///   regular file, owned by the current user, not writable by group or others.
