@@ -243,8 +243,11 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
+        // Keeps espeak-ng from opening an audio device of its own (see its source).
+        .target(name: "CVigilSpeechDevice"),
         .target(
-            name: "VigilSpeech", dependencies: ["CEspeakNG", "VigilAudio", "VigilBase"], swiftSettings: strictSettings),
+            name: "VigilSpeech", dependencies: ["CEspeakNG", "CVigilSpeechDevice", "VigilAudio", "VigilBase"],
+            swiftSettings: strictSettings),
         .target(
             name: "VigilAnnounce",
             dependencies: [

@@ -18,6 +18,12 @@ public enum AnnounceErrorCode: String, ErrorCode {
     case sessionBus = "session-bus"
     /// The journal of ducked volumes could not be written or read; nothing was lowered.
     case journal = "journal"
+    /// The journal, its lock or a directory above them is a symbolic link, another user's, or
+    /// writable by others (StrictModes); nothing was read from it or lowered.
+    case stateUnsafe = "state-unsafe"
+    /// Another announcement held the announce lock past its own deadline (or past the longest
+    /// a prompt may take); nothing was lowered.
+    case busy = "busy"
     /// The host stopped the announcer, or the task that asked for the prompt was cancelled.
     case cancelled = "cancelled"
 }

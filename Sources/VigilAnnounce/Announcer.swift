@@ -215,25 +215,17 @@ final class AnnounceEngine: @unchecked Sendable {
         return mixer
     }
 
-    /// Holds the cross-process announce lock while `body` runs.
-    private func locked<T>(_ body: () throws(AnnounceError) -> T) throws(AnnounceError) -> T {
+    /// Holds the cross-process announce lock while `body` runs (see ``AnnounceLock``).
+    private func locked<T>(_ body: (AnnounceLock) throws(AnnounceError) -> T) throws(AnnounceError) -> T {
         try DuckJournal.makeStateDirectory(directory)
-        let path = directory + "/announce.lock"
-        return try FileLock.withExclusiveLock(
-            on: path, flags: O_RDWR | O_CREAT | O_NOFOLLOW,
-            failure: { failure in
-                AnnounceError(
-                    code: .journal,
-                    message: failure.call == "open"
-                        ? "cannot open the lock \(path): \(failure.reason) — check its permissions"
-                        : "cannot lock \(path): \(failure.reason)",
-                    cause: ErrorCause(failure))
-            }, body)
+        let lock = try AnnounceLock.acquire(in: directory, budgetSeconds: AnnounceLock.setupSeconds)
+        defer { lock.release() }
+        return try body(lock)
     }
 
     func recover(emit: @Sendable (AnnouncementEvent) -> Void) -> Result<RecoveryReport?, AnnounceError> {
         let result = Result { () throws(AnnounceError) -> RecoveryReport? in
-            try locked { () throws(AnnounceError) -> RecoveryReport? in try recoverLocked(emit: emit) }
+            try locked { _ throws(AnnounceError) -> RecoveryReport? in try recoverLocked(emit: emit) }
         }
         if case .failure(let error) = result {
             logger.error(
@@ -260,9 +252,10 @@ final class AnnounceEngine: @unchecked Sendable {
         cancelled: @escaping @Sendable () -> Bool, emit: @escaping @Sendable (AnnouncementEvent) -> Void
     ) -> Result<AnnouncementReport, AnnounceError> {
         let result = Result { () throws(AnnounceError) -> AnnouncementReport in
-            try locked { () throws(AnnounceError) -> AnnouncementReport in
+            try locked { lock throws(AnnounceError) -> AnnouncementReport in
                 try performLocked(
-                    id: id, announcement, calledAt: calledAt, paused: paused, cancelled: cancelled, emit: emit)
+                    id: id, announcement, calledAt: calledAt, paused: paused, lock: lock, cancelled: cancelled,
+                    emit: emit)
             }
         }
         switch result {
@@ -276,7 +269,7 @@ final class AnnounceEngine: @unchecked Sendable {
     }
 
     private func performLocked(
-        id: UInt64, _ announcement: Announcement, calledAt: UInt64, paused: [String],
+        id: UInt64, _ announcement: Announcement, calledAt: UInt64, paused: [String], lock: AnnounceLock,
         cancelled: @escaping @Sendable () -> Bool, emit: @escaping @Sendable (AnnouncementEvent) -> Void
     ) throws(AnnounceError) -> AnnouncementReport {
         let audio: PromptAudio
@@ -296,6 +289,8 @@ final class AnnounceEngine: @unchecked Sendable {
                     message: error.message)
             }
         }
+        // Now that the prompt's length is known, tell waiters how long this turn may take.
+        lock.declare(budgetSeconds: audio.duration + AnnounceLock.setupSeconds)
         let mixer = try connectedMixer()
         _ = try recoverLocked(emit: emit)
         let policy = announcement.policy ?? settings.policy

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Logging
 import VigilAudio
+import VigilBase
 
 #if canImport(Glibc)
 import Glibc
@@ -54,6 +55,7 @@ final class ClientDucker {
 
     private func shouldDuck(_ input: PulseMixer.SinkInput) -> Bool {
         !Self.isOurs(input) && input.volumeWritable && !input.volume.isEmpty
+            && input.volume.allSatisfy { $0 <= DuckJournal.maxVolume }
             && !journal.streams.contains { $0.index == input.index }
     }
 
@@ -167,15 +169,31 @@ final class ClientDucker {
             logger: logger)
     }
 
+    /// Waits (up to the mixer's request timeout) until no client of process `pid` is connected
+    /// to the server; a process that still runs is not waited for.
+    static func waitUntilGone(_ pid: Int32, mixer: PulseMixer) throws(AudioError) {
+        let deadline = MonotonicClock.nanoseconds() &+ mixer.timeoutMicroseconds * 1000
+        while try mixer.clientProcessIDs().contains(pid) {
+            if kill(pid, 0) == 0 || MonotonicClock.nanoseconds() > deadline { return }
+            mixer.pump(microseconds: 20_000)
+        }
+    }
+
     /// Two volumes equal within rounding (pipewire-pulse converts through floats).
     static func close(_ a: [UInt32], _ b: [UInt32]) -> Bool {
         a.count == b.count && zip(a, b).allSatisfy { abs(Int($0) - Int($1)) <= 100 }
     }
 
-    /// Restores what `journal` lowered: streams still at a volume Vigil set (`exact`: the last
-    /// one per stream; `nil`, for a journal of another process: any ramp step) go back to their
-    /// original volume, then module-stream-restore's entries that hold a volume of Vigil's go
-    /// back to what they were. Removes the journal from `directory` when done.
+    /// Restores what `journal` lowered: streams the server reports now and whose volume is still
+    /// one Vigil may have set (any ramp step, or `exact`: the last one this process set) go back
+    /// to their original volume — never more (``DuckJournal/decode(_:path:)`` bounds it) — then
+    /// module-stream-restore's entries that hold a volume of Vigil's go back to what they were.
+    /// The journal is removed from `directory` only once every stream is verified back (or
+    /// changed by someone else, or gone); otherwise it stays for the next start.
+    ///
+    /// A journal another process left is restored only once that process's connection is gone
+    /// from the server: a killed client's last requests (a lowered volume) are still handled
+    /// until then, and would land after the restore.
     static func restore(
         _ journal: DuckJournal, directory: String, mixer: PulseMixer, exact: [UInt32: [UInt32]]?,
         rampMicroseconds: UInt64, logger: Logger
@@ -183,20 +201,27 @@ final class ClientDucker {
         var restored: [UInt32] = []
         var kept: [UInt32] = []
         var entriesPutBack: [String] = []
+        var notBack: [UInt32] = []
         do {
+            // A connection lost during the prompt is made again to put things back.
+            try mixer.connect()
             let info = try mixer.serverInfo()
             let sameRun = info.cookie == journal.serverCookie
+            if sameRun, journal.pid != getpid() { try waitUntilGone(journal.pid, mixer: mixer) }
             let current = try mixer.sinkInputs()
             var targets: [(index: UInt32, original: [UInt32])] = []
             var claimed = Set<UInt32>()
             for stream in journal.streams {
-                let ours: [[UInt32]] =
-                    exact.map { $0[stream.index].map { [$0] } ?? [] } ?? journal.volumesSet(for: stream)
+                // Every volume Vigil may have set: a request that timed out may still have been
+                // applied, so the last one this process knows of is not enough.
+                let ours = journal.volumesSet(for: stream) + (exact?[stream.index].map { [$0] } ?? [])
                 if sameRun, let input = current.first(where: { $0.index == stream.index }) {
                     claimed.insert(input.index)
-                    if ours.contains(where: { close($0, input.volume) }) {
+                    if close(input.volume, stream.original) {
+                        continue
+                    } else if ours.contains(where: { close($0, input.volume) }) {
                         targets.append((input.index, stream.original))
-                    } else if !ours.isEmpty {
+                    } else {
                         kept.append(input.index)
                     }
                     continue
@@ -222,6 +247,13 @@ final class ClientDucker {
                     if try mixer.setVolume(volume, of: target.index), k == rampSteps { restored.append(target.index) }
                 }
                 if k < rampSteps { mixer.pump(microseconds: rampMicroseconds) }
+            }
+            // Verified, not assumed: every target the server still has must now be at its
+            // original volume before the journal may go.
+            let after = try mixer.sinkInputs()
+            for target in targets {
+                guard let input = after.first(where: { $0.index == target.index }) else { continue }
+                if !close(input.volume, target.original) { notBack.append(target.index) }
             }
 
             if let before = journal.restoreEntries, let now = try mixer.restoreEntries() {
@@ -252,7 +284,14 @@ final class ClientDucker {
                     "cannot put the lowered volumes back: \(error.message) — the journal \(DuckJournal.path(in: directory)) "
                     + "is kept, and the next announcement or host start restores from it")
         }
-        DuckJournal.remove(from: directory)
+        guard notBack.isEmpty else {
+            throw AnnounceError(
+                code: .soundServer,
+                message: "stream(s) \(notBack.map(String.init).joined(separator: ", ")) did not come back to their "
+                    + "volume (something lowered them again meanwhile) — the journal \(DuckJournal.path(in: directory)) "
+                    + "is kept, and the next announcement or host start restores from it")
+        }
+        try DuckJournal.remove(from: directory)
         if !kept.isEmpty {
             logger.info(
                 "Left streams whose volume was changed during the prompt", metadata: ["announce.kept": "\(kept)"])

@@ -57,21 +57,33 @@ package struct DuckJournal: Codable, Sendable, Hashable {
 
     static func path(in directory: String) -> String { directory + "/" + fileName }
 
-    /// Creates the announcer's state directory (0700) if it is missing; `consequence` ends the
-    /// error's message.
+    /// The loudest volume Vigil puts a stream back to: PulseAudio's `PA_VOLUME_UI_MAX` (153 %,
+    /// +11 dB, the top of pavucontrol's slider). A stream above it is never lowered (so never
+    /// journalled), and a journal that says otherwise is refused.
+    static let maxVolume: UInt32 = 99_957
+
+    /// An ``AnnounceError`` for a failed state-file check or I/O on the journal, its lock or
+    /// their directory: `.stateUnsafe` for a refusal of StrictModes, else `.journal`;
+    /// `consequence` ends the message.
+    static func failure(_ error: CoreError, consequence: String? = nil) -> AnnounceError {
+        AnnounceError(
+            code: error.code == .stateUnsafe ? .stateUnsafe : .journal,
+            message: error.message + (consequence.map { "; \($0)" } ?? ""), cause: error.cause ?? ErrorCause(error))
+    }
+
+    /// Creates the announcer's state directory (0700) if it is missing and checks it and the
+    /// directories above it (``StateFile``); `consequence` ends the error's message.
     static func makeStateDirectory(_ directory: String, consequence: String? = nil) throws(AnnounceError) {
-        if let failure = Directory.create(directory, mode: 0o700) {
-            throw AnnounceError(
-                code: .journal,
-                message: "cannot create the state directory \(failure.path): \(failure.error.reason) — check its "
-                    + "permissions" + (consequence.map { "; \($0)" } ?? ""),
-                cause: ErrorCause(failure.error))
+        do {
+            try StateFile.prepareDirectory(directory, holding: "the duck journal")
+        } catch {
+            throw failure(error, consequence: consequence)
         }
     }
 
-    /// Writes the journal to `directory` (created 0700 if missing).
+    /// Writes the journal to `directory` (created 0700 if missing): atomically, the file and the
+    /// directory fsynced, so it is on disk before the first volume is lowered.
     func write(to directory: String) throws(AnnounceError) {
-        try Self.makeStateDirectory(directory, consequence: "nothing was lowered")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
@@ -79,24 +91,23 @@ package struct DuckJournal: Codable, Sendable, Hashable {
             throw AnnounceError(code: .journal, message: "cannot encode the duck journal: \(error)")
         }
         do {
-            try AtomicFile.write(Array(data), to: Self.path(in: directory), mode: 0o600)
+            try StateFile.write(Array(data), to: Self.path(in: directory), what: "the duck journal")
         } catch {
-            throw AnnounceError(
-                code: .journal, message: "cannot write the duck journal: \(error.description) — nothing was lowered")
+            throw Self.failure(error, consequence: "nothing was lowered")
         }
     }
 
-    /// The journal left in `directory`, or `nil`.
+    /// The journal left in `directory`, or `nil`; the file and its directories pass the
+    /// ``StateFile`` checks first.
     static func read(from directory: String) throws(AnnounceError) -> DuckJournal? {
         let path = path(in: directory)
         let bytes: [UInt8]?
         do {
-            bytes = try SafeFile.readIfPresent(path, cap: maxSize, what: "duck journal")
+            bytes = try StateFile.readIfPresent(path, cap: maxSize, what: "the duck journal")
         } catch {
-            throw AnnounceError(
-                code: .journal,
-                message:
-                    "\(error.description) — restore the volumes by hand (`pactl list sink-inputs`) and delete \(path)")
+            throw failure(
+                error,
+                consequence: "restore the volumes by hand (`pactl list sink-inputs`) and delete \(path)")
         }
         guard let bytes else { return nil }
         return try decode(bytes, path: path)
@@ -128,11 +139,36 @@ package struct DuckJournal: Codable, Sendable, Hashable {
             for volume in [stream.original, stream.ducked] where volume.isEmpty || volume.count > maxChannels {
                 throw damaged("stream \(stream.index) has a volume of \(volume.count) channels, not 1–\(maxChannels)")
             }
+            // A restore may only undo what Vigil did: never louder than 153 %, and the lowered
+            // volume must be the original one times the level (what Vigil writes).
+            if let loud = stream.original.first(where: { $0 > maxVolume }) {
+                throw damaged(
+                    "stream \(stream.index) would go back to volume \(loud), above \(maxVolume) (153 %), which Vigil "
+                        + "never lowers")
+            }
+            guard stream.ducked.count == stream.original.count,
+                ClientDucker.close(stream.ducked, PulseMixer.scaled(stream.original, by: journal.level))
+            else {
+                throw damaged(
+                    "stream \(stream.index)'s lowered volume \(stream.ducked) is not its volume \(stream.original) "
+                        + "times the level \(journal.level)")
+            }
+        }
+        for entry in journal.restoreEntries ?? [] {
+            if let loud = entry.volume.first(where: { $0 > maxVolume }) {
+                throw damaged("the saved entry \(entry.name) holds volume \(loud), above \(maxVolume) (153 %)")
+            }
         }
         return journal
     }
 
-    static func remove(from directory: String) {
-        unlink(path(in: directory))
+    /// Removes the journal from `directory` durably (the directory is fsynced), once everything
+    /// it records is back.
+    static func remove(from directory: String) throws(AnnounceError) {
+        do {
+            try StateFile.remove(path(in: directory), what: "the duck journal")
+        } catch {
+            throw failure(error)
+        }
     }
 }

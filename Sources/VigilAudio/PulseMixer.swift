@@ -264,6 +264,24 @@ public final class PulseMixer {
         return box.value.sorted { $0.index < $1.index }
     }
 
+    /// The process ids the server's clients declared (`application.process.id`), so a caller can
+    /// tell whether a process still has a connection (a dead client's requests are all handled
+    /// once it is gone from this list).
+    public func clientProcessIDs() throws(AudioError) -> [Int32] {
+        let box = Box<[Int32]>([])
+        let op = pa_context_get_client_info_list(
+            try readyContext(),
+            { _, info, eol, userdata in
+                guard eol == 0, let info, let list = info.pointee.proplist,
+                    let value = pa_proplist_gets(list, PA_PROP_APPLICATION_PROCESS_ID),
+                    let pid = Int32(String(cString: value))
+                else { return }
+                Unmanaged<Box<[Int32]>>.fromOpaque(userdata!).takeUnretainedValue().value.append(pid)
+            }, box.pointer)
+        try wait(op, "pa_context_get_client_info_list")
+        return box.value
+    }
+
     /// The sink input `index`, or `nil` when it is gone.
     public func sinkInput(_ index: UInt32) throws(AudioError) -> SinkInput? {
         let box = Box<SinkInput?>(nil)
@@ -604,7 +622,8 @@ public final class PulseMixer {
         guard let context, pa_context_get_state(context) == PA_CONTEXT_READY else {
             throw AudioError(
                 code: .streamFailed, function: "pa_context",
-                message: "not connected to the sound server — connect() first, and check `pactl info`")
+                message: "the connection to the sound server is not open (it failed or was lost) — check that "
+                    + "the server runs and answers: `pactl info`")
         }
         return context
     }

@@ -21,3 +21,28 @@ package enum FileLock {
         return try body()
     }
 }
+
+extension FileLock {
+    /// Why ``acquire(fd:giveUp:)`` did not get the lock.
+    package enum AcquireFailure: Error, Sendable {
+        /// `giveUp` said the holder kept it too long.
+        case timedOut
+        /// `flock` failed.
+        case failed(SystemCallError)
+    }
+
+    /// Takes an exclusive `flock` on the open descriptor `fd` without ever blocking in the kernel:
+    /// tries every 10–50 ms and stops with ``AcquireFailure/timedOut`` once `giveUp` returns true
+    /// (a waiter's deadline).
+    package static func acquire(fd: Int32, giveUp: () -> Bool) throws(AcquireFailure) {
+        var pause: UInt32 = 10_000
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            if e == EINTR { continue }
+            guard e == EWOULDBLOCK else { throw .failed(SystemCallError("flock", errno: e)) }
+            if giveUp() { throw .timedOut }
+            usleep(pause)
+            pause = min(pause * 2, 50_000)
+        }
+    }
+}

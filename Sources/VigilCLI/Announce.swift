@@ -22,7 +22,9 @@ struct Announce: AsyncParsableCommand {
             defaults otherwise) and can be overridden here. Prompts from several processes queue. Volumes \
             a killed announcer left lowered are restored first (--recover does only that). Exit codes: \
             0 played; 64 usage; 65 invalid prompt or settings; 69 sound server (or, for pause-spoken, the session bus) unreachable or failed; \
-            70 speech synthesis failed; 74 journal not writable (nothing was lowered).
+            70 speech synthesis failed; 74 journal not writable (nothing was lowered); 75 another announcement \
+            held the lock past its deadline, or cancelled; 77 the journal, its lock or their directory is unsafe \
+            (a symbolic link, another user's, or writable by others).
             """)
 
     enum PolicyOption: String, ExpressibleByArgument, CaseIterable {
@@ -200,7 +202,8 @@ struct Announce: AsyncParsableCommand {
         case .soundServer, .sessionBus: 69
         case .speechFailed: 70
         case .journal: 74
-        case .cancelled: 75
+        case .busy, .cancelled: 75
+        case .stateUnsafe: 77
         }
     }
 

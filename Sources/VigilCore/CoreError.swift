@@ -36,6 +36,7 @@ public struct CoreError: StructuredError, Hashable {
             case configNotFound = "config-not-found"
             case configUnsafe = "config-unsafe"
             case stateInvalid = "state-invalid"
+            case stateUnsafe = "state-unsafe"
             case keyInvalid = "key-invalid"
             case keyUnsafe = "key-unsafe"
             case fingerprintMismatch = "fingerprint-mismatch"
@@ -103,6 +104,9 @@ public struct CoreError: StructuredError, Hashable {
         public static let configUnsafe = Code(.configUnsafe)
         /// The rollback state file or directory is corrupt or unsafe.
         public static let stateInvalid = Code(.stateInvalid)
+        /// A state file Vigil acts on (duck journal, preferences, rollback records),
+        /// or a directory above it, is a symbolic link, another user's, or writable by others.
+        public static let stateUnsafe = Code(.stateUnsafe)
         /// A key file is not a valid minisign key.
         public static let keyInvalid = Code(.keyInvalid)
         /// A secret key, or the directory that holds or will hold one, is owned by another user

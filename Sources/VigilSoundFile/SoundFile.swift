@@ -39,23 +39,54 @@ public final class SoundFile {
     public let info: SoundFileInfo
     private var handle: OpaquePointer?
 
-    /// Opens `path` and reads its header.
+    /// What a file of `mode` is, for a refusal ("a FIFO").
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "a special file"
+        }
+    }
+
+    /// Opens `path` and reads its header; anything but a regular file (a FIFO, socket, device or
+    /// directory) is refused before a byte is read.
     /// - Throws: ``SoundFileError`` saying why the file cannot be played.
     public init(path: String) throws(SoundFileError) {
         self.path = path
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking, so a FIFO with no writer cannot hold the open; the kind is checked on
+        // the descriptor before a byte is read.
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             let failure = SystemCallError.current("open")
             let missing = failure.number == ENOENT || failure.number == ENOTDIR
+            var st = stat()
+            if failure.number == ENXIO, stat(path, &st) == 0, (st.st_mode & S_IFMT) != S_IFREG {
+                // open(2) of a socket fails with ENXIO: name what is there.
+                throw SoundFileError(
+                    code: .unreadable, path: path,
+                    message: "is \(Self.kind(st.st_mode)), not a regular file; name an audio file", cause: failure)
+            }
             throw SoundFileError(
                 code: missing ? .notFound : .unreadable, path: path,
                 message: missing ? "no such file; check the path" : "cannot open: \(failure.reason)", cause: failure)
         }
         var st = stat()
-        if fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {
+        guard fstat(fd, &st) == 0 else {
+            let failure = SystemCallError.current("fstat")
             Glibc.close(fd)
-            throw SoundFileError(code: .unreadable, path: path, message: "not a regular file; name an audio file")
+            throw SoundFileError(
+                code: .unreadable, path: path, message: "cannot inspect: \(failure.reason)", cause: failure)
         }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            Glibc.close(fd)
+            throw SoundFileError(
+                code: .unreadable, path: path,
+                message: "is \(Self.kind(st.st_mode)), not a regular file; name an audio file")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var sfInfo = SF_INFO()
         guard let handle = sf_open_fd(fd, Int32(SFM_READ), &sfInfo, 1) else {
             let number = sf_error(nil)

@@ -61,11 +61,12 @@ package final class PreferenceStore: Sendable {
     /// The saved preferences, or `defaults` when there are none; when the file is damaged or names
     /// an unknown soundscape, `defaults` (or the parts that are good) plus a warning saying why.
     func load(defaults: SoundscapePreferences, known: Set<String>) -> (SoundscapePreferences, warning: String?) {
-        // SafeFile, not FileManager: a regular file only, bounded, and no Foundation read (it
-        // leaks a buffer for an empty file).
+        // StateFile, not FileManager: the StrictModes checks every state file gets (a regular
+        // file of this user in a directory only this user can change), bounded, and no Foundation
+        // read (it leaks a buffer for an empty file).
         let bytes: [UInt8]?
         do {
-            bytes = try SafeFile.readIfPresent(path, cap: Self.maxFileBytes, what: "soundscape preferences file")
+            bytes = try StateFile.readIfPresent(path, cap: Self.maxFileBytes, what: "the soundscape preferences file")
         } catch {
             return (defaults, "cannot read \(path) (\(error.message)); using the defaults")
         }
@@ -135,8 +136,7 @@ package final class PreferenceStore: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             let bytes = Array(try encoder.encode(file)) + [UInt8(ascii: "\n")]
-            if let failure = Directory.create(directory, mode: 0o700) { throw failure.error }
-            try AtomicFile.write(bytes, to: path, mode: 0o600)
+            try StateFile.write(bytes, to: path, what: "the soundscape preferences file")
             lastWriteError.withLock { $0 = nil }
             let recovered = writeFailureReported.withLock { reported -> Bool in
                 defer { reported = false }

@@ -1,9 +1,12 @@
 internal import CEspeakNG
+internal import CVigilSpeechDevice
 import Synchronization
 public import VigilAudio
 @_exported public import VigilBase
 
-/// Text to speech with espeak-ng's library, rendered into memory (nothing is played here).
+/// Text to speech with espeak-ng's library, rendered into memory (nothing is played here, and
+/// espeak-ng gets no audio device or sound-server connection of its own: the caller plays the
+/// samples on its own stream, with its own deadline).
 ///
 /// espeak-ng keeps one global synthesiser per process: every call is serialised under a
 /// process-wide lock, and it blocks for as long as synthesis takes (about a tenth of the
@@ -60,7 +63,19 @@ public enum SpeechSynthesizer {
         }
         return try state.withLock { state throws(Failure) -> PromptAudio in
             if state.sampleRate <= 0 {
-                let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, 0)
+                // espeak-ng 1.51 probes PulseAudio here, in every output mode, with a connect
+                // that has no timeout; Vigil plays the samples itself, on its own stream with
+                // its deadline, so espeak-ng is given no audio device (CVigilSpeechDevice).
+                guard vigil_speech_device_guard_active() != 0 else {
+                    throw Failure(
+                        code: .unavailable,
+                        message: "espeak-ng would open an audio device of its own here (libespeak-ng is not linked "
+                            + "into the program, so Vigil cannot keep it off the sound server) — link VigilSpeech "
+                            + "into the executable")
+                }
+                vigil_speech_without_device(1)
+                let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
+                vigil_speech_without_device(0)
                 guard rate > 0 else {
                     throw Failure(
                         code: .unavailable,

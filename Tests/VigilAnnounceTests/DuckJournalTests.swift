@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VigilAudio
 import VigilBase
 import VigilTestSupport
 
@@ -11,11 +12,15 @@ import VigilTestSupport
 @Suite struct DuckJournalTests {
     static let regressions = VigilExecutable.packageRoot + "/Fuzz/Regressions/duck-journal"
 
-    func journal(rampSteps: String = "8", level: String = "0.3", original: String = "[65536,65536]") -> [UInt8] {
+    /// A journal as Vigil writes it: `ducked` is the original volume (100 %) times the level.
+    func journal(
+        rampSteps: String = "8", level: String = "0.3", original: String = "[65536,65536]",
+        ducked: [UInt32] = PulseMixer.scaled([65536, 65536], by: 0.3)
+    ) -> [UInt8] {
         Array(
             """
             {"absentRestoreIDs":[],"level":\(level),"pid":1,"rampSteps":\(rampSteps),"server":null,"serverCookie":1,
-             "streams":[{"ducked":[19661,19661],"index":12,"original":\(original)}],"version":1}
+             "streams":[{"ducked":\(ducked),"index":12,"original":\(original)}],"version":1}
             """.utf8)
     }
 
@@ -28,8 +33,8 @@ import VigilTestSupport
         }
         #expect(
             error?.message
-                == "cannot create the state directory \(file)/state: Not a directory — check its permissions; "
-                + "nothing was lowered")
+                == "cannot create the directory \(file)/state for the duck journal: Not a directory — check the "
+                + "permissions of its parent; nothing was lowered")
         #expect(error?.cause?.systemCall == SystemCallError("mkdir", errno: ENOTDIR))
     }
 
@@ -54,6 +59,25 @@ import VigilTestSupport
         } catch {
             #expect(error.code == .journal)
             #expect(error.message.contains(what) && error.message.contains("delete the file"), "\(error.message)")
+        }
+    }
+
+    @Test(
+        "a restore is bounded: never above 153 %, and the lowered volume must be the original times the level",
+        arguments: [
+            ("[2147483647,2147483647]", PulseMixer.scaled([65536, 65536], by: 0.3), "above 99957"),
+            ("[99958,99958]", PulseMixer.scaled([99958, 99958], by: 0.3), "above 99957"),
+            ("[65536,65536]", [19661, 19661], "is not its volume"),
+            ("[65536,65536]", [65536, 65536], "is not its volume"),
+            ("[65536,65536]", PulseMixer.scaled([65536], by: 0.3), "is not its volume"),
+        ] as [(String, [UInt32], String)])
+    func restoresAreBounded(original: String, ducked: [UInt32], what: String) {
+        do {
+            _ = try DuckJournal.decode(journal(original: original, ducked: ducked), path: "j.json")
+            Issue.record("accepted \(original) → \(ducked)")
+        } catch {
+            #expect(error.code == .journal)
+            #expect(error.message.contains(what), "\(error.message)")
         }
     }
 

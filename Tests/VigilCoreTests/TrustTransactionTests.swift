@@ -70,7 +70,7 @@ import VigilTestSupport
     /// verified with the trusted key; every code is placed by an exhaustive switch.
     @Test func noRefusalBeforeOrDuringVerificationShowsAValidSignature() {
         let afterVerification: Set<CoreError.Code.Kind> = [
-            .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .expired,
+            .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .stateUnsafe, .expired,
             .clockRolledBack,
         ]
         for kind in CoreError.Code.Kind.allCases {

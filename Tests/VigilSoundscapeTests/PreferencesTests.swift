@@ -133,3 +133,27 @@ struct PreferencesFullDiskTests {
         #expect(loaded() == chosenBefore)
     }
 }
+
+@Suite("soundscape preferences: the state-file StrictModes rule")
+struct PreferencesStrictModesTests {
+    @Test("a preferences file others can write, or another user's, is not used", arguments: ["0666", "owner", "link"])
+    func exposedFileIsRefused(exposure: String) throws {
+        let dir = try TestDirectory("vigil-prefs")
+        defer { dir.remove() }
+        let defaults = SoundscapePreferences(soundscape: "ocean-waves", volume: 0.3, paused: false)
+        let planted = #"{"schema":"vigil.soundscape-preferences/v1","soundscape":"rain","volume":1,"paused":true}"#
+        let path = try dir.write("state/preferences.json", planted, mode: 0o600)
+        #expect(chmod(dir.url("state"), 0o700) == 0)
+        switch exposure {
+        case "0666": #expect(chmod(path, 0o666) == 0)
+        case "owner": #expect(chown(path, 65534, 65534) == 0)
+        default:
+            #expect(rename(dir.url("state"), dir.url("real")) == 0)
+            #expect(symlink(dir.url("real"), dir.url("state")) == 0)
+        }
+        let store = PreferenceStore(directory: dir.url("state"), logger: Logger(label: "test"))
+        let (loaded, warning) = store.load(defaults: defaults, known: ["ocean-waves", "rain"])
+        #expect(loaded == defaults)
+        #expect(warning?.contains(dir.path) == true, "\(warning ?? "no warning")")
+    }
+}

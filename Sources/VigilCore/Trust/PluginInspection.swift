@@ -160,7 +160,7 @@ public struct PluginInspection: Sendable {
             .revocationRollback:
             .unknown
         // Refused after the signature verified with the trusted key.
-        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .expired,
+        case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .stateUnsafe, .expired,
             .clockRolledBack:
             .valid
         }

@@ -252,24 +252,16 @@ public struct RollbackStore: Sendable {
     }
 
     func readDocument() throws(CoreError) -> Document {
-        try checkDirectory(create: false)
-        let fd = open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 {
-            let e = errno
-            if e == ENOENT { return Document() }
-            if e == ELOOP { throw corrupt("it is a symbolic link") }
-            throw CoreError.io("open", path: statePath, errno: e, call: "open")
-        }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw CoreError.io("stat", path: statePath, errno: errno, call: "fstat") }
-        if st.st_uid != geteuid() { throw corrupt("it is owned by another user (uid \(st.st_uid))") }
-        if st.st_mode & 0o022 != 0 {
-            throw corrupt("it is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))")
-        }
         let bytes: [UInt8]
         do {
-            bytes = try SafeFile.read(fd: fd, path: statePath, cap: 4 << 20, what: "rollback state", plugin: nil)
+            guard let read = try StateFile.readIfPresent(statePath, what: "the rollback state") else {
+                return Document()
+            }
+            bytes = read
+        } catch  where error.code == .stateUnsafe {
+            throw CoreError(
+                code: .stateUnsafe,
+                message: "\(error.message). Vigil refuses to load signed plugins until the rollback state is safe")
         } catch {
             throw corrupt(error.message)
         }
@@ -379,7 +371,7 @@ public struct RollbackStore: Sendable {
             members.append(("revocations", .object(lists)))
         }
         let doc = JSONValue.object(members)
-        try AtomicFile.write(doc.serialized(), to: statePath, mode: 0o600)
+        try StateFile.write(doc.serialized(), to: statePath, what: "the rollback state")
     }
 
     /// Creates the directory (0700) if needed, checks it, and runs `body` under an exclusive lock.
@@ -394,32 +386,14 @@ public struct RollbackStore: Sendable {
         try checkDirectory(create: true)
     }
 
-    /// Checks the state directory: a directory (not a link), owned by this user, not writable by
-    /// group or others. A missing directory is created (0700, with missing parents) when `create`
-    /// is true and is otherwise fine (nothing was recorded yet). Reading and writing both check
-    /// it, so `vigil check` refuses exactly what a running host refuses.
+    /// Checks the state directory through ``StateFile`` (the same StrictModes rule as every
+    /// other state file), creating it (0700) when `create` is true. Reading and writing both
+    /// check it, so `vigil check` refuses exactly what a running host refuses.
     private func checkDirectory(create: Bool) throws(CoreError) {
-        var st = stat()
-        if lstat(directory, &st) != 0 {
-            let e = errno
-            guard e == ENOENT else { throw CoreError.io("stat", path: directory, errno: e, call: "lstat") }
-            guard create else { return }
-            // Create missing parents with 0700 too (mkdir -p).
-            if let failure = Directory.create(directory, mode: 0o700) {
-                throw CoreError.io(
-                    "create the state directory", path: failure.path, errno: failure.error.number,
-                    call: failure.error.call)
-            }
-            guard lstat(directory, &st) == 0 else {
-                throw CoreError.io("stat", path: directory, errno: errno, call: "lstat")
-            }
-        }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw corrupt("its directory \(directory) is a \(SafeFile.fileKind(st.st_mode)), not a directory")
-        }
-        if st.st_uid != geteuid() { throw corrupt("its directory \(directory) is owned by another user") }
-        if st.st_mode & 0o022 != 0 {
-            throw corrupt("its directory \(directory) is writable by group or others (chmod 700 it)")
+        if create {
+            try StateFile.prepareDirectory(directory, holding: "the rollback state")
+        } else {
+            try StateFile.checkDirectory(directory, holding: "the rollback state")
         }
     }
 }
