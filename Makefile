@@ -84,7 +84,7 @@ dist: build
 	$(SWIFT) build $(swift_release_flags) --product generate-manual
 	rm -rf '$(dist)' && mkdir -p '$(dist)/man' '$(dist)/completions'
 	'$(release_bin)/generate-manual' '$(release_bin)/vigil' --output-directory '$(dist)/man' \
-	  --date '$(MAN_DATE)' --section 1 --authors 'The Vigil authors'
+	  --multi-page --date '$(MAN_DATE)' --section 1 --authors 'The Vigil authors'
 	'$(release_bin)/vigil' --generate-completion-script bash >'$(dist)/completions/vigil'
 	'$(release_bin)/vigil' --generate-completion-script zsh >'$(dist)/completions/_vigil'
 	'$(release_bin)/vigil' --generate-completion-script fish >'$(dist)/completions/vigil.fish'

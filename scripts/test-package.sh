@@ -168,7 +168,10 @@ echo "$check" | sed 's/^/  vigil check: /' >&2
 ((status == 0)) || fail "vigil check exited $status"
 list=$(as_user vigil plugin list)
 echo "$list" | grep -qx 'first-party manifests: /usr/share/vigil/manifests (installed)' || fail "plugin list: $list"
-for plugin in silent-engine soundscape supervisor; do echo "$list" | grep -q "^$plugin " || fail "plugin list lacks $plugin: $list"; done
+for plugin in silent-engine soundscape supervisor; do
+  echo "$list" | grep -qx "    directory: /usr/share/vigil/manifests/$plugin" || fail "plugin list lacks $plugin: $list"
+done
+[[ $(echo "$list" | grep -c '    signature: valid   trust: trusted') == 3 ]] || fail "not 3 valid, trusted plugins: $list"
 
 man -w vigil | grep -qx /usr/share/man/man1/vigil.1.gz || fail "man -w vigil: $(man -w vigil)"
 MANWIDTH=80 man vigil 2>/dev/null | grep -q '^NAME' || fail "man vigil shows no page"
