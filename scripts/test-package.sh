@@ -122,6 +122,10 @@ if [[ ! -f "$tarball" ]]; then
     fail "debootstrap"
   }
   rm -f "$work/boot/var/cache/apt/archives/"*.deb
+  # With the package lists: a later `apt-get update` then only asks whether they changed.
+  cp /etc/resolv.conf "$work/boot/etc/resolv.conf"
+  unshare --mount --propagation private bash -c 'mount -t proc proc "$1/proc" && chroot "$1" apt-get update -qq' _ \
+    "$work/boot" || fail "apt-get update in the new root"
   tar -C "$work/boot" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
   rm -rf "$work/boot"
 fi
