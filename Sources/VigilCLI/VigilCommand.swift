@@ -15,29 +15,12 @@ struct VigilCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil",
         abstract: "Keep a Linux host application alive and its audio output awake, through signed plugins.",
+        discussion: "`vigil --version --json` prints the version as one JSON document (schema vigil.version/v1).",
+        version: "vigil " + VigilVersion.description,
         subcommands: [
             PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Announce.self, SoundscapeCommand.self,
         ]
     )
-
-    @Flag(name: .long, help: "Print the version and the git revision this vigil was built from, then exit.")
-    var version = false
-
-    @Flag(name: .long, help: "With --version: print one JSON document (schema vigil.version/v1).")
-    var json = false
-
-    func validate() throws {
-        if json && !version { throw ValidationError("--json goes with --version here (or after a subcommand)") }
-    }
-
-    func run() async throws {
-        guard version else { throw CleanExit.helpRequest(self) }
-        if json {
-            CLI.printJSON(Self.versionDocument())
-        } else {
-            CLI.sayLine("vigil \(VigilVersion.description)")
-        }
-    }
 
     /// `vigil --version --json`: every key present, `null` for a revision the build did not record.
     static func versionDocument() -> JSONValue {
@@ -54,6 +37,17 @@ struct VigilCommand: AsyncParsableCommand {
     static func main() async {
         EventLoopExecutor.installAsGlobalExecutor(threads: 1)  // nothing in vigil blocks a task
         TrustCommand.adopt(from: ProcessInfo.processInfo.environment)  // the remedies' trust command
+        // `vigil --version [--json]` is answered here: a flag declared on the root command would
+        // also take a subcommand's own `--json` (`vigil plugin list --json`) from it.
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.contains("--version"), Set(arguments).isSubset(of: ["--version", "--json"]) {
+            if arguments.contains("--json") {
+                CLI.printJSON(versionDocument())
+            } else {
+                CLI.sayLine("vigil \(VigilVersion.description)")
+            }
+            return
+        }
         await main(nil)
     }
 }

@@ -65,10 +65,13 @@ struct VersionTests {
         defer { sandbox.remove() }
         let alone = try await sandbox.vigil("--json")
         #expect(alone.status == 64)
-        #expect(alone.stderr.contains("--json goes with --version"), "\(alone.stderr)")
+        #expect(alone.stderr.contains("--json"), "\(alone.stderr)")
+        // A subcommand's own --json is left to it.
         let list = try await sandbox.vigil("plugin", "list", "--json")
         let document = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any]
         #expect(document?["schema"] as? String == "vigil.plugin-list/v1", "\(list.stdout)\(list.stderr)")
+        let help = try await sandbox.vigil("--help")
+        #expect(help.stdout.contains("--version") && help.stdout.contains("vigil.version/v1"), "\(help.stdout)")
     }
 
     @Test("CHANGELOG.md's newest release is the version the code reports")
