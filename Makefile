@@ -48,7 +48,9 @@ build_dir := $(CURDIR)/.build-release
 generated := $(build_dir)/vigil-generated
 dist := $(build_dir)/vigil-dist
 release_bin := $(build_dir)/release
-swift_release_flags := --scratch-path $(build_dir) -c release --static-swift-stdlib -Xcc -I$(generated)
+# -z now: every symbol bound at start, so the GOT can be read-only (full RELRO, as Debian builds).
+swift_release_flags := --scratch-path $(build_dir) -c release --static-swift-stdlib -Xcc -I$(generated) \
+  -Xlinker -z -Xlinker now
 
 # 12 hex digits of HEAD, with -dirty when tracked files differ from it; empty outside a git checkout.
 REVISION ?= $(shell \
@@ -85,7 +87,8 @@ dist: build
 	rm -rf '$(dist)' && mkdir -p '$(dist)/man' '$(dist)/completions'
 	'$(release_bin)/generate-manual' '$(release_bin)/vigil' --output-directory '$(dist)/man' \
 	  --multi-page --date '$(MAN_DATE)' --section 1 --authors 'The Vigil authors'
-	'$(release_bin)/vigil' --generate-completion-script bash >'$(dist)/completions/vigil'
+	# A completion script is sourced, not run: no #! line (bash-completion's convention).
+	'$(release_bin)/vigil' --generate-completion-script bash | sed '1{/^#!/d}' >'$(dist)/completions/vigil'
 	'$(release_bin)/vigil' --generate-completion-script zsh >'$(dist)/completions/_vigil'
 	'$(release_bin)/vigil' --generate-completion-script fish >'$(dist)/completions/vigil.fish'
 

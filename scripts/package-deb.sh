@@ -59,7 +59,7 @@ Upstream-Name: vigil
 Comment: Built from revision ${revision:-unrecorded} by scripts/package-deb.sh.
 
 Files: *
-Copyright: The Vigil authors
+Copyright: 2026 The Vigil authors
 License: Apache-2.0
  Licensed under the Apache License, Version 2.0 (the "License"); you may not use
  this software except in compliance with the License.
