@@ -41,7 +41,7 @@ echo "package-deb: release build and install layout took $((SECONDS - start))s" 
 
 vigil=$stage/usr/bin/vigil
 version=$("$vigil" --version | awk '{print $2}')
-revision=$("$vigil" --version --json | sed -n 's/.*"revision":"\([^"]*\)".*/\1/p')
+revision=$("$vigil" --version --json | tr -d ' \n' | sed -n 's/.*"revision":"\([^"]*\)".*/\1/p')
 arch=$(dpkg --print-architecture)
 [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "package-deb: vigil --version gave '$version'" >&2; exit 1; }
 

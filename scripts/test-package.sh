@@ -51,7 +51,7 @@ vigil=$prefix/bin/vigil
 # ---- 2. the installed tree on this machine --------------------------------------------------------
 t1=$SECONDS
 revision=$(git rev-parse --short=12 HEAD)
-version_json=$("$vigil" --version --json)
+version_json=$("$vigil" --version --json | tr -d ' \n')
 [[ "$version_json" == *'"build":"install"'* ]] || fail "vigil --version --json: not an install build: $version_json"
 [[ "$version_json" == *"\"revision\":\"$revision"* ]] || fail "vigil --version --json lacks revision $revision: $version_json"
 [[ $("$vigil" --version) == "vigil "*" (revision $revision"* ]] || fail "vigil --version: $("$vigil" --version)"
@@ -64,11 +64,11 @@ done
 ldd "$vigil" | grep -q 'libswiftCore' && fail "vigil links the Swift runtime dynamically"
 
 # The first-party manifests: the installed ones, and never the checkout's (run from inside it).
-list=$(cd "$repo" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json)
+list=$(cd "$repo" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json | tr -d ' \n')
 [[ "$list" == *"\"first_party_manifests\":{\"path\":\"$prefix/share/vigil/manifests\",\"origin\":\"installed\"}"* ]] ||
   fail "plugin list does not use $prefix/share/vigil/manifests: $list"
 mv "$prefix/share/vigil/manifests" "$work/manifests-away"
-list=$(cd "$repo" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json)
+list=$(cd "$repo" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json | tr -d ' \n')
 [[ "$list" != *"$repo/manifests"* ]] || fail "an installed vigil looked at the source checkout: $list"
 [[ "$list" == *"\"path\":\"$prefix/share/vigil/manifests\",\"origin\":\"installed\""* ]] || fail "$list"
 mv "$work/manifests-away" "$prefix/share/vigil/manifests"
@@ -161,7 +161,7 @@ say "installed: $(dpkg-query -W -f='${Package} ${Version}' vigil), with $(grep -
 dpkg -L vigil >/tmp/vigil-files
 
 vigil --version | grep -q "^vigil .* (revision " || fail "vigil --version: $(vigil --version)"
-as_user vigil --version --json | grep -q '"build":"install"' || fail "vigil --version --json"
+as_user vigil --version --json | tr -d ' \n' | grep -q '"build":"install"' || fail "vigil --version --json"
 
 # The example host's vigil.toml, as the user keeps it.
 as_user mkdir -p /home/op/host
