@@ -63,12 +63,13 @@ done
 [[ "$depends" != *libswift* && "$depends" != *swiftlang* ]] || fail "Depends names a Swift runtime: $depends"
 ldd "$vigil" | grep -q 'libswiftCore' && fail "vigil links the Swift runtime dynamically"
 
-# The first-party manifests: the installed ones, and never the checkout's (run from inside it).
-list=$(cd "$repo" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json | tr -d ' \n')
+# The first-party manifests: the installed ones, and never the checkout's (run from inside it, where
+# the default plugin_paths, manifests/ beside the working directory, names nothing).
+list=$(cd "$repo/Sources" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json | tr -d ' \n')
 [[ "$list" == *"\"first_party_manifests\":{\"path\":\"$prefix/share/vigil/manifests\",\"origin\":\"installed\"}"* ]] ||
   fail "plugin list does not use $prefix/share/vigil/manifests: $list"
 mv "$prefix/share/vigil/manifests" "$work/manifests-away"
-list=$(cd "$repo" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json | tr -d ' \n')
+list=$(cd "$repo/Sources" && env -u VIGIL_FIRST_PARTY_MANIFESTS "$vigil" plugin list --json | tr -d ' \n')
 [[ "$list" != *"$repo/manifests"* ]] || fail "an installed vigil looked at the source checkout: $list"
 [[ "$list" == *"\"path\":\"$prefix/share/vigil/manifests\",\"origin\":\"installed\""* ]] || fail "$list"
 mv "$work/manifests-away" "$prefix/share/vigil/manifests"
