@@ -98,9 +98,10 @@ complete_words() { # LINE → the completions bash offers at its end
 complete_words "vigil plugin " | grep -qx untrust || fail "vigil plugin <TAB> lacks untrust"
 
 # The installed units, as systemd reads them (ExecStart= is PREFIX/bin/vigil, the man pages exist).
+mkdir -m 0700 "$work/runtime"  # --user verify wants a user runtime directory
 for scope in "" --user; do
   for unit in "$prefix/lib/systemd/user/vigil.service" "$prefix/lib/systemd/system/vigil@.service"; do
-    out=$(MANPATH="$prefix/share/man" systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
+    out=$(XDG_RUNTIME_DIR="$work/runtime" MANPATH="$prefix/share/man" systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
     [[ -z "$out" ]] || fail "systemd-analyze $scope verify $unit: $out"
   done
 done
@@ -191,7 +192,7 @@ completions=$(bash --norc --noprofile -c '
 
 for scope in "" --user; do
   for unit in /usr/lib/systemd/user/vigil.service /usr/lib/systemd/system/vigil@.service; do
-    out=$(systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
+    out=$(XDG_RUNTIME_DIR=/run/op systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
     [[ -z "$out" ]] || fail "systemd-analyze $scope verify $unit: $out"
   done
 done
