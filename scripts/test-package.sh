@@ -192,8 +192,11 @@ completions=$(bash --norc --noprofile -c '
 
 for scope in "" --user; do
   for unit in /usr/lib/systemd/user/vigil.service /usr/lib/systemd/system/vigil@.service; do
+    # In a chroot, systemd 252 also reports ordering cycles among Debian's own early-boot units
+    # (systemd-pcrphase, sysinit.target); only what concerns vigil counts here. The strict check
+    # (no output at all) is the one on this machine above.
     out=$(XDG_RUNTIME_DIR=/run/op systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
-    [[ -z "$out" ]] || fail "systemd-analyze $scope verify $unit: $out"
+    if echo "$out" | grep -i vigil >&2; then fail "systemd-analyze $scope verify $unit (above)"; fi
   done
 done
 
