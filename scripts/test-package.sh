@@ -148,6 +148,8 @@ say() { echo "test-package (chroot): $*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 deb=$(ls /tmp/vigil_*.deb)
 as_user() { runuser -u op -- env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
+# As the user, exec'd in place (no runuser parent): $! of a background job is the program itself.
+as_user_exec() { setpriv --reuid=op --regid=op --init-groups env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
 snapshot() { # every path outside the package manager's own records, caches, logs and scratch space
   find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /run -o -path /home \
     -o -path /var/lib/dpkg -o -path /var/lib/apt -o -path /var/cache -o -path /var/log \) -prune -o -print | sort
@@ -218,7 +220,7 @@ TOML
 chown op: /home/op/headless/vigil.toml
 up_until_running() { # CONFIG PLUGIN…: vigil up until each plugin is running (deadline 60 s), then SIGTERM
   local config=$1; shift
-  as_user vigil up --config "$config" >/tmp/up.log 2>&1 &
+  as_user_exec vigil up --config "$config" >/tmp/up.log 2>&1 &
   local pid=$! ok=0
   for _ in $(seq 1 120); do
     status=$(as_user vigil status --json 2>/dev/null || true)
@@ -255,10 +257,11 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sb
 say() { echo "test-package (chroot): $*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 as_user() { runuser -u op -- env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
+as_user_exec() { setpriv --reuid=op --regid=op --init-groups env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
 apt-get install -y -qq --no-install-recommends /tmp/vigil_*.deb pulseaudio pulseaudio-utils >/tmp/apt.log 2>&1 ||
   { cat /tmp/apt.log >&2; fail "apt-get install vigil pulseaudio"; }
 # A private PulseAudio of the user's: one null sink that suspends after 1 s when nothing plays.
-as_user pulseaudio --daemonize=no --exit-idle-time=-1 --use-pid-file=no --system=no -n \
+as_user_exec pulseaudio --daemonize=no --exit-idle-time=-1 --use-pid-file=no --system=no -n \
   --load="module-native-protocol-unix" --load="module-null-sink sink_name=vigil_test" \
   --load="module-suspend-on-idle timeout=1" >/tmp/pulse.log 2>&1 &
 pulse=$!
@@ -266,7 +269,7 @@ for _ in $(seq 1 40); do as_user pactl info >/dev/null 2>&1 && break; sleep 0.25
 as_user pactl info >/dev/null 2>&1 || { cat /tmp/pulse.log >&2; fail "the private PulseAudio did not start"; }
 cd /home/op/host
 up_until_running() {
-  as_user vigil up --config /home/op/host/vigil.toml >/tmp/up.log 2>&1 &
+  as_user_exec vigil up --config /home/op/host/vigil.toml >/tmp/up.log 2>&1 &
   local pid=$! ok=0
   for _ in $(seq 1 120); do
     status=$(as_user vigil status --json 2>/dev/null | tr -d ' \n' || true)
