@@ -148,8 +148,9 @@ say() { echo "test-package (chroot): $*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 deb=$(ls /tmp/vigil_*.deb)
 as_user() { runuser -u op -- env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
-# As the user, exec'd in place (no runuser parent): $! of a background job is the program itself.
-as_user_exec() { setpriv --reuid=op --regid=op --init-groups env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
+# As the user, exec'd in place (for background jobs only: a backgrounded function runs in a subshell,
+# which exec replaces): $! is then the program itself, and SIGTERM reaches it.
+as_user_exec() { exec setpriv --reuid=op --regid=op --init-groups env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
 snapshot() { # every path outside the package manager's own records, caches, logs and scratch space
   find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /run -o -path /home \
     -o -path /var/lib/dpkg -o -path /var/lib/apt -o -path /var/cache -o -path /var/log \) -prune -o -print | sort
@@ -257,7 +258,7 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sb
 say() { echo "test-package (chroot): $*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 as_user() { runuser -u op -- env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
-as_user_exec() { setpriv --reuid=op --regid=op --init-groups env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
+as_user_exec() { exec setpriv --reuid=op --regid=op --init-groups env HOME=/home/op XDG_RUNTIME_DIR=/run/op "$@"; }
 apt-get install -y -qq --no-install-recommends /tmp/vigil_*.deb pulseaudio pulseaudio-utils >/tmp/apt.log 2>&1 ||
   { cat /tmp/apt.log >&2; fail "apt-get install vigil pulseaudio"; }
 # A private PulseAudio of the user's: one null sink that suspends after 1 s when nothing plays.
