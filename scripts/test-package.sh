@@ -31,7 +31,14 @@ fail() {
 t0=$SECONDS
 work=$(mktemp -d "${TMPDIR:-/tmp}/vigil-test-package-XXXXXX")
 chmod 0755 "$work"
-cleanup() { rm -rf "$work"; }
+cleanup() {
+  # A step that failed may leave its processes running in the root (vigil up, pulseaudio): end them.
+  local p
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/root" 2>/dev/null) == "$work/root" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+  done
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 # ---- 1. the build, the install tree, the package -------------------------------------------------
