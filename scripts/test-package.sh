@@ -35,7 +35,7 @@ cleanup() {
   # A step that failed may leave its processes running in the root (vigil up, pulseaudio): end them.
   local p
   for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/root" 2>/dev/null) == "$work/root" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+    [[ $(readlink "$p/root" 2>/dev/null) == "$work/root" ]] && kill -KILL "${p#/proc/}" 2>/dev/null || true
   done
   rm -rf "$work"
 }
