@@ -61,7 +61,8 @@ let package = Package(
         .target(
             name: "VigilBase", dependencies: ["CVigilBase", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings),
-        // prctl(PR_SET_NAME) for VigilBase (a variadic C call Swift cannot make).
+        // prctl(PR_SET_NAME) for VigilBase (a variadic C call Swift cannot make), and the build
+        // information `make` records (VigilVersion).
         .target(name: "CVigilBase"),
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
         .target(name: "VigilCrypto", dependencies: ["CSodium", "VigilBase"], swiftSettings: strictSettings),

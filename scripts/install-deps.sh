@@ -2,6 +2,7 @@
 # Installs the Debian packages Vigil needs to build, run and test.
 #   scripts/install-deps.sh          build + run + test dependencies
 #   scripts/install-deps.sh --bench  also the peers the benchmark scripts compare against
+#   scripts/install-deps.sh --package  also what scripts/package-deb.sh and scripts/test-package.sh use
 # Idempotent: packages already present are skipped, so a second run costs a dpkg query.
 set -euo pipefail
 
@@ -9,10 +10,17 @@ build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev libsn
 run=(pulseaudio pulseaudio-utils libasound2-plugins alsa-utils dbus)
 test=(minisign sox playerctl python3-dbus python3-gi systemd procps pipewire pipewire-pulse wireplumber gcc libc6-dev
   faketime python3-venv)
+package=(make dpkg-dev fakeroot binutils lintian debootstrap man-db bash-completion)
 bench=(runit s6 supervisor jq gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-pulseaudio)
 
 want=("${build[@]}" "${run[@]}" "${test[@]}")
-[[ "${1:-}" == "--bench" ]] && want+=("${bench[@]}")
+for option in "$@"; do
+  case "$option" in
+    --bench) want+=("${bench[@]}") ;;
+    --package) want+=("${package[@]}") ;;
+    *) echo "install-deps: unknown option $option (--bench, --package)" >&2; exit 64 ;;
+  esac
+done
 
 missing=()
 for p in "${want[@]}"; do

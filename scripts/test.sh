@@ -49,3 +49,11 @@ if [[ "${CI:-}" == true || "${VIGIL_TSAN:-0}" == 1 ]]; then
   scripts/sanitize.sh thread --concurrency
   echo "vigil: ThreadSanitizer step took $((SECONDS - start))s (build and run)"
 fi
+
+# The public API of the library products against the previous release (it says why when it skips:
+# no release yet); in CI (CI=true), or with VIGIL_PACKAGE_TEST=1, the release build, the .deb and
+# the .deb installed into a clean Debian 12 root (scripts/test-package.sh prints what each part took).
+scripts/check-api.sh
+if [[ "${CI:-}" == true || "${VIGIL_PACKAGE_TEST:-0}" == 1 ]]; then
+  scripts/test-package.sh
+fi

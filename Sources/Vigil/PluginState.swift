@@ -1,3 +1,4 @@
+import VigilBase
 public import VigilCore
 public import VigilLibraryCheck
 public import VigilPlugin
@@ -160,6 +161,10 @@ public struct HostStatus: Sendable, Hashable {
     public let plugins: [PluginStatus]
     /// The host's system sleep handling (`nil` while the host is not up, or from an older host).
     public let sleep: SleepStatus?
+    /// The version of Vigil the host runs (``VigilVersion/version``; `nil` from a host older than 0.1.0).
+    public internal(set) var vigilVersion: String? = VigilVersion.version
+    /// The git revision that Vigil was built from, when its build recorded one (``VigilVersion/revision``).
+    public internal(set) var vigilRevision: String? = VigilVersion.revision
 
     /// Creates a status value.
     public init(

@@ -124,7 +124,26 @@ struct StatusDocument: Codable {
         var off: String?
     }
 
+    /// The Vigil the host runs (``VigilVersion``); absent from a status file older than 0.1.0.
+    struct Build: Codable {
+        var version: String
+        var revision: String?
+
+        init(version: String, revision: String?) {
+            self.version = version
+            self.revision = revision
+        }
+
+        /// `"revision": null` when the build recorded none, rather than no key.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(version, forKey: .version)
+            try container.encode(revision, forKey: .revision)
+        }
+    }
+
     var schema: String
+    var vigil: Build?
     var pid: Int32
     var host: String
     var config: String?
@@ -136,7 +155,8 @@ extension HostStatus {
     /// The status as `vigil.status/v1` JSON (sorted keys, stable for scripts).
     public func jsonData(pretty: Bool = false) -> Data {
         let document = StatusDocument(
-            schema: StatusDocument.schema, pid: pid, host: hostName, config: configPath,
+            schema: StatusDocument.schema, vigil: vigilVersion.map { .init(version: $0, revision: vigilRevision) },
+            pid: pid, host: hostName, config: configPath,
             plugins: plugins.map { plugin in
                 var entry = StatusDocument.Plugin(
                     name: plugin.name, version: plugin.version, state: plugin.state.name,
@@ -217,6 +237,8 @@ extension HostStatus {
                     details: plugin.details.mapValues(\.text))
             },
             sleep: document.sleep.map { SleepStatus(locks: $0.locks, off: $0.off) })
+        vigilVersion = document.vigil?.version
+        vigilRevision = document.vigil?.revision
     }
 
     private static func unmet(from entry: StatusDocument.Unmet) -> UnmetRequirement {

@@ -281,6 +281,37 @@ import VigilTestSupport
         #expect(overridden.path == "/opt/vigil/manifests" && overridden.origin == .environment)
     }
 
+    /// The install layout comes first, for any build; a binary built for installation never falls
+    /// back to the source checkout (it would find a directory of the build machine's), a
+    /// development build does.
+    @Test func firstPartyManifestsOfAnInstalledBinaryNeverComeFromTheCheckout() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        try dir.makeDirectory("checkout/manifests")
+        let executable = dir.url("prefix/bin/vigil")
+        let installedPath = dir.url("prefix/share/vigil/manifests")
+        let none = HostEnvironment(variables: [:])
+        func find(checkout: String?) -> HostConfiguration.FirstPartyManifests {
+            HostConfiguration.firstPartyManifests(environment: none, executable: executable, checkout: checkout)
+        }
+        // Nothing installed: the install build names the install location, the development build the checkout.
+        let install = find(checkout: nil)
+        #expect(install.path == installedPath && install.origin == .installed, "\(install)")
+        let development = find(checkout: dir.url("checkout"))
+        #expect(development.path == dir.url("checkout/manifests") && development.origin == .sourceCheckout)
+        // Installed: both use the install location, even with the checkout present.
+        try dir.makeDirectory("prefix/share/vigil/manifests")
+        for checkout in [nil, dir.url("checkout")] {
+            let found = find(checkout: checkout)
+            #expect(found.path == installedPath && found.origin == .installed, "\(found)")
+        }
+        // The override wins over both.
+        let overridden = HostConfiguration.firstPartyManifests(
+            environment: HostEnvironment(variables: ["VIGIL_FIRST_PARTY_MANIFESTS": "/opt/m"]), executable: executable,
+            checkout: dir.url("checkout"))
+        #expect(overridden.path == "/opt/m" && overridden.origin == .environment)
+    }
+
     @Test func emptyFileHasDefaults() throws {
         let dir = try TestDirectory()
         defer { dir.remove() }

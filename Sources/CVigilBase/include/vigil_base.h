@@ -4,4 +4,10 @@
 /// Names the calling thread (PR_SET_NAME; the kernel keeps at most 15 bytes). Opens no file.
 void vigil_set_thread_name(const char *name);
 
+/// The git revision `make` recorded for this build (see vigil_base.c), or "" when none was.
+const char *vigil_build_revision(void);
+
+/// 1 when `make` built this binary for an install layout (PREFIX/bin beside PREFIX/share/vigil), else 0.
+int vigil_build_for_install(void);
+
 #endif

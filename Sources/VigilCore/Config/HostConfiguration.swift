@@ -1,5 +1,6 @@
 import Glibc
 import TOMLKit
+import VigilBase
 public import VigilCrypto
 public import VigilPlugin
 
@@ -99,26 +100,37 @@ public struct HostConfiguration: Sendable {
     /// Vigil's own first-party manifests, in this order: `VIGIL_FIRST_PARTY_MANIFESTS`; else
     /// `../share/vigil/manifests` relative to the running executable's directory (the install
     /// location, `PREFIX/share/vigil/manifests` for `PREFIX/bin/vigil`); else, for a development
-    /// build that was never installed, the source checkout's `manifests/` when it exists.
+    /// build that was never installed, the source checkout's `manifests/` when it exists. A binary
+    /// `make` built for installation (``VigilVersion/isInstallBuild``) never looks at the checkout.
     /// When none exists the install location is returned, so errors name where to install.
     public static func firstPartyManifests(environment: HostEnvironment) -> FirstPartyManifests {
+        // …/Sources/VigilCore/…/HostConfiguration.swift: the package root is what precedes the
+        // last "/Sources/", at whatever depth this file sits.
+        let components = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        let sources = components.lastIndex(of: "Sources") ?? 1
+        return firstPartyManifests(
+            environment: environment,
+            executable: SystemCall.executablePath(fallback: Path.join(environment.workingDirectory, "vigil")),
+            checkout: VigilVersion.isInstallBuild ? nil : components[..<sources].joined(separator: "/"))
+    }
+
+    /// ``firstPartyManifests(environment:)`` with its inputs given: the running executable's path
+    /// and the root of the source checkout a development build may fall back to (`nil` for a
+    /// binary built for installation).
+    package static func firstPartyManifests(
+        environment: HostEnvironment, executable: String, checkout: String?
+    ) -> FirstPartyManifests {
         if let override = environment["VIGIL_FIRST_PARTY_MANIFESTS"] {
             return FirstPartyManifests(
                 path: Path.absolute(override, relativeTo: environment.workingDirectory), origin: .environment)
         }
-        let executable = SystemCall.executablePath(fallback: Path.join(environment.workingDirectory, "vigil"))
         let installed = FirstPartyManifests(
             path: Path.absolute("../share/vigil/manifests", relativeTo: Path.directory(of: executable)),
             origin: .installed)
         if SystemCall.isDirectory(installed.path) { return installed }
-        // …/Sources/VigilCore/…/HostConfiguration.swift: the package root is what precedes the
-        // last "/Sources/", at whatever depth this file sits.
-        let source = #filePath
-        let components = source.split(separator: "/", omittingEmptySubsequences: false)
-        let sources = components.lastIndex(of: "Sources") ?? 1
-        let root = components[..<sources].joined(separator: "/")
-        let checkout = Path.join(root, "manifests")
-        if SystemCall.isDirectory(checkout) { return FirstPartyManifests(path: checkout, origin: .sourceCheckout) }
+        if let checkout, case let manifests = Path.join(checkout, "manifests"), SystemCall.isDirectory(manifests) {
+            return FirstPartyManifests(path: manifests, origin: .sourceCheckout)
+        }
         return installed
     }
 

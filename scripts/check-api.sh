@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Checks the public Swift API of Vigil's library products for breaking changes against the previous
+# release, with `swift package diagnose-api-breaking-changes` and the allow-list
+# .api-breakage-allowlist (every line of which CHANGELOG.md quotes and explains).
+#
+#   scripts/check-api.sh          the baseline is VIGIL_API_BASELINE, else the revision .api-baseline
+#                                 names, else the newest v* tag reachable from HEAD
+#   scripts/check-api.sh REV      the baseline is REV (a tag, a commit, HEAD~5)
+#
+# With no baseline (no release yet) it says so and exits 0. The baseline is built once in a
+# temporary worktree; its API files are kept in .build-api-baseline/ for the next run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+products=(Vigil VigilPlugin VigilPluginSDK VigilExecutor)
+baseline=${1:-${VIGIL_API_BASELINE:-}}
+from="the command line"
+if [[ -z "$baseline" && -f .api-baseline ]]; then
+  baseline=$( (grep -v '^[[:space:]]*#' .api-baseline || true) | tr -d '[:space:]')
+  from=".api-baseline"
+fi
+if [[ -z "$baseline" ]]; then
+  baseline=$(git describe --tags --abbrev=0 --match 'v[0-9]*' HEAD 2>/dev/null || true)
+  from="the newest release tag"
+fi
+if [[ -z "$baseline" ]]; then
+  echo "check-api: skipped: no previous release to compare the API with (.api-baseline names none and" \
+    "no v* tag is reachable from HEAD; CHANGELOG.md's first release is the one being made)"
+  exit 0
+fi
+if ! commit=$(git rev-parse --verify --quiet "$baseline^{commit}"); then
+  echo "check-api: the baseline $baseline (from $from) is not a commit of this clone —" \
+    "fetch it (git fetch --tags, or clone with more history), or fix $from" >&2
+  exit 1
+fi
+echo "check-api: comparing the API of ${products[*]} with $baseline ($commit, from $from)"
+start=$SECONDS
+status=0
+swift package diagnose-api-breaking-changes "$commit" --products "${products[@]}" \
+  --breakage-allowlist-path .api-breakage-allowlist --baseline-dir .build-api-baseline || status=$?
+echo "check-api: took $((SECONDS - start))s"
+if ((status != 0)); then
+  echo "check-api: the public API breaks against $baseline (above). If the break is intended, add each" \
+    "message to .api-breakage-allowlist and quote it, with the reason, in CHANGELOG.md under the release" \
+    "that makes it (a breaking change raises the minor version before 1.0.0)" >&2
+fi
+exit "$status"
