@@ -18,16 +18,12 @@ package enum PluginNoteSource {
         return words
     }
 
-    /// The Swift declaration (Swift 6.3 `@section`/`@used`) that puts the note for `id` into the
-    /// library being built.
+    /// The Swift declaration (Swift 6.3 `@section`/`@used`, one line) that puts the note for `id`
+    /// into the library being built.
     package static func swift(id: String) -> String {
         let words = words(id: id)
         let type = "(" + Array(repeating: "UInt32", count: words.count).joined(separator: ", ") + ")"
         let values = words.map { "0x" + String($0, radix: 16) }.joined(separator: ", ")
-        return """
-            // The Vigil note of plugin "\(id)", ABI \(VIGIL_PLUGIN_ABI_MAJOR).\(VIGIL_PLUGIN_ABI_MINOR) (checked before the library is mapped).
-            @section(".note.vigil") @used
-            let vigilPluginNote: \(type) = (\(values))
-            """
+        return "@section(\".note.vigil\") @used let vigilPluginNote: \(type) = (\(values))"
     }
 }

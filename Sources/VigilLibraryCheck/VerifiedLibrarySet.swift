@@ -252,8 +252,8 @@ package struct VerifiedLibrarySet: Sendable {
                 code: .pluginNoteMissing, plugin: plugin,
                 message: "\(path) carries no Vigil note, so Vigil cannot check which plugin it is before mapping it — "
                     + "in C add `VIGIL_PLUGIN_NOTE(\"\(plugin)\");` (vigil_plugin.h) or use VIGIL_PLUGIN_ENTRY; in Swift "
-                    + "add to the file with vigil_swift_plugin:\n" + PluginNoteSource.swift(id: plugin)
-                    + "\nthen rebuild and sign again")
+                    + "add `\(PluginNoteSource.swift(id: plugin))` to the file with vigil_swift_plugin; then "
+                    + "rebuild and sign again")
         }
         guard note.id == plugin else {
             throw SharedLibraryError(
