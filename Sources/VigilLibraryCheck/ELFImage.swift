@@ -1,3 +1,5 @@
+import Glibc
+
 /// What Vigil reads from a shared library's verified bytes before anything of it is mapped: its
 /// SONAME, the libraries it needs (`DT_NEEDED`), its search path, the plugin descriptor's header
 /// and the plugin's `.note.vigil` note.
@@ -153,8 +155,8 @@ package struct ELFImage: Sendable {
     package static let hostMachine: UInt16 = 0xFFFF
     #endif
 
-    /// The loader maps whole pages: the smallest page size any supported machine uses.
-    package static let pageSize: UInt64 = 4096
+    /// The loader maps whole pages of this size (at least 4 KiB; 16 or 64 KiB on some arm64 kernels).
+    package static let pageSize = UInt64(max(4096, sysconf(Int32(_SC_PAGESIZE))))
 
     private struct Segment {
         var offset: UInt64
