@@ -4,7 +4,8 @@
 ///
 /// Every refusal has its own ``SharedLibraryErrorCode`` and a ``CodedError/message`` with the cause
 /// and the remedy. Refusals found in the verified bytes (everything up to
-/// ``SharedLibraryErrorCode/memfdExecRefused``) happen before anything of the library is mapped, so
+/// ``SharedLibraryErrorCode/memfdExecRefused``, and ``SharedLibraryErrorCode/pluginIDMismatch``
+/// when the Vigil note names another plugin) happen before anything of the library is mapped, so
 /// none of its code — not even a constructor — has run.
 public typealias SharedLibraryError = CodedError<SharedLibraryErrorCode>
 
