@@ -1,8 +1,19 @@
-/// What Vigil reads from a shared library's verified bytes before anything of it is mapped:
-/// its SONAME, the libraries it needs (`DT_NEEDED`) and the plugin descriptor's header.
+import Glibc
+
+/// What Vigil reads from a shared library's verified bytes before anything of it is mapped: its
+/// SONAME, the libraries it needs (`DT_NEEDED`), its search path, the plugin descriptor's header
+/// and the plugin's `.note.vigil` note.
 ///
-/// Only 64-bit little-endian ELF shared objects for the host's machine are accepted. Every
-/// offset is bounds-checked; a malformed file is refused, never trusted.
+/// Every structure is read **the way glibc's loader reads it**: the dynamic array at `PT_DYNAMIC`'s
+/// `p_vaddr` mapped through the `PT_LOAD` segments and walked to `DT_NULL`, the string, symbol and
+/// hash tables at the addresses the dynamic array gives, the descriptor found by the same hash
+/// lookup `dlsym` does. A library whose file view and loader view could differ (a load segment
+/// outside the file or overlapping another, an offset not congruent with its address, a dynamic
+/// array that does not end inside its segment, section headers that say something else) is
+/// refused, each case with its own ``Problem/Kind``.
+///
+/// Every loop is bounded by an explicit cap in ``Limits`` and every comparison by the length of
+/// what it looks for, so checking is linear in the size of the file.
 package struct ELFImage: Sendable {
     /// `DT_SONAME`, if present.
     package let soname: String?
@@ -13,6 +24,8 @@ package struct ELFImage: Sendable {
     /// The header of the exported `vigil_plugin_entry` descriptor, or `nil` when the library does
     /// not export the symbol (a dependency).
     package let descriptor: DescriptorHeader?
+    /// The plugin note (`.note.vigil`, owner "Vigil", type 1) in a `PT_NOTE` segment, if any.
+    package let note: PluginNote?
 
     /// The first 16 bytes of `vigil_plugin_entry` (plain integers, present in the file bytes).
     package struct DescriptorHeader: Sendable, Hashable {
@@ -37,12 +50,102 @@ package struct ELFImage: Sendable {
         }
     }
 
+    /// What `VIGIL_PLUGIN_NOTE` (vigil_plugin.h) and the Swift SDK emit: the plugin's id and the ABI
+    /// it was built for, readable without mapping anything.
+    package struct PluginNote: Sendable, Hashable {
+        package var abiMajor: UInt16
+        package var abiMinor: UInt16
+        package var id: String
+
+        /// Creates a note from its fields.
+        package init(abiMajor: UInt16, abiMinor: UInt16, id: String) {
+            self.abiMajor = abiMajor
+            self.abiMinor = abiMinor
+            self.id = id
+        }
+    }
+
+    /// The caps on what a library may contain; each has its own refusal.
+    package struct Limits: Sendable {
+        /// The largest file (bytes).
+        package var fileSize: Int = 64 << 20
+        /// Program headers.
+        package var programHeaders = 64
+        /// Section headers.
+        package var sections = 1024
+        /// Dynamic entries up to and including `DT_NULL`.
+        package var dynamicEntries = 4096
+        /// Hash buckets, bloom words and symbols visited on one hash chain.
+        package var symbols = 1 << 20
+        /// Bytes of one dynamic string (`DT_NEEDED`, `DT_SONAME`, `DT_RUNPATH`), without its NUL.
+        package var stringLength = 4096
+        /// Notes in all `PT_NOTE` segments.
+        package var notes = 256
+
+        /// The limits Vigil applies.
+        package static let standard = Limits()
+
+        /// Creates the standard limits (change fields to test a cap).
+        package init() {}
+    }
+
     /// Why the bytes are not an acceptable shared object.
     package struct Problem: Error, Sendable {
+        /// Each kind is its own refusal (``SharedLibraryErrorCode``).
+        package enum Kind: Sendable, Hashable {
+            /// Not a 64-bit little-endian ELF shared object for this machine, or truncated.
+            case malformed
+            /// Larger than ``Limits/fileSize``.
+            case tooLarge
+            /// A load segment's file bytes lie outside the file, or it has more file than memory bytes.
+            case segmentOutsideFile
+            /// A load segment's offset and address differ by other than whole pages, so the loader
+            /// would map other bytes at its address than the file has at its offset.
+            case segmentMisaligned
+            /// Load segments out of address order or sharing a page: a later mapping replaces bytes.
+            case segmentsOverlap
+            /// `PT_DYNAMIC` or `PT_NOTE` says one offset, the load mapping of its address another.
+            case viewMismatch
+            /// A table the loader reads (dynamic array, strings, symbols, hashes, descriptor) is not
+            /// wholly inside the file-backed part of one load segment.
+            case addressUnmapped
+            /// The dynamic array has no `DT_NULL` inside `PT_DYNAMIC`'s file size and its load segment.
+            case dynamicUnterminated
+            /// Two `PT_DYNAMIC` headers, or a table given twice in the dynamic array.
+            case dynamicAmbiguous
+            /// The section headers say something other than the program headers and dynamic array.
+            case sectionsDisagree
+            /// More than ``Limits/programHeaders``.
+            case tooManySegments
+            /// More than ``Limits/sections``.
+            case tooManySections
+            /// More than ``Limits/dynamicEntries``.
+            case tooManyDynamicEntries
+            /// More than ``Limits/symbols`` hash buckets, bloom words or symbols on a chain.
+            case tooManySymbols
+            /// A dynamic string longer than ``Limits/stringLength``.
+            case stringTooLong
+            /// More than ``Limits/notes``.
+            case tooManyNotes
+            /// A note (in particular the Vigil note) is malformed.
+            case noteMalformed
+        }
+
+        package let kind: Kind
         package let reason: String
+
+        package init(_ kind: Kind, _ reason: String) {
+            self.kind = kind
+            self.reason = reason
+        }
     }
 
     package static let entrySymbol = "vigil_plugin_entry"
+    /// The plugin note's owner and type.
+    package static let noteOwner = "Vigil"
+    package static let noteType: UInt32 = 1
+    /// The longest plugin id in a note (bytes, without the NUL).
+    package static let noteIDLimit = 127
 
     #if arch(x86_64)
     package static let hostMachine: UInt16 = 62  // EM_X86_64
@@ -52,143 +155,454 @@ package struct ELFImage: Sendable {
     package static let hostMachine: UInt16 = 0xFFFF
     #endif
 
+    /// The loader maps whole pages of this size (at least 4 KiB; 16 or 64 KiB on some arm64 kernels).
+    package static let pageSize = UInt64(max(4096, sysconf(Int32(_SC_PAGESIZE))))
+
     private struct Segment {
         var offset: UInt64
         var vaddr: UInt64
         var filesz: UInt64
+        var memsz: UInt64
     }
 
-    /// Parses `bytes`.
-    package init(_ bytes: [UInt8]) throws(Problem) {
+    /// Parses `bytes` under `limits`.
+    package init(_ bytes: [UInt8], limits: Limits = .standard) throws(Problem) {
+        guard bytes.count <= limits.fileSize else {
+            throw Problem(
+                .tooLarge,
+                "it is \(bytes.count) bytes, more than the \(limits.fileSize) bytes a plugin library may have")
+        }
         let r = Reader(bytes: bytes)
         guard bytes.count >= 64, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
-            throw Problem(reason: "it is not an ELF file")
+            throw Problem(.malformed, "it is not an ELF file")
         }
-        guard bytes[4] == 2 else { throw Problem(reason: "it is not a 64-bit ELF object") }
-        guard bytes[5] == 1 else { throw Problem(reason: "it is not a little-endian ELF object") }
+        guard bytes[4] == 2 else { throw Problem(.malformed, "it is not a 64-bit ELF object") }
+        guard bytes[5] == 1 else { throw Problem(.malformed, "it is not a little-endian ELF object") }
         let type = try r.u16(16)
-        guard type == 3 else { throw Problem(reason: "it is not a shared object (ELF type \(type), expected ET_DYN)") }
+        guard type == 3 else {
+            throw Problem(.malformed, "it is not a shared object (ELF type \(type), expected ET_DYN)")
+        }
         let machine = try r.u16(18)
         guard machine == Self.hostMachine else {
             throw Problem(
-                reason: "it is built for another machine (ELF machine \(machine), this host is \(Self.hostMachine))")
+                .malformed,
+                "it is built for another machine (ELF machine \(machine), this host is \(Self.hostMachine))")
         }
         let phoff = try r.u64(32), shoff = try r.u64(40)
         let phentsize = try r.u16(54), phnum = try r.u16(56), shentsize = try r.u16(58), shnum = try r.u16(60)
-        guard phentsize == 56, phnum > 0 else { throw Problem(reason: "its program headers are malformed") }
+        guard phentsize == 56, phnum > 0 else { throw Problem(.malformed, "its program headers are malformed") }
+        guard Int(phnum) <= limits.programHeaders else {
+            throw Problem(
+                .tooManySegments, "it has \(phnum) program headers, more than the \(limits.programHeaders) allowed")
+        }
 
+        // The program headers, read from the file as the loader reads them.
         var loads: [Segment] = []
-        var dynamic: (offset: UInt64, size: UInt64)?
+        var dynamicHeader: Segment?
+        var noteHeaders: [(segment: Segment, align: UInt64)] = []
         var hasInterpreter = false
         for i in 0..<UInt64(phnum) {
             let at = try r.offset(phoff, plus: i * 56)
-            let pType = try r.u32(at)
-            switch pType {
-            case 1:
-                loads.append(Segment(offset: try r.u64(at + 8), vaddr: try r.u64(at + 16), filesz: try r.u64(at + 32)))
-            case 2: dynamic = (try r.u64(at + 8), try r.u64(at + 32))
+            let segment = Segment(
+                offset: try r.u64(at + 8), vaddr: try r.u64(at + 16), filesz: try r.u64(at + 32),
+                memsz: try r.u64(at + 40))
+            switch try r.u32(at) {
+            case 1: loads.append(segment)
+            case 2:
+                guard dynamicHeader == nil else {
+                    throw Problem(.dynamicAmbiguous, "it has two PT_DYNAMIC program headers")
+                }
+                dynamicHeader = segment
             case 3: hasInterpreter = true
+            case 4: noteHeaders.append((segment, try r.u64(at + 48)))
             default: break
             }
         }
         guard !hasInterpreter else {
-            throw Problem(reason: "it is an executable (it has a program interpreter), not a shared library")
+            throw Problem(.malformed, "it is an executable (it has a program interpreter), not a shared library")
         }
-        guard let dynamic else { throw Problem(reason: "it has no dynamic section") }
+        guard !loads.isEmpty else { throw Problem(.malformed, "it has no load segment") }
 
-        // The dynamic section: DT_NEEDED, DT_SONAME, DT_STRTAB, DT_STRSZ.
-        var neededOffsets: [UInt64] = []
-        var pathOffsets: [UInt64] = []
-        var sonameOffset: UInt64?
-        var strtab: UInt64?
-        var strsz: UInt64?
-        var index: UInt64 = 0
-        while index * 16 + 16 <= dynamic.size {
-            let at = try r.offset(dynamic.offset, plus: index * 16)
-            let tag = try r.u64(at), value = try r.u64(at + 8)
-            if tag == 0 { break }
-            switch tag {
-            // DT_NEEDED, and DT_AUXILIARY/DT_FILTER, which also make the dynamic linker load a library.
-            case 1, 0x7FFF_FFFD, 0x7FFF_FFFF: neededOffsets.append(value)
-            case 5: strtab = value
-            case 10: strsz = value
-            case 14: sonameOffset = value
-            case 15, 29: pathOffsets.append(value)  // DT_RPATH, DT_RUNPATH
-            default: break
+        // Load segments: inside the file, offset congruent with address, ascending and apart.
+        var previousEnd: UInt64 = 0
+        for (index, s) in loads.enumerated() {
+            let (fileEnd, o1) = s.offset.addingReportingOverflow(s.filesz)
+            let (memoryEnd, o2) = s.vaddr.addingReportingOverflow(s.memsz)
+            guard !o1, !o2, fileEnd <= UInt64(bytes.count), s.filesz <= s.memsz else {
+                throw Problem(
+                    .segmentOutsideFile,
+                    "its load segment \(index) (offset 0x\(hex(s.offset)), \(s.filesz) file bytes, \(s.memsz) memory "
+                        + "bytes) does not lie inside the file's \(bytes.count) bytes")
             }
-            index += 1
+            guard s.vaddr % Self.pageSize == s.offset % Self.pageSize else {
+                throw Problem(
+                    .segmentMisaligned,
+                    "its load segment \(index) has address 0x\(hex(s.vaddr)) but file offset 0x\(hex(s.offset)), which "
+                        + "differ by other than whole pages")
+            }
+            let firstPage = s.vaddr / Self.pageSize * Self.pageSize
+            guard index == 0 || firstPage >= previousEnd else {
+                throw Problem(
+                    .segmentsOverlap,
+                    "its load segment \(index) at 0x\(hex(s.vaddr)) overlaps the page of the segment before it, or "
+                        + "comes before it")
+            }
+            let (roundedEnd, o3) = memoryEnd.addingReportingOverflow(Self.pageSize - 1)
+            guard !o3 else { throw Problem(.segmentOutsideFile, "its load segment \(index) wraps around") }
+            previousEnd = roundedEnd / Self.pageSize * Self.pageSize
         }
-        func segmentOffset(_ vaddr: UInt64, length: UInt64) -> UInt64? {
+
+        /// The file offset of `length` bytes at `vaddr`, if they are file-backed in one load segment.
+        func mapped(_ vaddr: UInt64, _ length: UInt64) -> UInt64? {
             for s in loads
             where vaddr >= s.vaddr && vaddr - s.vaddr <= s.filesz && s.filesz - (vaddr - s.vaddr) >= length {
                 return s.offset + (vaddr - s.vaddr)
             }
             return nil
         }
-        if !neededOffsets.isEmpty || sonameOffset != nil || !pathOffsets.isEmpty {
-            guard let strtab, let strsz, let tableOffset = segmentOffset(strtab, length: strsz) else {
-                throw Problem(reason: "its dynamic string table is missing or outside the file")
+        func require(_ vaddr: UInt64, _ length: UInt64, _ what: String) throws(Problem) -> UInt64 {
+            guard let offset = mapped(vaddr, length) else {
+                throw Problem(
+                    .addressUnmapped,
+                    "its \(what) (\(length) bytes at address 0x\(hex(vaddr))) is not inside the file bytes of a load "
+                        + "segment")
             }
-            func dynamicString(_ offset: UInt64) throws(Problem) -> String {
-                guard offset < strsz else { throw Problem(reason: "a dynamic entry points outside the string table") }
-                return try r.cString(tableOffset + offset, limit: tableOffset + strsz)
-            }
-            var needed: [String] = []
-            for offset in neededOffsets { needed.append(try dynamicString(offset)) }
-            self.needed = needed
-            self.soname = try sonameOffset.map { (o: UInt64) throws(Problem) -> String in try dynamicString(o) }
-            var searchPath: [String] = []
-            for offset in pathOffsets {
-                searchPath += try dynamicString(offset).split(separator: ":", omittingEmptySubsequences: false).map(
-                    String.init)
-            }
-            self.searchPath = searchPath
-        } else {
-            self.needed = []
-            self.soname = nil
-            self.searchPath = []
+            return offset
         }
 
-        // The exported descriptor, through the section headers' .dynsym.
-        var descriptor: DescriptorHeader?
-        if shoff != 0 && shnum != 0 {
-            guard shentsize == 64 else { throw Problem(reason: "its section headers are malformed") }
-            for i in 0..<UInt64(shnum) {
-                let at = try r.offset(shoff, plus: i * 64)
-                guard try r.u32(at + 4) == 11 else { continue }  // SHT_DYNSYM
-                let symOffset = try r.u64(at + 24), symSize = try r.u64(at + 32), link = UInt64(try r.u32(at + 40))
-                guard link < UInt64(shnum) else { throw Problem(reason: "its symbol table links to no string table") }
-                let strHeader = try r.offset(shoff, plus: link * 64)
-                let strOffset = try r.u64(strHeader + 24), strSize = try r.u64(strHeader + 32)
-                _ = try r.offset(strOffset, plus: strSize)
-                var s: UInt64 = 0
-                while (s + 1) * 24 <= symSize {
-                    let sym = try r.offset(symOffset, plus: s * 24)
-                    s += 1
-                    let nameOffset = UInt64(try r.u32(sym))
-                    guard nameOffset < strSize,
-                        try r.cString(strOffset + nameOffset, limit: strOffset + strSize) == Self.entrySymbol
-                    else { continue }
-                    let info = try r.u8(sym + 4), shndx = try r.u16(sym + 6)
-                    let value = try r.u64(sym + 8), size = try r.u64(sym + 16)
-                    guard shndx != 0 else { continue }  // an undefined reference, not the definition
-                    guard info & 0xF == 1, info >> 4 == 1 || info >> 4 == 2 else {
-                        throw Problem(
-                            reason:
-                                "its \(Self.entrySymbol) is not a global data object (it must be the const descriptor)")
-                    }
-                    guard let fileOffset = segmentOffset(value, length: 16) else {
-                        throw Problem(
-                            reason: "its \(Self.entrySymbol) has no initialised bytes (it must be a const descriptor)")
-                    }
-                    descriptor = DescriptorHeader(
-                        magic: try r.u32(fileOffset), abiMajor: try r.u16(fileOffset + 4),
-                        abiMinor: try r.u16(fileOffset + 6),
-                        structSize: try r.u32(fileOffset + 8), flags: try r.u32(fileOffset + 12), symbolSize: size)
+        // The dynamic array at p_vaddr, walked to DT_NULL as the loader walks it.
+        guard let dynamicHeader else { throw Problem(.malformed, "it has no dynamic section") }
+        let dynamicOffset = try require(dynamicHeader.vaddr, 16, "dynamic array")
+        guard dynamicOffset == dynamicHeader.offset else {
+            throw Problem(
+                .viewMismatch,
+                "its PT_DYNAMIC says file offset 0x\(hex(dynamicHeader.offset)), but the loader reads the dynamic array "
+                    + "at address 0x\(hex(dynamicHeader.vaddr)), which is file offset 0x\(hex(dynamicOffset))")
+        }
+        var neededOffsets: [UInt64] = []
+        var pathOffsets: [UInt64] = []
+        var single: [UInt64: UInt64] = [:]  // tag → value, for tags the loader keeps one of
+        var count: UInt64 = 0
+        while true {
+            guard count < UInt64(limits.dynamicEntries) else {
+                throw Problem(
+                    .tooManyDynamicEntries, "its dynamic array has more than \(limits.dynamicEntries) entries")
+            }
+            let address = dynamicHeader.vaddr &+ count * 16
+            guard (count + 1) * 16 <= dynamicHeader.filesz, let at = mapped(address, 16) else {
+                throw Problem(
+                    .dynamicUnterminated,
+                    "its dynamic array does not end (DT_NULL) inside its PT_DYNAMIC segment's \(dynamicHeader.filesz) "
+                        + "bytes: the loader would read entries the file's headers do not show")
+            }
+            let tag = try r.u64(at), value = try r.u64(at + 8)
+            count += 1
+            if tag == 0 { break }
+            switch tag {
+            // DT_NEEDED, and DT_AUXILIARY/DT_FILTER, which also make the dynamic linker load a library.
+            case 1, 0x7FFF_FFFD, 0x7FFF_FFFF: neededOffsets.append(value)
+            case 15, 29: pathOffsets.append(value)  // DT_RPATH, DT_RUNPATH
+            // DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME, DT_GNU_HASH.
+            case 4, 5, 6, 10, 11, 14, 0x6FFF_FEF5:
+                guard single.updateValue(value, forKey: tag) == nil else {
+                    throw Problem(
+                        .dynamicAmbiguous,
+                        "its dynamic array gives tag 0x\(hex(tag)) twice (the loader uses the last, a reader may use the "
+                            + "first)")
                 }
+            default: break
+            }
+        }
+        let dynamicSize = count * 16
+
+        // The string table at DT_STRTAB, as the loader reads it.
+        var strings: (offset: UInt64, size: UInt64)?
+        if let strtab = single[5] {
+            guard let strsz = single[10] else { throw Problem(.malformed, "it has DT_STRTAB but no DT_STRSZ") }
+            strings = (try require(strtab, strsz, "dynamic string table"), strsz)
+        }
+        func dynamicString(_ offset: UInt64) throws(Problem) -> String {
+            guard let strings else { throw Problem(.malformed, "its dynamic array names strings but has no DT_STRTAB") }
+            guard offset < strings.size else {
+                throw Problem(.addressUnmapped, "a dynamic entry points outside the dynamic string table")
+            }
+            return try r.cString(
+                strings.offset + offset, limit: strings.offset + strings.size, maximum: limits.stringLength)
+        }
+        var needed: [String] = []
+        for offset in neededOffsets { needed.append(try dynamicString(offset)) }
+        self.needed = needed
+        self.soname = try single[14].map { (o: UInt64) throws(Problem) -> String in try dynamicString(o) }
+        var searchPath: [String] = []
+        for offset in pathOffsets {
+            searchPath += try dynamicString(offset).split(separator: ":", omittingEmptySubsequences: false).map(
+                String.init)
+        }
+        self.searchPath = searchPath
+
+        // The descriptor, found by the hash lookup dlsym does.
+        if let syment = single[11], syment != 24 {
+            throw Problem(.malformed, "its DT_SYMENT is \(syment), not 24")
+        }
+        var descriptor: DescriptorHeader?
+        if let symtab = single[6], let strings {
+            let lookup = SymbolLookup(reader: r, limits: limits, symtab: symtab, strings: strings)
+            let found: UInt64?
+            if let gnuHash = single[0x6FFF_FEF5] {
+                found = try lookup.gnu(table: gnuHash, require: require)
+            } else if let hash = single[4] {
+                found = try lookup.sysv(table: hash, require: require)
+            } else {
+                found = nil
+            }
+            if let found {
+                let sym = try require(symtab &+ found &* 24, 24, "symbol \(found)")
+                let info = try r.u8(sym + 4)
+                let value = try r.u64(sym + 8), size = try r.u64(sym + 16)
+                guard info & 0xF == 1, info >> 4 == 1 || info >> 4 == 2 else {
+                    throw Problem(
+                        .malformed,
+                        "its \(Self.entrySymbol) is not a global data object (it must be the const descriptor)")
+                }
+                guard let fileOffset = mapped(value, 16) else {
+                    throw Problem(
+                        .addressUnmapped,
+                        "its \(Self.entrySymbol) has no initialised bytes in the file (it must be a const descriptor)")
+                }
+                descriptor = DescriptorHeader(
+                    magic: try r.u32(fileOffset), abiMajor: try r.u16(fileOffset + 4),
+                    abiMinor: try r.u16(fileOffset + 6), structSize: try r.u32(fileOffset + 8),
+                    flags: try r.u32(fileOffset + 12), symbolSize: size)
             }
         }
         self.descriptor = descriptor
+
+        // Notes, from PT_NOTE segments whose file offset is where their address maps.
+        var notes = 0
+        var note: PluginNote?
+        for (header, align) in noteHeaders {
+            let (end, overflow) = header.offset.addingReportingOverflow(header.filesz)
+            guard !overflow, end <= UInt64(bytes.count) else {
+                throw Problem(.segmentOutsideFile, "a PT_NOTE segment lies outside the file")
+            }
+            if header.memsz > 0, let at = mapped(header.vaddr, header.filesz), at != header.offset {
+                throw Problem(
+                    .viewMismatch,
+                    "a PT_NOTE says file offset 0x\(hex(header.offset)), but its address maps to 0x\(hex(at))")
+            }
+            // Notes in a segment aligned to 8 (GNU properties) pad to 8, others to 4, counted from
+            // the segment's start (as readelf and the kernel do).
+            let padding: UInt64 = align == 8 ? 8 : 4
+            func padded(_ n: UInt64) -> UInt64 { (n + padding - 1) / padding * padding }
+            var at: UInt64 = 0  // from header.offset
+            let size = header.filesz
+            while at < size {
+                notes += 1
+                guard notes <= limits.notes else {
+                    throw Problem(.tooManyNotes, "it has more than \(limits.notes) notes")
+                }
+                guard size - at >= 12 else { throw Problem(.noteMalformed, "a note header is cut off") }
+                let base = header.offset + at
+                let namesz = UInt64(try r.u32(base)), descsz = UInt64(try r.u32(base + 4)), type = try r.u32(base + 8)
+                guard namesz <= size, descsz <= size else { throw Problem(.noteMalformed, "a note is cut off") }
+                let descAt = padded(at + 12 + namesz)
+                guard descAt <= size, size - descAt >= descsz else {
+                    throw Problem(.noteMalformed, "a note's contents are cut off")
+                }
+                at = min(size, padded(descAt + descsz))
+                let nameAt = base + 12
+                guard namesz == 6, try r.equals(nameAt, Array(Self.noteOwner.utf8) + [0]) else { continue }
+                guard type == Self.noteType else { continue }
+                guard note == nil else { throw Problem(.noteMalformed, "it has two Vigil notes") }
+                note = try Self.pluginNote(r, header.offset + descAt, descsz)
+            }
+        }
+        self.note = note
+
+        // Section headers, when present, must say what the program headers say.
+        guard shoff != 0 || shnum != 0 else { return }
+        guard shnum != 0 else {
+            throw Problem(.tooManySections, "its section count is in extended numbering (more than 65,279 sections)")
+        }
+        guard Int(shnum) <= limits.sections else {
+            throw Problem(.tooManySections, "it has \(shnum) section headers, more than the \(limits.sections) allowed")
+        }
+        guard shentsize == 64 else { throw Problem(.malformed, "its section headers are malformed") }
+        _ = try r.offset(shoff, plus: UInt64(shnum) * 64)
+        var addresses: [UInt32: UInt64] = [:]  // section type → address, for the tables above
+        var sizes: [UInt32: UInt64] = [:]
+        var links: [UInt32: UInt32] = [:]
+        var sectionAddress: [UInt64] = []
+        var sectionSize: [UInt64] = []
+        for i in 0..<UInt64(shnum) {
+            let at = shoff + i * 64
+            let shType = try r.u32(at + 4), flags = try r.u64(at + 8), address = try r.u64(at + 16)
+            let offset = try r.u64(at + 24), size = try r.u64(at + 32), link = try r.u32(at + 40)
+            sectionAddress.append(address)
+            sectionSize.append(size)
+            if [6, 11, 5, 0x6FFF_FFF6].contains(shType) {  // SHT_DYNAMIC, SHT_DYNSYM, SHT_HASH, SHT_GNU_HASH
+                guard addresses.updateValue(address, forKey: shType) == nil else {
+                    throw Problem(.sectionsDisagree, "it has two sections of type \(shType)")
+                }
+                sizes[shType] = size
+                links[shType] = link
+            }
+            // SHF_ALLOC sections must be where the loader maps them; SHT_NOBITS and TLS only in memory.
+            guard flags & 0x2 != 0, size > 0, flags & 0x400 == 0 else { continue }
+            if shType == 8 {
+                guard
+                    loads.contains(where: {
+                        address >= $0.vaddr && address - $0.vaddr <= $0.memsz && $0.memsz - (address - $0.vaddr) >= size
+                    })
+                else {
+                    throw Problem(
+                        .sectionsDisagree, "its section \(i) (0x\(hex(address))) lies outside every load segment")
+                }
+            } else {
+                guard let mappedOffset = mapped(address, size), mappedOffset == offset else {
+                    throw Problem(
+                        .sectionsDisagree,
+                        "its section \(i) says file offset 0x\(hex(offset)) at address 0x\(hex(address)), but the "
+                            + "load segments map other bytes there")
+                }
+            }
+        }
+        func agree(_ shType: UInt32, _ value: UInt64?, _ what: String) throws(Problem) {
+            guard addresses[shType] == value else {
+                throw Problem(
+                    .sectionsDisagree,
+                    "its section headers place the \(what) at "
+                        + (addresses[shType].map { "0x" + hex($0) } ?? "no address")
+                        + ", the loader at " + (value.map { "0x" + hex($0) } ?? "no address"))
+            }
+        }
+        try agree(6, dynamicHeader.vaddr, "dynamic array")
+        guard let dynamicSectionSize = sizes[6], dynamicSectionSize == dynamicHeader.filesz,
+            dynamicSize <= dynamicSectionSize
+        else {
+            throw Problem(
+                .sectionsDisagree,
+                "its .dynamic section is \(sizes[6] ?? 0) bytes, its PT_DYNAMIC \(dynamicHeader.filesz) bytes, and the "
+                    + "loader reads \(dynamicSize)")
+        }
+        try agree(11, single[6], "symbol table")
+        try agree(5, single[4], "SysV hash table")
+        try agree(0x6FFF_FFF6, single[0x6FFF_FEF5], "GNU hash table")
+        if let link = links[11] {
+            guard link < UInt32(shnum), sectionAddress[Int(link)] == single[5],
+                sectionSize[Int(link)] == single[10]
+            else {
+                throw Problem(
+                    .sectionsDisagree,
+                    "its symbol table's string section is not the DT_STRTAB/DT_STRSZ table the loader reads")
+            }
+        }
+    }
+
+    /// The Vigil note's contents: `uint16 abi_major, uint16 abi_minor`, the id and a NUL, zeros.
+    private static func pluginNote(_ r: Reader, _ at: UInt64, _ size: UInt64) throws(Problem) -> PluginNote {
+        guard size >= 6, size <= 4 + UInt64(noteIDLimit) + 4 else {
+            throw Problem(.noteMalformed, "its Vigil note is \(size) bytes, not 6 to \(noteIDLimit + 8)")
+        }
+        let major = try r.u16(at), minor = try r.u16(at + 2)
+        let id = try r.cString(at + 4, limit: at + size, maximum: noteIDLimit)
+        let rest = at + 4 + UInt64(id.utf8.count) + 1
+        guard id.utf8.count > 0, try r.equals(rest, [UInt8](repeating: 0, count: Int(at + size - rest))) else {
+            throw Problem(.noteMalformed, "its Vigil note's plugin id is empty or followed by other bytes")
+        }
+        return PluginNote(abiMajor: major, abiMinor: minor, id: id)
+    }
+
+    /// `dlsym`'s lookup of ``entrySymbol`` in one object, with every walk capped.
+    private struct SymbolLookup {
+        let reader: Reader
+        let limits: Limits
+        let symtab: UInt64
+        let strings: (offset: UInt64, size: UInt64)
+        static let name = Array(ELFImage.entrySymbol.utf8)
+
+        typealias Require = (UInt64, UInt64, String) throws(Problem) -> UInt64
+
+        /// True when symbol `index` is one glibc's `check_match` accepts for our name.
+        func matches(_ index: UInt64, _ require: Require) throws(Problem) -> Bool {
+            let sym = try require(symtab &+ index &* 24, 24, "symbol \(index)")
+            let nameOffset = UInt64(try reader.u32(sym))
+            let info = try reader.u8(sym + 4), shndx = try reader.u16(sym + 6), value = try reader.u64(sym + 8)
+            let stt = info & 0xF
+            if value == 0 && shndx != 0xFFF1 && stt != 6 { return false }
+            // STT_NOTYPE, OBJECT, FUNC, COMMON, TLS, GNU_IFUNC.
+            guard [0, 1, 2, 5, 6, 10].contains(stt) else { return false }
+            let length = UInt64(Self.name.count) + 1
+            guard nameOffset < strings.size, strings.size - nameOffset >= length else { return false }
+            return try reader.equals(strings.offset + nameOffset, Self.name + [0])
+        }
+
+        /// The GNU hash lookup (DT_GNU_HASH), as `do_lookup_x` does it.
+        func gnu(table: UInt64, require: Require) throws(Problem) -> UInt64? {
+            let header = try require(table, 16, "GNU hash table")
+            let buckets = UInt64(try reader.u32(header)), symoffset = UInt64(try reader.u32(header + 4))
+            let bloomWords = UInt64(try reader.u32(header + 8)), shift = UInt64(try reader.u32(header + 12))
+            guard buckets <= UInt64(limits.symbols), bloomWords <= UInt64(limits.symbols) else {
+                throw Problem(
+                    .tooManySymbols,
+                    "its GNU hash table has \(buckets) buckets and \(bloomWords) bloom words (at most \(limits.symbols))"
+                )
+            }
+            guard buckets > 0, bloomWords > 0, bloomWords & (bloomWords - 1) == 0 else {
+                throw Problem(.malformed, "its GNU hash table has no buckets or a bloom filter of \(bloomWords) words")
+            }
+            let all = try require(table, 16 + bloomWords * 8 + buckets * 4, "GNU hash table")
+            var h: UInt32 = 5381
+            for c in Self.name { h = h &* 33 &+ UInt32(c) }
+            let word = try reader.u64(all + 16 + (UInt64(h) / 64 & (bloomWords - 1)) * 8)
+            guard (word >> (UInt64(h) & 63)) & (word >> ((UInt64(h) >> shift) & 63)) & 1 == 1 else { return nil }
+            var index = UInt64(try reader.u32(all + 16 + bloomWords * 8 + UInt64(h) % buckets * 4))
+            guard index != 0 else { return nil }
+            guard index >= symoffset else { throw Problem(.malformed, "its GNU hash bucket points before its chain") }
+            let chain = table &+ 16 &+ bloomWords * 8 &+ buckets * 4
+            var visited = 0
+            while true {
+                visited += 1
+                guard visited <= limits.symbols else {
+                    throw Problem(.tooManySymbols, "a GNU hash chain of it is longer than \(limits.symbols) symbols")
+                }
+                let entry = UInt64(try reader.u32(try require(chain &+ (index - symoffset) &* 4, 4, "GNU hash chain")))
+                if (entry ^ UInt64(h)) >> 1 == 0, try matches(index, require) { return index }
+                if entry & 1 == 1 { return nil }
+                index += 1
+            }
+        }
+
+        /// The SysV hash lookup (DT_HASH).
+        func sysv(table: UInt64, require: Require) throws(Problem) -> UInt64? {
+            let header = try require(table, 8, "hash table")
+            let buckets = UInt64(try reader.u32(header)), chains = UInt64(try reader.u32(header + 4))
+            guard buckets <= UInt64(limits.symbols), chains <= UInt64(limits.symbols) else {
+                throw Problem(
+                    .tooManySymbols,
+                    "its hash table has \(buckets) buckets and \(chains) symbols (at most \(limits.symbols))")
+            }
+            guard buckets > 0 else { throw Problem(.malformed, "its hash table has no buckets") }
+            let all = try require(table, 8 + (buckets + chains) * 4, "hash table")
+            var h: UInt32 = 0
+            for c in Self.name {
+                h = (h << 4) &+ UInt32(c)
+                let g = h & 0xF000_0000
+                if g != 0 { h ^= g >> 24 }
+                h &= ~g
+            }
+            var index = UInt64(try reader.u32(all + 8 + UInt64(h) % buckets * 4))
+            var visited: UInt64 = 0
+            while index != 0 {
+                visited += 1
+                guard index < chains, visited <= chains else {
+                    throw Problem(.malformed, "a chain of its hash table leaves the table or loops")
+                }
+                if try matches(index, require) { return index }
+                index = UInt64(try reader.u32(all + 8 + buckets * 4 + index * 4))
+            }
+            return nil
+        }
     }
 
     /// Bounds-checked little-endian reads.
@@ -198,14 +612,14 @@ package struct ELFImage: Sendable {
         func offset(_ base: UInt64, plus delta: UInt64) throws(Problem) -> UInt64 {
             let (sum, overflow) = base.addingReportingOverflow(delta)
             guard !overflow, sum <= UInt64(bytes.count) else {
-                throw Problem(reason: "an offset points outside the file")
+                throw Problem(.malformed, "an offset points outside the file")
             }
             return sum
         }
 
         func check(_ at: UInt64, _ width: UInt64) throws(Problem) -> Int {
             let (end, overflow) = at.addingReportingOverflow(width)
-            guard !overflow, end <= UInt64(bytes.count) else { throw Problem(reason: "the file is truncated") }
+            guard !overflow, end <= UInt64(bytes.count) else { throw Problem(.malformed, "the file is truncated") }
             return Int(at)
         }
 
@@ -230,16 +644,30 @@ package struct ELFImage: Sendable {
             return v
         }
 
-        /// A NUL-terminated UTF-8 string starting at `at` and ending before `limit`.
-        func cString(_ at: UInt64, limit: UInt64) throws(Problem) -> String {
-            let end = min(limit, UInt64(bytes.count))
+        /// True when the bytes at `at` are `expected` (reads at most `expected.count` bytes).
+        func equals(_ at: UInt64, _ expected: [UInt8]) throws(Problem) -> Bool {
+            let i = try check(at, UInt64(expected.count))
+            return bytes[i..<i + expected.count].elementsEqual(expected)
+        }
+
+        /// A NUL-terminated UTF-8 string starting at `at`, ending before `limit`, of at most
+        /// `maximum` bytes (reads at most `maximum + 1` bytes).
+        func cString(_ at: UInt64, limit: UInt64, maximum: Int) throws(Problem) -> String {
+            let end = min(limit, UInt64(bytes.count), at &+ UInt64(maximum) &+ 1)
             var i = at
             while i < end && bytes[Int(i)] != 0 { i += 1 }
-            guard i < end else { throw Problem(reason: "a string runs past its table") }
+            guard i < end else {
+                if i - at > UInt64(maximum) {
+                    throw Problem(.stringTooLong, "a string in it is longer than \(maximum) bytes")
+                }
+                throw Problem(.addressUnmapped, "a string runs past its table")
+            }
             guard let s = String(validating: bytes[Int(at)..<Int(i)], as: UTF8.self) else {
-                throw Problem(reason: "a name in its dynamic section is not UTF-8")
+                throw Problem(.malformed, "a name in its dynamic section is not UTF-8")
             }
             return s
         }
     }
 }
+
+private func hex(_ value: UInt64) -> String { String(value, radix: 16) }

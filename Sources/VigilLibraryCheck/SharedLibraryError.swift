@@ -4,7 +4,8 @@
 ///
 /// Every refusal has its own ``SharedLibraryErrorCode`` and a ``CodedError/message`` with the cause
 /// and the remedy. Refusals found in the verified bytes (everything up to
-/// ``SharedLibraryErrorCode/memfdExecRefused``) happen before anything of the library is mapped, so
+/// ``SharedLibraryErrorCode/memfdExecRefused``, and ``SharedLibraryErrorCode/pluginIDMismatch``
+/// when the Vigil note names another plugin) happen before anything of the library is mapped, so
 /// none of its code — not even a constructor — has run.
 public typealias SharedLibraryError = CodedError<SharedLibraryErrorCode>
 
@@ -12,6 +13,44 @@ public typealias SharedLibraryError = CodedError<SharedLibraryErrorCode>
 public enum SharedLibraryErrorCode: String, ErrorCode {
     /// A library is not a 64-bit little-endian ELF shared object for this machine, or is malformed.
     case malformedLibrary = "library-malformed"
+    /// A library is larger than the checker's cap (64 MiB).
+    case libraryTooLarge = "library-too-large"
+    /// A load segment's file bytes lie outside the file (or it has more file than memory bytes).
+    case segmentOutsideFile = "library-segment-outside-file"
+    /// A load segment's file offset and address differ by other than whole pages, so the loader
+    /// would map other bytes at its address than the file holds at its offset.
+    case segmentMisaligned = "library-segment-misaligned"
+    /// Load segments out of address order or sharing a page (a later mapping would replace bytes).
+    case segmentsOverlap = "library-segments-overlap"
+    /// `PT_DYNAMIC` or `PT_NOTE` gives a file offset other than where its address is mapped.
+    case viewMismatch = "library-view-mismatch"
+    /// A table the loader reads is not wholly inside the file bytes of one load segment.
+    case addressUnmapped = "library-address-unmapped"
+    /// The dynamic array does not end (`DT_NULL`) inside `PT_DYNAMIC`'s file size and its segment.
+    case dynamicUnterminated = "library-dynamic-unterminated"
+    /// Two `PT_DYNAMIC` headers, or a table given twice in the dynamic array.
+    case dynamicAmbiguous = "library-dynamic-ambiguous"
+    /// The section headers disagree with the program headers or the dynamic array.
+    case sectionsDisagree = "library-sections-disagree"
+    /// More program headers than the cap (64).
+    case tooManySegments = "library-too-many-segments"
+    /// More section headers than the cap (1,024).
+    case tooManySections = "library-too-many-sections"
+    /// More dynamic entries than the cap (4,096).
+    case tooManyDynamicEntries = "library-too-many-dynamic-entries"
+    /// More hash buckets, bloom words or symbols on a hash chain than the cap (1,048,576).
+    case tooManySymbols = "library-too-many-symbols"
+    /// A dynamic string (`DT_NEEDED`, `DT_SONAME`, `DT_RUNPATH`) longer than the cap (4,096 bytes).
+    case stringTooLong = "library-string-too-long"
+    /// More notes than the cap (256).
+    case tooManyNotes = "library-too-many-notes"
+    /// The plugin's library carries no Vigil note (`VIGIL_PLUGIN_NOTE`), so its plugin id cannot be
+    /// checked before mapping.
+    case pluginNoteMissing = "plugin-note-missing"
+    /// A Vigil note is malformed, or there are two.
+    case pluginNoteMalformed = "plugin-note-malformed"
+    /// The note's ABI version differs from the descriptor's.
+    case pluginNoteMismatch = "plugin-note-mismatch"
     /// The plugin's library has no `DT_SONAME`.
     case missingSoname = "library-no-soname"
     /// A library's SONAME is already loaded in this process (another plugin, the host) or names a
@@ -37,7 +76,8 @@ public enum SharedLibraryErrorCode: String, ErrorCode {
     case loadFailed = "library-load-failed"
     /// The object glibc returned is not the one just mapped from the sealed memfd.
     case staleHandle = "library-stale-handle"
-    /// The descriptor's `plugin_id` is not the manifest's name.
+    /// The note's plugin id (before mapping) or the descriptor's `plugin_id` (after `init`) is not
+    /// the manifest's name.
     case pluginIDMismatch = "plugin-id-mismatch"
     /// The plugin's `init` returned false.
     case initFailed = "plugin-init-failed"

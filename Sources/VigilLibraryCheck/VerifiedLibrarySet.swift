@@ -70,10 +70,7 @@ package struct VerifiedLibrarySet: Sendable {
         do {
             image = try ELFImage(mainBytes)
         } catch {
-            throw fail(
-                .malformedLibrary,
-                "its library \(entry.path) is not a loadable shared object: \(error.reason) — the publisher must ship a "
-                    + "64-bit shared library built for this machine (cc -shared -fPIC …)")
+            throw Self.refusal(error, path: entry.path, plugin: name)
         }
         guard let soname = image.soname, !soname.isEmpty else {
             throw fail(
@@ -88,6 +85,7 @@ package struct VerifiedLibrarySet: Sendable {
                     + "`const vigil_plugin_descriptor vigil_plugin_entry = {…}` as documented in vigil_plugin.h")
         }
         try Self.checkDescriptor(descriptor, path: entry.path, plugin: name)
+        try Self.checkNote(image.note, descriptor: descriptor, path: entry.path, plugin: name)
 
         // Every other ELF resource may be a dependency; they are matched to DT_NEEDED by SONAME.
         var bySoname: [String: Library] = [:]
@@ -113,8 +111,11 @@ package struct VerifiedLibrarySet: Sendable {
                 bySoname[depSoname] = Library(
                     path: resource.path, bytes: bytes, sha256: resource.sha256, soname: depSoname, needed: dep.needed,
                     searchPath: dep.searchPath)
-            } catch let problem as ELFImage.Problem {
+            } catch let problem as ELFImage.Problem where problem.kind == .malformed {
                 notLoadable[base] = "the listed \(resource.path) is not a loadable shared object: \(problem.reason)"
+            } catch let problem as ELFImage.Problem {
+                // Readable as ELF, but the loader could see something else than this check: refuse.
+                throw Self.refusal(problem, path: resource.path, plugin: name)
             } catch let error as SharedLibraryError {
                 throw error
             } catch {
@@ -194,6 +195,80 @@ package struct VerifiedLibrarySet: Sendable {
         self.main = Library(path: entry.path, bytes: mainBytes, sha256: mainSHA, soname: soname, needed: image.needed)
         self.descriptor = descriptor
         self.dependencies = ordered
+    }
+
+    /// The refusal for a library the ELF reader did not accept, with the code of its kind.
+    static func refusal(_ problem: ELFImage.Problem, path: String, plugin: String) -> SharedLibraryError {
+        let code: SharedLibraryError.Code
+        let remedy: String
+        let rebuild =
+            "rebuild it with the system's compiler and linker (cc -shared -fPIC …) and do not edit the result; a "
+            + "library whose file and whose loaded image could differ is never loaded"
+        switch problem.kind {
+        case .malformed:
+            (code, remedy) = (
+                .malformedLibrary,
+                "the publisher must ship a 64-bit shared library built for this machine (cc -shared -fPIC …)"
+            )
+        case .tooLarge: (code, remedy) = (.libraryTooLarge, "ship a smaller library, or split it into listed libraries")
+        case .segmentOutsideFile: (code, remedy) = (.segmentOutsideFile, rebuild)
+        case .segmentMisaligned: (code, remedy) = (.segmentMisaligned, rebuild)
+        case .segmentsOverlap: (code, remedy) = (.segmentsOverlap, rebuild)
+        case .viewMismatch: (code, remedy) = (.viewMismatch, rebuild)
+        case .addressUnmapped: (code, remedy) = (.addressUnmapped, rebuild)
+        case .dynamicUnterminated: (code, remedy) = (.dynamicUnterminated, rebuild)
+        case .dynamicAmbiguous: (code, remedy) = (.dynamicAmbiguous, rebuild)
+        case .sectionsDisagree:
+            (code, remedy) = (.sectionsDisagree, rebuild + " (strip and objcopy keep headers consistent)")
+        case .tooManySegments: (code, remedy) = (.tooManySegments, rebuild)
+        case .tooManySections: (code, remedy) = (.tooManySections, "link it without keeping thousands of sections")
+        case .tooManyDynamicEntries:
+            (code, remedy) = (
+                .tooManyDynamicEntries, "link it against fewer libraries; no real library needs that many"
+            )
+        case .tooManySymbols:
+            (code, remedy) = (.tooManySymbols, "export fewer symbols (-fvisibility=hidden, a version script)")
+        case .stringTooLong: (code, remedy) = (.stringTooLong, "use shorter library names and search paths")
+        case .tooManyNotes: (code, remedy) = (.tooManyNotes, rebuild)
+        case .noteMalformed:
+            (code, remedy) = (
+                .pluginNoteMalformed,
+                "emit exactly one note with VIGIL_PLUGIN_NOTE(\"\(plugin)\") (vigil_plugin.h) or the Swift SDK's "
+                    + "declaration, and rebuild"
+            )
+        }
+        return SharedLibraryError(
+            code: code, plugin: plugin,
+            message: "its library \(path) is not loadable as verified: \(problem.reason) — \(remedy)")
+    }
+
+    /// The Vigil note's rules: present, the manifest's name, the descriptor's ABI. All from the
+    /// verified bytes, so a library with another id runs no code, not even a constructor.
+    package static func checkNote(
+        _ note: ELFImage.PluginNote?, descriptor: ELFImage.DescriptorHeader, path: String, plugin: String
+    ) throws(SharedLibraryError) {
+        guard let note else {
+            throw SharedLibraryError(
+                code: .pluginNoteMissing, plugin: plugin,
+                message: "\(path) carries no Vigil note, so Vigil cannot check which plugin it is before mapping it — "
+                    + "in C add `VIGIL_PLUGIN_NOTE(\"\(plugin)\");` (vigil_plugin.h) or use VIGIL_PLUGIN_ENTRY; in Swift "
+                    + "add `\(PluginNoteSource.swift(id: plugin))` to the file with vigil_swift_plugin; then "
+                    + "rebuild and sign again")
+        }
+        guard note.id == plugin else {
+            throw SharedLibraryError(
+                code: .pluginIDMismatch, plugin: plugin,
+                message: "\(path) says in its Vigil note that it is plugin \"\(Sanitizer.display(note.id))\", but the "
+                    + "signed manifest is for \"\(plugin)\" — the publisher must build it with the manifest's name "
+                    + "(VIGIL_PLUGIN_NOTE / plugin_id) and sign again")
+        }
+        guard note.abiMajor == descriptor.abiMajor, note.abiMinor == descriptor.abiMinor else {
+            throw SharedLibraryError(
+                code: .pluginNoteMismatch, plugin: plugin,
+                message: "\(path) says ABI \(note.abiMajor).\(note.abiMinor) in its Vigil note but "
+                    + "\(descriptor.abiMajor).\(descriptor.abiMinor) in its descriptor — build both from one "
+                    + "vigil_plugin.h")
+        }
     }
 
     /// True for a search-path entry that can only lead to the system's libraries: `$ORIGIN` alone

@@ -23,6 +23,15 @@ public enum NativePlugin {
     fileprivate static let state = Mutex(State())
 
     /// Registers the plugin; call it from `vigil_swift_plugin`. `id` must be the manifest's name.
+    ///
+    /// This runs only once the host has mapped the library. The host checks the plugin id before
+    /// mapping from the library's Vigil note, which the plugin's module emits next to this call:
+    ///
+    ///     @section(".note.vigil") @used
+    ///     let vigilPluginNote: (UInt32, …) = (0x6, …)
+    ///
+    /// `vigil plugin verify` prints the exact declaration for a library without one
+    /// (docs/native-plugins.md).
     public static func export<Plugin: NativeKeepAlive>(id: String, _ type: Plugin.Type) {
         state.withLock { $0.registration = Registration(id: id, make: { try Plugin(context: $0) }) }
     }

@@ -49,7 +49,7 @@ struct ExamplePluginTests {
         for round in 1...2 {
             let status = try #require(await host.keepAlive()[plugin: "heartbeat-example"])
             #expect(status.state == .running, "round \(round): \(status.state)")
-            #expect(status.version == "0.1.0")
+            #expect(status.version == "0.1.1")
             #expect(status.details["file"] == beat)
             #expect(status.details["interval_ms"] == "100")
             let start = beats(beat) ?? 0

@@ -51,6 +51,12 @@ struct NativePluginFixture {
         var descriptorPadding = 0
         /// A DT_RUNPATH to link with.
         var runpath: String? = nil
+        /// The Vigil note's plugin id: `nil` is `pluginID`, `.some(nil)` leaves the note out.
+        var noteID: String?? = nil
+        /// The Vigil note's ABI minor, when it should differ from the descriptor's.
+        var noteABIMinor: Int? = nil
+        /// More arguments for cc, after the source (libraries to link, linker options).
+        var extraArguments: [String] = []
     }
 
     /// Compiles `build` into `build/OUTPUT` and returns its bytes.
@@ -64,10 +70,16 @@ struct NativePluginFixture {
         ]
         if let soname = build.soname { args.append("-Wl,-soname,\(soname)") }
         if let runpath = build.runpath { args.append("-Wl,-rpath,\(runpath)") }
+        switch build.noteID {
+        case .none: break
+        case .some(.none): args.append("-DNO_NOTE")
+        case .some(.some(let id)): args.append("-DNOTE_ID=\"\(id)\"")
+        }
+        if let minor = build.noteABIMinor { args.append("-DNOTE_ABI_MINOR=\(minor)") }
         if let sentinel = build.sentinel { args.append("-DSENTINEL=\"\(sentinel)\"") }
         if build.isHelper { args.append("-DHELPER_LIBRARY") }
         if build.helper != nil { args.append("-DUSE_HELPER") }
-        args += ["-o", dir.path + "/build/" + output, Self.source]
+        args += ["-o", dir.path + "/build/" + output, Self.source] + build.extraArguments
         if let helper = build.helper {
             args += ["-L", dir.path + "/build", "-l:\(helper)", "-Wl,-rpath,$ORIGIN"]
         }

@@ -396,11 +396,66 @@ struct SharedLibraryLoadingTests {
         #expect(status.failureMessage("alpha")?.contains(f.dir.path + "/evil-libs") == true)
     }
 
-    @Test("a plugin_id other than the manifest's name: refused after init, and unmapped again")
+    @Test("a library naming another plugin (note and plugin_id): refused before mapping, its constructor never runs")
     func pluginIDMismatch() async throws {
         let f = try NativePluginFixture()
         defer { f.remove() }
         try await f.simplePlugin("alpha", pluginID: "someone-else")
+        let status = try await runWithControl(f, refused: "alpha", code: "plugin-id-mismatch")
+        #expect(status.failureMessage("alpha")?.contains("\"someone-else\"") == true)
+        #expect(NativePluginFixture.mappings(of: "alpha").isEmpty)
+        #expect(f.markerLines("alpha").isEmpty)
+    }
+
+    @Test("no Vigil note, a note for another plugin, or one whose ABI is not the descriptor's: refused before mapping")
+    func noteRefusals() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        let variants: [(String, NativePluginFixture.Build, String)] = [
+            (
+                "nonote", .init(who: "nonote", pluginID: "nonote", soname: nil, noteID: .some(nil)),
+                "plugin-note-missing"
+            ),
+            (
+                "otherid", .init(who: "otherid", pluginID: "otherid", soname: nil, noteID: "someone-else"),
+                "plugin-id-mismatch"
+            ),
+            (
+                "noteabi", .init(who: "noteabi", pluginID: "noteabi", soname: nil, noteABIMinor: 7),
+                "plugin-note-mismatch"
+            ),
+            (
+                "longid",
+                .init(who: "longid", pluginID: "longid", soname: nil, noteID: String(repeating: "x", count: 200)),
+                "plugin-note-malformed"
+            ),
+        ]
+        for (name, template, code) in variants {
+            var build = template
+            build.soname = "libvigiltest-\(name).so"
+            build.sentinel = f.sentinel(name)
+            try await f.compile(build, output: "\(name).so")
+            try f.plugin(name, library: "lib\(name).so", files: ["lib\(name).so": "\(name).so"])
+            let status = try await runWithControl(f, refused: name, code: code)
+            #expect(f.markerLines(name).isEmpty)
+            if code == "plugin-note-missing" {
+                // The remedy names both ways to emit the note.
+                #expect(status.failureMessage(name)?.contains("VIGIL_PLUGIN_NOTE(\"\(name)\")") == true)
+                #expect(status.failureMessage(name)?.contains("@section(\".note.vigil\") @used") == true)
+            }
+        }
+    }
+
+    @Test(
+        "a plugin_id that differs from a correct note: still refused after init (the one check after mapping), unmapped"
+    )
+    func descriptorIDMismatchAfterInit() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await f.compile(
+            .init(who: "alpha", pluginID: "someone-else", soname: "libvigiltest-alpha.so", noteID: "alpha"),
+            output: "alpha.so")
+        try f.plugin("alpha", library: "libalpha.so", files: ["libalpha.so": "alpha.so"])
         let host = try host(f, running: ["alpha"])
         let status = await host.keepAlive()
         #expect(status.failureCode("alpha") == "plugin-id-mismatch")

@@ -2,10 +2,15 @@
  * vigil_plugin.h — the C ABI between Vigil and a keep-alive plugin shipped as a shared library.
  *
  * A plugin library exports exactly one symbol, `vigil_plugin_entry`, a const `vigil_plugin_entry`
- * descriptor. Vigil reads the descriptor's magic, ABI version and size from the library's verified
- * bytes BEFORE it maps the library (so a plugin built for another ABI runs no code at all, not even
- * its constructors), then maps it from a sealed memfd, calls `init`, asks `get_interface` for the
- * keep-alive interface and drives it. See docs/native-plugins.md.
+ * descriptor, and carries one Vigil note (`.note.vigil`) with its plugin id and ABI version. Write
+ *
+ *     VIGIL_PLUGIN_ENTRY("my-plugin", 0, my_init, my_deinit, my_get_interface);
+ *
+ * which defines both, or put `VIGIL_PLUGIN_NOTE("my-plugin");` next to a descriptor you write out.
+ * Vigil reads the note and the descriptor's magic, ABI version and size from the library's verified
+ * bytes BEFORE it maps the library (so a plugin built for another ABI, or naming another plugin, runs
+ * no code at all, not even its constructors), then maps it from a sealed memfd, calls `init`, asks
+ * `get_interface` for the keep-alive interface and drives it. See docs/native-plugins.md.
  *
  * Versioning (the rules Vigil enforces):
  *   - VIGIL_PLUGIN_ABI_MAJOR changes only when an existing field changes meaning or place. Vigil
@@ -47,6 +52,30 @@ extern "C" {
 #define VIGIL_PLUGIN_ENTRY_SYMBOL "vigil_plugin_entry"
 /** The keep-alive interface, version 1 (`vigil_keepalive_v1`). */
 #define VIGIL_KEEPALIVE_INTERFACE_V1 "vigil.keepalive/1"
+
+/** The Vigil note: owner "Vigil", this type, contents `uint16_t abi_major, abi_minor` and the
+ *  NUL-terminated plugin id (at most 127 bytes) padded with zeros to a multiple of 4 bytes. */
+#define VIGIL_PLUGIN_NOTE_TYPE 1
+
+/** Emits the Vigil note for plugin `plugin_id` (a string literal equal to the manifest's "name") into the
+ *  allocated SHT_NOTE section `.note.vigil`, which the linker places in a PT_NOTE segment. Use it
+ *  once per plugin library, at file scope. */
+#define VIGIL_PLUGIN_NOTE(plugin_id)                                                                         \
+    __attribute__((section(".note.vigil"), used, aligned(4))) static const struct {                          \
+        uint32_t namesz, descsz, type;                                                                       \
+        char name[8];                                                                                        \
+        uint16_t abi_major, abi_minor;                                                                       \
+        char text[(sizeof(plugin_id) + 3) & ~(size_t)3];                                                     \
+    } vigil_plugin_note = {6, 4 + ((sizeof(plugin_id) + 3) & ~(size_t)3), VIGIL_PLUGIN_NOTE_TYPE, "Vigil",   \
+                           VIGIL_PLUGIN_ABI_MAJOR, VIGIL_PLUGIN_ABI_MINOR, plugin_id}
+
+/** Defines the note and the const descriptor `vigil_plugin_entry` of plugin `id` (a string literal
+ *  equal to the manifest's "name") in one go. */
+#define VIGIL_PLUGIN_ENTRY(id, flags, init, deinit, get_interface)                                           \
+    VIGIL_PLUGIN_NOTE(id);                                                                                   \
+    const vigil_plugin_descriptor vigil_plugin_entry = {                                                     \
+        VIGIL_PLUGIN_MAGIC, VIGIL_PLUGIN_ABI_MAJOR, VIGIL_PLUGIN_ABI_MINOR, sizeof(vigil_plugin_descriptor), \
+        (flags), id, init, deinit, get_interface}
 
 /** Descriptor flag: never unmap this library once loaded (set it when the library cannot be
  *  unloaded safely, for example one written in Swift). Vigil then keeps it mapped for the life of

@@ -129,6 +129,22 @@ static const void *plugin_get_interface(const char *id) {
 #define DESCRIPTOR_PADDING 0
 #endif
 
+// The Vigil note (checked before mapping): by default the plugin id and the descriptor's ABI, as
+// VIGIL_PLUGIN_NOTE emits them; NO_NOTE leaves it out, NOTE_ID / NOTE_ABI_MINOR change it.
+#ifndef NOTE_ID
+#define NOTE_ID PLUGIN_ID
+#endif
+#ifndef NOTE_ABI_MINOR
+#define NOTE_ABI_MINOR ABI_MINOR
+#endif
+#ifndef NO_NOTE
+#undef VIGIL_PLUGIN_ABI_MAJOR
+#undef VIGIL_PLUGIN_ABI_MINOR
+#define VIGIL_PLUGIN_ABI_MAJOR ABI_MAJOR
+#define VIGIL_PLUGIN_ABI_MINOR NOTE_ABI_MINOR
+VIGIL_PLUGIN_NOTE(NOTE_ID);
+#endif
+
 // A descriptor built by a newer header of the same major would be larger; DESCRIPTOR_PADDING
 // simulates that (the host reads the fields it knows).
 const struct {

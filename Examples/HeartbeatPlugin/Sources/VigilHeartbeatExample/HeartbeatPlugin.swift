@@ -126,3 +126,11 @@ struct HeartbeatError: Error, CustomStringConvertible {
 public func vigilSwiftPlugin() {
     NativePlugin.export(id: "heartbeat-example", HeartbeatPlugin.self)
 }
+
+/// The Vigil note (`.note.vigil`): the plugin id and ABI, checked by the host from the verified bytes
+/// before anything of this library is mapped. `vigil plugin verify` prints this declaration for a
+/// plugin without one (it is the note `VIGIL_PLUGIN_NOTE("heartbeat-example")` emits in C).
+@section(".note.vigil") @used
+let vigilPluginNote: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+    0x6, 0x18, 0x1, 0x69676956, 0x6c, 0x1, 0x72616568, 0x61656274, 0x78652d74, 0x6c706d61, 0x65
+)
