@@ -38,7 +38,7 @@ struct SupervisorLimitTests {
         let closing = """
             import os, sys
             os.closerange(3, 1 << 20)
-            for _ in range(int(sys.argv[1])): os.open("/dev/null", os.O_RDONLY)
+            for _ in range(int(sys.argv[1])): os.set_inheritable(os.open("/dev/null", os.O_RDONLY), True)
             os.execv(sys.argv[2], sys.argv[2:])
             """
         return ["-c", closing, String(inherited), prlimit, "--nofile=" + nofile, "--", VigilExecutable.path]
@@ -193,6 +193,7 @@ struct SupervisorLimitTests {
         #expect(outcomes.contains("20/0: ran"), "\(outcomes)")
         #expect(outcomes.contains("10/0: refused"), "\(outcomes)")
         #expect(outcomes.contains("20/8: refused"), "\(outcomes)")
+        #expect(outcomes.contains("26/8: refused"), "\(outcomes)")
         #expect(outcomes.contains("40/8: ran"), "\(outcomes)")
     }
 
