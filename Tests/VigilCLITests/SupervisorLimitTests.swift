@@ -20,20 +20,33 @@ struct SupervisorLimitTests {
     }
 
     /// `vigil up` for `project` under `prlimit --nofile=SOFT:HARD`, started with descriptors 0–2
-    /// only (the test runner's own must not count against the limit).
-    static func up(_ project: Project, nofile: String) throws -> ChildProcess {
-        let prlimit = try #require(RuntimeFixtures.which("prlimit"), "prlimit (util-linux) is needed")
-        let python = try #require(RuntimeFixtures.which("python3"))
-        let closing = "import os, sys; os.closerange(3, 1 << 20); os.execv(sys.argv[1], sys.argv[1:])"
-        return try ChildProcess(
-            python,
-            [
-                "-c", closing, prlimit, "--nofile=" + nofile, "--", VigilExecutable.path, "up", "--config",
-                project.config,
-            ],
+    /// only (the test runner's own must not count against the limit), then `inherited` more open
+    /// on /dev/null, as a parent that leaks its descriptors would leave them.
+    static func up(_ project: Project, nofile: String, inherited: Int = 0) throws -> ChildProcess {
+        try ChildProcess(
+            RuntimeFixtures.which("python3") ?? "python3",
+            try limited(nofile: nofile, inherited: inherited, ["up", "--config", project.config]),
             environment: project.environment, stdout: project.dir.path + "/up.out",
             stderr: project.dir.path + "/up.err")
     }
+
+    /// The arguments after `python3` that run `vigil ARGUMENTS` under `prlimit --nofile=NOFILE`
+    /// with descriptors 0–2 and `inherited` more open.
+    static func limited(nofile: String, inherited: Int = 0, _ arguments: [String]) throws -> [String] {
+        let prlimit = try #require(RuntimeFixtures.which("prlimit"), "prlimit (util-linux) is needed")
+        _ = try #require(RuntimeFixtures.which("python3"))
+        let closing = """
+            import os, sys
+            os.closerange(3, 1 << 20)
+            for _ in range(int(sys.argv[1])): os.set_inheritable(os.open("/dev/null", os.O_RDONLY), True)
+            os.execv(sys.argv[2], sys.argv[2:])
+            """
+        return ["-c", closing, String(inherited), prlimit, "--nofile=" + nofile, "--", VigilExecutable.path]
+            + arguments
+    }
+
+    /// What `vigil` says when it starts without the descriptors it needs (exit 72).
+    static let outOfDescriptors = "vigil is out of file descriptors"
 
     static func output(_ project: Project) -> String {
         ((try? TextFile.read(project.dir.path + "/up.out")) ?? "")
@@ -86,7 +99,7 @@ struct SupervisorLimitTests {
     }
 
     @Test(
-        "under each descriptor limit from 14 to 48 (and 56, 64), vigil up with 12 workers never crashes and says what is wrong"
+        "under each descriptor limit from 19 to 48 (and 56, 64), vigil up with 12 workers never crashes and says what is wrong"
     )
     func everyLowLimit() async throws {
         let project = try await Runtime.project(workers: Self.sleepers(12))
@@ -94,8 +107,9 @@ struct SupervisorLimitTests {
         var outcomes: [String] = []
         var sentinelWarnings = 0
         // Every limit up to where all 12 run: the sentinel's start needs 3 free descriptors, so
-        // about three consecutive limits hit it.
-        for limit in Array(14...48) + [56, 64] {
+        // about three consecutive limits hit it. Below 19 (16 free), vigil refuses to start at all
+        // (`startUpUnderEveryLimit`).
+        for limit in Array(19...48) + [56, 64] {
             unlink(project.dir.path + "/up.out")
             unlink(project.dir.path + "/up.err")
             let host = try Self.up(project, nofile: "\(limit):\(limit)")
@@ -131,6 +145,80 @@ struct SupervisorLimitTests {
         #expect(outcomes.contains { $0.hasSuffix("all running") }, "\(outcomes)")
         #expect(outcomes.contains { $0.hasSuffix("failed") }, "\(outcomes)")
         #expect(sentinelWarnings > 0, "no limit hit the sentinel's start: \(outcomes)")
+    }
+
+    @Test(
+        "under every descriptor limit from 3 to 40, with and without inherited descriptors, vigil up says what is wrong or runs, and SIGTERM always stops it: never a trap, never a hang"
+    )
+    func startUpUnderEveryLimit() async throws {
+        let project = try await Runtime.project(workers: Self.sleepers(3))
+        defer { project.dir.remove() }
+        var outcomes: [String] = []
+        for inherited in [0, 8] {
+            for limit in 3...40 {
+                unlink(project.dir.path + "/up.out")
+                unlink(project.dir.path + "/up.err")
+                let host = try Self.up(project, nofile: "\(limit):\(limit)", inherited: inherited)
+                // Settled: vigil up exited, or it shows the supervisor's first state (the plugin
+                // line comes after the header).
+                let settled = await RuntimeFixtures.waitUntil(timeout: 10) {
+                    !host.isRunning || Self.output(project).contains("supervisor: ")
+                }
+                let exitedAtOnce = !host.isRunning
+                host.signal(SIGTERM)
+                let exit = await host.waitForExit(timeout: 10)
+                let code = ChildProcess.exitCode(fromWaitStatus: exit ?? host.terminate(grace: 0.5))
+                let text = Self.output(project)
+                let label = "limit \(limit), \(inherited) inherited"
+                #expect(settled, "\(label): vigil up neither ran nor exited in 10 s: \(text)")
+                #expect(exit != nil, "\(label): SIGTERM did not stop vigil up within 10 s: \(text)")
+                #expect(code < 128 || code == 143, "\(label): vigil up died (exit \(code)): \(text)")
+                if exitedAtOnce, text.contains("error while loading shared libraries") {
+                    // The dynamic loader itself cannot open the libraries: nothing of vigil ran.
+                    #expect(code == 127, "\(label): \(text)")
+                    outcomes.append("\(limit)/\(inherited): loader")
+                } else if exitedAtOnce {
+                    #expect(code == 72, "\(label): exit \(code): \(text)")
+                    #expect(text.contains(Self.outOfDescriptors), "\(label): \(text)")
+                    #expect(text.contains("ulimit -n") && text.contains("LimitNOFILE="), "\(label): \(text)")
+                    outcomes.append("\(limit)/\(inherited): refused")
+                } else {
+                    #expect(code == 0, "\(label): exit \(code) after SIGTERM: \(text)")
+                    #expect(text.contains("vigil up: stopped"), "\(label): \(text)")
+                    outcomes.append("\(limit)/\(inherited): ran")
+                }
+            }
+        }
+        // Both ends of the sweep were reached: the refusal below the need, a running host above it.
+        #expect(outcomes.contains("20/0: ran"), "\(outcomes)")
+        #expect(outcomes.contains("10/0: refused"), "\(outcomes)")
+        #expect(outcomes.contains("20/8: refused"), "\(outcomes)")
+        #expect(outcomes.contains("26/8: refused"), "\(outcomes)")
+        #expect(outcomes.contains("40/8: ran"), "\(outcomes)")
+    }
+
+    @Test("vigil status --json under too few descriptors prints one JSON document with the error, exit 72")
+    func statusJSONUnderLowLimits() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        let python = try #require(RuntimeFixtures.which("python3"))
+        for limit in [4, 8, 12, 16] {
+            let r = try await RuntimeFixtures.run(
+                python, try Self.limited(nofile: "\(limit):\(limit)", ["status", "--json"]),
+                environment: project.environment, timeout: 20)
+            #expect(r.status == 72, "limit \(limit): exit \(r.status): \(r.stdout) \(r.stderr)")
+            let document = try? HostCommandTests.json(r.stdout) as? [String: Any]
+            let error = document?["error"] as? [String: Any]
+            #expect(document?["ok"] as? Bool == false, "limit \(limit): \(r.stdout)")
+            #expect(error?["code"] as? String == "out-of-descriptors", "limit \(limit): \(r.stdout)")
+            #expect((error?["message"] as? String)?.contains("ulimit -n") == true, "limit \(limit): \(r.stdout)")
+        }
+        // With enough, the command runs as usual: no host runs here (exit 1), the document an array.
+        let r = try await RuntimeFixtures.run(
+            python, try Self.limited(nofile: "64:64", ["status", "--json"]), environment: project.environment,
+            timeout: 20)
+        #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+        #expect((try? HostCommandTests.json(r.stdout)) is [Any], "\(r.stdout)")
     }
 
     @Test(
