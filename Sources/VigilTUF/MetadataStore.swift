@@ -61,7 +61,7 @@ public struct FileStore: Sendable {
         var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         if fd < 0 { throw .storage("create a file in \(directory)", .current("mkstemp")) }
-        let temporary = String(cString: template)
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var committed = false
         defer {
             if !committed { unlink(temporary) }

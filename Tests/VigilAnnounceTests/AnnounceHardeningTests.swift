@@ -152,7 +152,7 @@ struct AnnounceHardeningTests {
             let holder = try Self.holdLock(directory + "/announce.lock", seconds: 1, in: state)
             defer { holder.signal(SIGKILL); holder.wait() }
             #expect(
-                try await RuntimeFixtures.waitUntil(timeout: 10) {
+                await RuntimeFixtures.waitUntil(timeout: 10) {
                     ((try? state.read("state/vigil/announce/announce.lock")) ?? []).count > 3
                 })
             let run = try await Self.announce(
