@@ -243,6 +243,27 @@ import VigilTestSupport
         #expect(text.stdout.isEmpty && text.stderr.contains("chmod 700"), "\(text.stdout)\(text.stderr)")
     }
 
+    /// The directories above the runtime directory go through the same StrictModes check as every
+    /// state file: an XDG_RUNTIME_DIR others may write (its vigil/ 0700, which the old check
+    /// accepted) is refused with the same exit code and document.
+    @Test func statusRefusesARuntimeDirectoryUnderADirectoryOthersMayWrite() async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        try s.dir.makeDirectory("run/vigil")
+        #expect(chmod(s.dir.url("run/vigil"), 0o700) == 0)
+        #expect(chmod(s.dir.url("run"), 0o777) == 0)
+        var env = s.environment
+        env["XDG_RUNTIME_DIR"] = s.dir.url("run")
+        let r = try await VigilExecutable.run(["status", "--json"], in: s.work, environment: env)
+        #expect(r.status == 77, "\(r.stdout)\(r.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+        #expect(document?["ok"] as? Bool == false, "\(r.stdout)")
+        let error = document?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "runtime-directory")
+        #expect((error?["message"] as? String)?.contains("chmod go-w \(s.dir.url("run"))") == true, "\(r.stdout)")
+        #expect(r.stderr.isEmpty, "\(r.stderr)")
+    }
+
     /// Every refusal kind the CLI can produce, through `plugin list --json`: none that failed
     /// before or during signature verification shows "valid".
     @Test func pluginListNeverShowsAValidSignatureForARefusalBeforeVerification() async throws {
