@@ -354,6 +354,42 @@ struct VigilHostTests {
         }
     }
 
+    @Test("a vigil.toml lock file another user owns, or that others may write, is neither used nor shown as a host")
+    func plantedLockFilesAreRefused() async throws {
+        try await RuntimeFixtures.withTempDirectory { dir in
+            let runtime = try #require(
+                try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path], create: true))
+            let config = dir.path + "/vigil.toml"
+            let path = "\(runtime.path)/lock-\(ConfigLock.hash(config))"
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            #expect(fd >= 0)
+            close(fd)
+            let otherUser: uid_t = getuid() == 65534 ? 65533 : 65534
+            #expect(chown(path, otherUser, getgid()) == 0, "changing a file's owner needs root")
+            #expect {
+                _ = try ConfigLock.acquire(configPath: config, in: runtime)
+            } throws: { error in
+                let error = error as? VigilError
+                return error?.code == .runtimeDirectory && error?.cause?.code == .stateUnsafe
+                    && error?.message.contains("\(path) is owned by uid \(otherUser)") == true
+            }
+            // Variant: mode 0666, and a lock the holder (this process) took before it was opened up
+            // is not read back as a host's.
+            #expect(chown(path, getuid(), getgid()) == 0)
+            let lock = try ConfigLock.acquire(configPath: config, in: runtime)
+            #expect(ConfigLock.holders(in: runtime).map(\.pid) == [getpid()])
+            #expect(chmod(path, 0o666) == 0)
+            #expect(ConfigLock.holders(in: runtime).isEmpty)
+            #expect {
+                _ = try ConfigLock.acquire(configPath: config + ".other", in: runtime)
+                _ = try ConfigLock.acquire(configPath: config, in: runtime)
+            } throws: { error in
+                (error as? VigilError)?.message.contains("is writable by group or others (mode 666)") == true
+            }
+            withExtendedLifetime(lock) {}
+        }
+    }
+
     @Test("an unsafe runtime directory is refused with the fix")
     func unsafeRuntimeDirectoryRefused() async throws {
         try await RuntimeFixtures.withTempDirectory { dir in
