@@ -324,29 +324,23 @@ struct VigilHostTests {
     func runtimeDirectoryParentsAreChecked() async throws {
         try await RuntimeFixtures.withTempDirectory { dir in
             // XDG_RUNTIME_DIR itself writable by all (not sticky), its vigil/ 0700: whoever may
-            // write it can swap vigil/ for a directory of their own.
+            // write it can swap vigil/ for a directory of their own. Variant: XDG_RUNTIME_DIR is a
+            // symbolic link (to a safe directory).
             mkdir(dir.path + "/open", 0o700)
             chmod(dir.path + "/open", 0o777)
             mkdir(dir.path + "/open/vigil", 0o700)
-            #expect {
-                _ = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path + "/open"], create: false)
-            } throws: { error in
-                let error = error as? VigilError
-                return error?.code == .runtimeDirectory && error?.cause?.code == .stateUnsafe
-                    && error?.message.contains("\(dir.path)/open, above the directory of") == true
-                    && error?.message.contains("`chmod go-w \(dir.path)/open`") == true
-            }
-            // Variant: XDG_RUNTIME_DIR is a symbolic link (to a safe directory).
             mkdir(dir.path + "/real", 0o700)
             mkdir(dir.path + "/real/vigil", 0o700)
             #expect(symlink(dir.path + "/real", dir.path + "/link") == 0)
-            #expect {
-                _ = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path + "/link"], create: false)
-            } throws: { error in
-                let error = error as? VigilError
-                return error?.code == .runtimeDirectory && error?.cause?.code == .stateUnsafe
-                    && error?.message.contains("\(dir.path)/link, above the directory of") == true
-                    && error?.message.contains("is a symbolic link") == true
+            for (base, problem) in [("open", "`chmod go-w \(dir.path)/open`"), ("link", "is a symbolic link")] {
+                #expect {
+                    _ = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.url(base)], create: false)
+                } throws: { error in
+                    let error = error as? VigilError
+                    return error?.code == .runtimeDirectory && error?.cause?.code == .stateUnsafe
+                        && error?.message.contains("\(dir.url(base)), above the directory of") == true
+                        && error?.message.contains(problem) == true
+                }
             }
             let real = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path + "/real"], create: false)
             #expect(real?.path == dir.path + "/real/vigil")
