@@ -1,4 +1,5 @@
 import VigilBase
+import VigilCore
 
 #if canImport(Glibc)
 import Glibc
@@ -26,11 +27,17 @@ public final class ConfigLock: Sendable {
     ///   ``VigilError/Code/runtimeDirectory`` when the lock file cannot be opened.
     public static func acquire(configPath: String, in directory: RuntimeDirectory) throws(VigilError) -> ConfigLock {
         let path = "\(directory.path)/lock-\(hash(configPath))"
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
+        // The lock file is a state file like the status files: no link, this user's, not writable by others.
+        let fd: Int32
+        do throws(CoreError) {
+            guard let opened = try StateFile.open(path, flags: O_RDWR | O_CREAT, mode: 0o600, what: "the lock file")
+            else {
+                throw CoreError(code: .ioFailure, message: "the lock file \(path) vanished as it was created")
+            }
+            fd = opened
+        } catch {
             throw VigilError(
-                code: .runtimeDirectory,
-                message: "cannot open the lock file \(path): \(SystemCallError.current("open").reason)")
+                code: .runtimeDirectory, message: "cannot open the lock file \(path): \(error.message)", cause: error)
         }
         var rc: Int32
         repeat { rc = flock(fd, LOCK_EX | LOCK_NB) } while rc != 0 && errno == EINTR
@@ -80,17 +87,18 @@ public final class ConfigLock: Sendable {
         var holders: [Holder] = []
         for name in (Directory.names(in: directory.path) ?? []).sorted() where name.hasPrefix("lock-") {
             let path = directory.path + "/" + name
+            // Read through the same checks as the status files; a lock file that fails them is not a host's.
+            guard let opened = try? StateFile.open(path, what: "the lock file") else { continue }
+            defer { close(opened) }
             var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == getuid() else {
-                continue
-            }
+            guard fstat(opened, &info) == 0 else { continue }
             let major = (info.st_dev >> 8) & 0xfff | (info.st_dev >> 32) & ~0xfff
             let minor = info.st_dev & 0xff | (info.st_dev >> 12) & ~0xff
             let key =
                 String(major, radix: 16).leftPadded(2) + ":" + String(minor, radix: 16).leftPadded(2) + ":"
                 + String(info.st_ino)
             guard let pid = locked[key] else { continue }
-            let lines = (FileIO.contents(ofFile: path, limit: 8192) ?? []).split(separator: UInt8(ascii: "\n"))
+            let lines = ((try? FileIO.read(opened, limit: 8192)) ?? []).split(separator: UInt8(ascii: "\n"))
             let config = lines.count >= 2 ? String(validating: lines[1], as: UTF8.self) : nil
             holders.append(Holder(pid: pid, configPath: config))
         }

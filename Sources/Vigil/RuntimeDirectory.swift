@@ -1,4 +1,5 @@
 import VigilBase
+import VigilCore
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,10 @@ import Musl
 /// When `XDG_RUNTIME_DIR` is unset (a plain `su`, some containers), Vigil falls back to
 /// `/tmp/vigil-UID/`. Either way the directory must be a real directory (not a symlink) owned by
 /// this user with mode 0700; Vigil creates it so and refuses one that is not, so other users can
-/// neither read a host's status nor plant files for `vigil status` to read.
+/// neither read a host's status nor plant files for `vigil status` to read. The directories above
+/// it then go through the core's ``StateFile`` check, as every state file Vigil acts on does (no
+/// symbolic link, owned by this user or root, not writable by group or others), and so do the
+/// status and lock files in it.
 public struct RuntimeDirectory: Sendable, Hashable {
     /// The directory's path.
     public let path: String
@@ -80,6 +84,11 @@ public struct RuntimeDirectory: Sendable, Hashable {
                 code: .runtimeDirectory,
                 message: "\(directory.path) is readable or writable by other users (mode "
                     + String(info.st_mode & 0o777, radix: 8) + ") — run `chmod 700 \(directory.path)`")
+        }
+        do {
+            try StateFile.checkDirectory(directory.path, holding: "the status files of running hosts")
+        } catch {
+            throw VigilError(code: .runtimeDirectory, message: error.message, cause: error)
         }
         return directory
     }

@@ -12,7 +12,8 @@ import Musl
 /// Publishes a host's status file off the host actor, on a thread of its own.
 ///
 /// ``publish(_:)`` only records the latest status and returns; the writer thread writes it
-/// through the core's ``AtomicFile`` (temp file 0600, rename; not fsynced: the file means something
+/// through the core's ``StateFile`` (its directory checked as every state file's is, then a temp
+/// file 0600 and a rename; not fsynced: the file means something
 /// only while this process lives, so surviving a machine crash is worth nothing). Writes are at
 /// most ``minimumInterval`` apart, the latest status wins and is always written, so a host whose
 /// plugins change state very often costs a few writes a second, not one per change.
@@ -180,7 +181,7 @@ final class StatusPublisher: Sendable {
             do {
                 // The file describes this live process (readers drop files of dead ones), so an
                 // fsync would only make keepAlive() wait on the disk; the rename keeps it atomic.
-                try AtomicFile.write(Array(status.jsonData()), to: file, mode: 0o600, durable: false)
+                try StateFile.write(Array(status.jsonData()), to: file, what: "the status file", durable: false)
                 return nil
             } catch {
                 return error.message
@@ -226,13 +227,14 @@ public enum PublishedHosts {
     /// The most a status file may hold; a host's is a few KiB.
     public static let maximumFileSize = 1 << 20
 
-    /// Reads a status file with the core's ``SafeFile`` (no symbolic link, a regular file only,
-    /// never more than ``maximumFileSize`` bytes); `nil` when it is gone (its host just exited).
+    /// Reads a status file through the core's ``StateFile`` checks (a regular file owned by this
+    /// user that group and others cannot write, no symbolic link to it or above it, never more
+    /// than ``maximumFileSize`` bytes); `nil` when it is gone (its host just exited).
     static func readCapped(_ path: String) -> Result<Data, VigilError>? {
         do throws(CoreError) {
-            return try SafeFile.readIfPresent(
-                path, cap: maximumFileSize, what: "status file", remedy: "Vigil did not write it there; remove it"
-            ).map { .success(Data($0)) }
+            return try StateFile.readIfPresent(path, cap: maximumFileSize, what: "the status file").map {
+                .success(Data($0))
+            }
         } catch {
             return .failure(VigilError(code: .statusUnreadable, message: error.message, cause: error))
         }

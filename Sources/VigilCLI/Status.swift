@@ -18,11 +18,13 @@ struct Status: AsyncParsableCommand {
             Reads the status files running hosts publish in $XDG_RUNTIME_DIR/vigil/ (0700; /tmp/vigil-UID \
             when XDG_RUNTIME_DIR is unset). Exits 1 when no host is running. With --config, only hosts \
             started from that vigil.toml are shown. Exits 77 when the runtime directory is refused \
-            (not owned by you, or writable by others) or cannot be read; with --json the document is \
+            (not owned by you, writable by others, or under a symbolic link or a directory others may \
+            write) or cannot be read; with --json the document is \
             then {"ok": false, "error": {"code", "message"}} instead of the array. Exits 2 when a host \
             runs (it holds its vigil.toml's lock) but its status file is missing (the runtime directory \
             is full) or unreadable; its --json entry then has "status": "unwritten" or "unreadable", \
-            a "reason", and null for what is unknown.
+            a "reason", and null for what is unknown. A status file that is a link, another user's or \
+            writable by others is not shown; a warning says why.
             """)
 
     @OptionGroup var options: ConfigOption

@@ -222,11 +222,17 @@ import VigilTestSupport
         #expect(trustDoc["version"] is NSNull)
     }
 
-    @Test func statusRefusesAnUnsafeRuntimeDirectoryWithItsOwnExitAndOneDocument() async throws {
+    /// `vigil` is the runtime directory itself open to all; `parent` is XDG_RUNTIME_DIR open to
+    /// all with its vigil/ 0700, which the old check (the runtime directory alone) accepted: the
+    /// directories above it go through the StrictModes check every state file gets.
+    @Test(arguments: ["vigil", "parent"])
+    func statusRefusesAnUnsafeRuntimeDirectoryWithItsOwnExitAndOneDocument(opened: String) async throws {
         let s = try CLISandbox()
         defer { s.remove() }
         try s.dir.makeDirectory("run/vigil")
-        #expect(chmod(s.dir.url("run/vigil"), 0o777) == 0)
+        #expect(chmod(s.dir.url("run/vigil"), opened == "vigil" ? 0o777 : 0o700) == 0)
+        if opened == "parent" { #expect(chmod(s.dir.url("run"), 0o777) == 0) }
+        let fix = opened == "vigil" ? "chmod 700" : "chmod go-w \(s.dir.url("run"))"
         var env = s.environment
         env["XDG_RUNTIME_DIR"] = s.dir.url("run")
         let r = try await VigilExecutable.run(["status", "--json"], in: s.work, environment: env)
@@ -236,11 +242,11 @@ import VigilTestSupport
         #expect(document?["ok"] as? Bool == false, "\(r.stdout)")
         let error = document?["error"] as? [String: Any]
         #expect(error?["code"] as? String == "runtime-directory")
-        #expect((error?["message"] as? String)?.contains("chmod 700") == true, "\(r.stdout)")
+        #expect((error?["message"] as? String)?.contains(fix) == true, "\(r.stdout)")
         #expect(r.stderr.isEmpty, "\(r.stderr)")
         let text = try await VigilExecutable.run(["status"], in: s.work, environment: env)
         #expect(text.status == 77)
-        #expect(text.stdout.isEmpty && text.stderr.contains("chmod 700"), "\(text.stdout)\(text.stderr)")
+        #expect(text.stdout.isEmpty && text.stderr.contains(fix), "\(text.stdout)\(text.stderr)")
     }
 
     /// Every refusal kind the CLI can produce, through `plugin list --json`: none that failed

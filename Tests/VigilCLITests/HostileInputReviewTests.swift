@@ -97,6 +97,31 @@ struct HostileInputReviewTests {
             plugin["since"] as? String == (since == "0" ? "1970-01-01T00:00:00.000Z" : "9999-12-31T23:59:59.000Z"))
     }
 
+    @Test(
+        "a well-formed status file another user owns, or others may write, is refused by vigil status with the fix",
+        arguments: ["owner", "mode"])
+    func statusFilesOthersControl(variant: String) async throws {
+        let s = try CLISandbox()
+        defer { s.remove() }
+        // The same file, safe, shows a running host (statusSinceAtTheEdge); the old check showed these too.
+        let environment = try Self.plantStatus(since: "0", in: s)
+        let file = s.dir.url("run") + "/vigil/host-\(getpid()).json"
+        if variant == "owner" {
+            #expect(chown(file, getuid() == 65534 ? 65533 : 65534, getgid()) == 0, "changing an owner needs root")
+        } else {
+            #expect(chmod(file, 0o666) == 0)
+        }
+        let expected = variant == "owner" ? "is owned by uid" : "is writable by group or others (mode 666)"
+        for json in [false, true] {
+            let r = try await VigilExecutable.run(
+                ["status"] + (json ? ["--json"] : []), in: s.work, environment: environment)
+            #expect(r.status == 1, "\(variant) json=\(json): \(r.status) \(r.stdout) \(r.stderr)")
+            #expect(r.stderr.contains("warning: the status file \(file) \(expected)"), "\(r.stderr)")
+            #expect(!r.stdout.contains("planted"), "\(r.stdout)")
+            if json { #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(r.stdout)") }
+        }
+    }
+
     /// A control socket that answers every connection with `answer` (a stand-in for a hostile or
     /// broken host: python3 serving a Unix socket).
     final class FakeControlSocket {

@@ -271,12 +271,115 @@ struct VigilHostTests {
                 if case .failure(let error) = result { return error }
                 return nil
             }
+            // Refused by the check every state file goes through (StateFile), with its code.
             #expect(errors.map(\.code) == [.statusUnreadable, .statusUnreadable])
-            #expect(errors.map { $0.cause?.code } == [.notRegularFile, .notRegularFile])
+            #expect(errors.map { $0.cause?.code } == [.stateUnsafe, .stateUnsafe])
             #expect(errors[0].message.contains("host-1.json is a FIFO, not a regular file"), "\(errors[0])")
+            #expect(errors[0].message.hasSuffix("move it away"), "\(errors[0])")
             #expect(errors[1].message.contains("\(file) is a symbolic link"), "\(errors[1])")
-            #expect(errors.allSatisfy { $0.message.hasSuffix("Vigil did not write it there; remove it") })
+            #expect(errors[1].message.hasSuffix("delete the link (`rm \(file)`)"), "\(errors[1])")
             #expect(PublishedHosts.readCapped(dir.path + "/vigil/host-999999999.json") == nil)
+        }
+    }
+
+    @Test(
+        "a status file another user owns, or that others may write, is refused like every state file (StrictModes)")
+    func statusFilesOthersControlAreRefused() async throws {
+        try await RuntimeFixtures.withTempDirectory { dir in
+            let runtime = try #require(
+                try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path], create: true))
+            // Well-formed status, named after live processes (this one, pid 1): the old check (a
+            // regular file, no link) showed both as running hosts.
+            let owned = runtime.statusFile(pid: getpid())
+            let writable = runtime.statusFile(pid: 1)
+            for (file, pid) in [(owned, getpid()), (writable, 1)] {
+                let text = """
+                    {"schema": "vigil.status/v1", "pid": \(pid), "host": "planted", "config": null, "plugins": []}
+                    """
+                let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+                #expect(fd >= 0)
+                _ = Array(text.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            let otherUser: uid_t = getuid() == 65534 ? 65533 : 65534
+            #expect(chown(owned, otherUser, getgid()) == 0, "changing a file's owner needs root")
+            #expect(chmod(writable, 0o666) == 0)
+            let results = PublishedHosts.read(from: runtime)
+            let errors = results.compactMap { result -> VigilError? in
+                if case .failure(let error) = result { return error }
+                return nil
+            }
+            #expect(errors.count == 2 && results.count == 2, "\(results)")
+            guard errors.count == 2 else { return }
+            #expect(errors.map(\.code) == [.statusUnreadable, .statusUnreadable])
+            #expect(errors.map { $0.cause?.code } == [.stateUnsafe, .stateUnsafe])
+            #expect(errors[0].message.contains("\(writable) is writable by group or others (mode 666)"), "\(errors[0])")
+            #expect(errors[0].message.contains("`chmod go-w \(writable)`"), "\(errors[0])")
+            #expect(errors[1].message.contains("\(owned) is owned by uid \(otherUser)"), "\(errors[1])")
+            #expect(errors[1].message.contains("inspect it, then delete it"), "\(errors[1])")
+        }
+    }
+
+    @Test("a runtime directory under a directory others may write, or under a symbolic link, is refused")
+    func runtimeDirectoryParentsAreChecked() async throws {
+        try await RuntimeFixtures.withTempDirectory { dir in
+            // XDG_RUNTIME_DIR itself writable by all (not sticky), its vigil/ 0700: whoever may
+            // write it can swap vigil/ for a directory of their own. Variant: XDG_RUNTIME_DIR is a
+            // symbolic link (to a safe directory).
+            mkdir(dir.path + "/open", 0o700)
+            chmod(dir.path + "/open", 0o777)
+            mkdir(dir.path + "/open/vigil", 0o700)
+            mkdir(dir.path + "/real", 0o700)
+            mkdir(dir.path + "/real/vigil", 0o700)
+            #expect(symlink(dir.path + "/real", dir.path + "/link") == 0)
+            for (base, problem) in [("open", "`chmod go-w \(dir.path)/open`"), ("link", "is a symbolic link")] {
+                #expect {
+                    _ = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.url(base)], create: false)
+                } throws: { error in
+                    let error = error as? VigilError
+                    return error?.code == .runtimeDirectory && error?.cause?.code == .stateUnsafe
+                        && error?.message.contains("\(dir.url(base)), above the directory of") == true
+                        && error?.message.contains(problem) == true
+                }
+            }
+            let real = try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path + "/real"], create: false)
+            #expect(real?.path == dir.path + "/real/vigil")
+        }
+    }
+
+    @Test("a vigil.toml lock file another user owns, or that others may write, is neither used nor shown as a host")
+    func plantedLockFilesAreRefused() async throws {
+        try await RuntimeFixtures.withTempDirectory { dir in
+            let runtime = try #require(
+                try RuntimeDirectory.resolve(environment: ["XDG_RUNTIME_DIR": dir.path], create: true))
+            let config = dir.path + "/vigil.toml"
+            let path = "\(runtime.path)/lock-\(ConfigLock.hash(config))"
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            #expect(fd >= 0)
+            close(fd)
+            let otherUser: uid_t = getuid() == 65534 ? 65533 : 65534
+            #expect(chown(path, otherUser, getgid()) == 0, "changing a file's owner needs root")
+            #expect {
+                _ = try ConfigLock.acquire(configPath: config, in: runtime)
+            } throws: { error in
+                let error = error as? VigilError
+                return error?.code == .runtimeDirectory && error?.cause?.code == .stateUnsafe
+                    && error?.message.contains("\(path) is owned by uid \(otherUser)") == true
+            }
+            // Variant: mode 0666, and a lock the holder (this process) took before it was opened up
+            // is not read back as a host's.
+            #expect(chown(path, getuid(), getgid()) == 0)
+            let lock = try ConfigLock.acquire(configPath: config, in: runtime)
+            #expect(ConfigLock.holders(in: runtime).map(\.pid) == [getpid()])
+            #expect(chmod(path, 0o666) == 0)
+            #expect(ConfigLock.holders(in: runtime).isEmpty)
+            #expect {
+                _ = try ConfigLock.acquire(configPath: config + ".other", in: runtime)
+                _ = try ConfigLock.acquire(configPath: config, in: runtime)
+            } throws: { error in
+                (error as? VigilError)?.message.contains("is writable by group or others (mode 666)") == true
+            }
+            withExtendedLifetime(lock) {}
         }
     }
 

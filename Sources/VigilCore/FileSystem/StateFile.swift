@@ -2,7 +2,8 @@ import Glibc
 import VigilBase
 
 /// The one check the state files Vigil acts on go through (the duck journal and its lock,
-/// soundscape preferences, rollback records): sshd's StrictModes, applied to the file, its
+/// soundscape preferences, rollback records, and the runtime files: the hosts' status files,
+/// their `vigil.toml` locks and the runtime directory above them): sshd's StrictModes, applied to the file, its
 /// directory and the directories above it.
 ///
 /// - The file is opened with `O_NOFOLLOW|O_NONBLOCK` and checked on the open descriptor: a
@@ -144,7 +145,9 @@ public enum StateFile {
     {
         guard let fd = try open(path, what: what) else { return nil }
         defer { close(fd) }
-        return try SafeFile.read(fd: fd, path: path, cap: cap, what: what, plugin: nil)
+        // SafeFile's messages say "the \(what)" themselves.
+        let noun = what.hasPrefix("the ") ? String(what.dropFirst(4)) : what
+        return try SafeFile.read(fd: fd, path: path, cap: cap, what: noun, plugin: nil)
     }
 
     /// Replaces the state file `path` atomically (0600, fsynced with its directory unless
