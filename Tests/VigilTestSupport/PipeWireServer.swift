@@ -77,7 +77,11 @@ public final class PipeWireServer: SoundServerFixture, @unchecked Sendable {
             "rate=48000", "channels=2",
         ])
         try await waitUntil("the null sink did not appear", timeout: 10) { (try? sinkState()) != nil }
-        try pactl(["set-default-sink", sinkName])
+        // pipewire-pulse answers "Not supported" until wireplumber has published its `default`
+        // metadata object, which can come after the sink under load: wait for it to take.
+        try await waitUntil("the null sink could not be made the default", timeout: 10) {
+            (try? pactl(["set-default-sink", sinkName])) != nil
+        }
     }
 
     /// Stops every process (SIGKILL) and the bus, and removes the directory.
