@@ -183,7 +183,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilSupervisorTests",
-            dependencies: ["VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport"],
+            dependencies: [
+                "VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport",
+                "VigilHostCheck",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests",
