@@ -1,10 +1,6 @@
 import FoundationEssentials
 public import VigilPlugin
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Checks that every worker's `command` can be started on this machine, before the host runs:
 /// what `vigil check` reports, so that a missing program is found at check and build time rather
 /// than when the supervisor fails to start it.
