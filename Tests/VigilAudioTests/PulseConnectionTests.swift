@@ -74,6 +74,29 @@ struct PulseConnectionTests {
         #expect(!handle.connection.isReady)
     }
 
+    @Test("PulseMixer, on the same connection, refuses the dead socket with the same code, errno and remedy")
+    func mixerRefusesDeadSocket() async throws {
+        let server = try PulseAudioServer()
+        defer { server.shutDown() }
+        try await server.start()
+        server.kill()
+        let address = server.address
+        let error = await blockingCall { () -> AudioError? in
+            let mixer = PulseMixer(server: address, applicationName: Self.name, logger: quietLogger)
+            do throws(AudioError) {
+                try mixer.connect()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(error?.code == .openFailed)
+        #expect(error?.function == "pa_context_connect")
+        #expect(error?.errno == ECONNREFUSED)
+        #expect(
+            error?.message.contains("no sound server answers at \(address)") == true, "\(String(describing: error))")
+    }
+
     @Test("a server that accepts and never answers is given up at the deadline: open-failed, ETIMEDOUT")
     func hungServerTimesOut() async throws {
         try await RuntimeFixtures.withTempDirectory("vigil-hung-pulse") { dir in
