@@ -1,9 +1,8 @@
 import Foundation
 import Testing
+import VigilBase
 
-@testable import Vigil
-
-@Suite("RFC 3339 times in status documents")
+@Suite("RFC 3339 times: status documents, signed expiry, TUF metadata")
 struct RFC3339Tests {
     @Test("known instants are written in UTC with milliseconds")
     func knownInstants() {
@@ -49,5 +48,35 @@ struct RFC3339Tests {
         ])
     func refusesOtherText(_ text: String) {
         #expect(RFC3339.secondsSince1970(from: text) == nil)
+    }
+
+    @Test("each reader's syntax accepts its variants and refuses the others")
+    func syntaxProfiles() {
+        let instant: Int64 = 1_795_406_706
+        // The strict TUF form: `YYYY-MM-DDTHH:MM:SSZ` and nothing else.
+        #expect(RFC3339.parse("2026-11-23T04:05:06Z", syntax: [])?.seconds == instant)
+        for text in [
+            "2026-11-23t04:05:06Z", "2026-11-23T04:05:06z", "2026-11-23 04:05:06Z", "2026-11-23T04:05:06.5Z",
+            "2026-11-23T05:35:06+01:30", "2026-12-31T23:59:60Z",
+        ] {
+            #expect(RFC3339.parse(text, syntax: []) == nil, "\(text)")
+        }
+        // Signed `expires`: all but the space, the fraction dropped, a leap second as second 59.
+        let signed: RFC3339.Syntax = [.lowercase, .fraction, .offset, .leapSecond]
+        #expect(RFC3339.parse("2026-11-23t05:35:06.999+01:30", syntax: signed)?.seconds == instant)
+        #expect(RFC3339.parse("2026-11-23 04:05:06Z", syntax: signed) == nil)
+        #expect(RFC3339.parse("2026-12-31T23:59:60Z", syntax: signed)?.seconds == 1_798_761_599)
+        // A fraction of more digits than a double holds stays inside its second.
+        let long = "2026-11-23T04:05:06." + String(repeating: "9", count: 40) + "Z"
+        #expect(RFC3339.parse(long, syntax: .full)?.seconds == instant)
+        #expect(RFC3339.parse(long, syntax: .full).map { $0.fraction < 1 } == true)
+    }
+
+    @Test("whole seconds are written without a fraction, clamped to the years 0000 to 9999")
+    func wholeSeconds() {
+        #expect(RFC3339.string(fromSecondsSince1970: 1_893_456_000, milliseconds: false) == "2030-01-01T00:00:00Z")
+        #expect(RFC3339.string(fromSecondsSince1970: -1, milliseconds: false) == "1969-12-31T23:59:59Z")
+        #expect(RFC3339.string(fromSecondsSince1970: 59.9996, milliseconds: false) == "1970-01-01T00:00:59Z")
+        #expect(RFC3339.string(fromSecondsSince1970: 1e300, milliseconds: false) == "9999-12-31T23:59:59Z")
     }
 }
