@@ -1,6 +1,6 @@
-import Foundation
 import Testing
 import VigilTUF
+import VigilTestSupport
 
 /// The TUF reader parses with the core's strict grammar (one parser, VigilBase's
 /// `StrictJSONParser`): JSONTestSuite's cases, the fixtures the core's parser is tested on, go
@@ -8,27 +8,17 @@ import VigilTUF
 /// integers past 64 bits), which it refuses.
 @Suite("TUF canonical JSON: the core's grammar, JSONTestSuite")
 struct CanonicalJSONSuiteTests {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("VigilCoreTests/Fixtures/JSONTestSuite/test_parsing").path
-
-    static func cases(_ prefix: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(prefix) }
-            .sorted()
-    }
+    static func cases(_ prefix: String) -> [String] { JSONTestSuiteFixtures.cases(prefix) }
 
     static func parse(_ file: String) throws(JSONParseError) -> JSONValue {
-        let bytes = FileManager.default.contents(atPath: directory + "/" + file).map { Array($0) } ?? []
-        return try JSONValue.parse(bytes)
+        try JSONValue.parse(JSONTestSuiteFixtures.bytes(file))
     }
 
     /// What the TUF reader refuses beyond the core's grammar, and the core's refusal of duplicate keys.
     static let tufRefusals = ["fraction or exponent", "-0", "outside 64 bits", "duplicate key"]
 
-    @Test func theSuiteIsThere() {
-        #expect(Self.cases("y_").count == 95)
-        #expect(Self.cases("n_").count == 188)
-        #expect(Self.cases("i_").count == 35)
-    }
+    /// The core's tests count the cases; here, only that they are read at all.
+    @Test func theSuiteIsThere() { #expect(!Self.cases("n_").isEmpty) }
 
     @Test(arguments: cases("y_"))
     func acceptedCasesParseUnlessTheirNumbersAreNotTUFs(file: String) {
