@@ -72,6 +72,16 @@ struct RFC3339Tests {
         #expect(RFC3339.parse(long, syntax: .full).map { $0.fraction < 1 } == true)
     }
 
+    /// The status reader used to carry :60 into the next minute through timegm, and so refused
+    /// one at the end of a month (December 31st 23:59:60 became January 1st); the signed-expiry
+    /// reader read it as :59. One reader now: :59 everywhere.
+    @Test("a leap second is second 59 of its minute, also at the end of a month or a year")
+    func leapSecond() {
+        #expect(RFC3339.secondsSince1970(from: "2026-12-31T23:59:60Z") == 1_798_761_599)
+        #expect(RFC3339.secondsSince1970(from: "2026-11-23T04:05:60Z") == 1_795_406_759)
+        #expect(RFC3339.secondsSince1970(from: "2026-06-30T23:59:60.5Z") == 1_782_863_999.5)
+    }
+
     @Test("whole seconds are written without a fraction, clamped to the years 0000 to 9999")
     func wholeSeconds() {
         #expect(RFC3339.string(fromSecondsSince1970: 1_893_456_000, milliseconds: false) == "2030-01-01T00:00:00Z")
