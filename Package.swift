@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // `TestClock` for the tests that run the supervisor's deadlines in virtual time.
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
     targets: [
         // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
@@ -183,7 +185,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilSupervisorTests",
-            dependencies: ["VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport"],
+            dependencies: [
+                "VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport",
+                .product(name: "Clocks", package: "swift-clocks"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests",
@@ -210,15 +215,15 @@ let package = Package(
         // Third-party plugins as shared libraries (docs/native-plugins.md).
         // The C ABI: vigil_plugin.h, the one header plugin authors build against.
         .target(name: "CVigilPluginABI"),
-        // memfd_create, file seals and dladdr (need _GNU_SOURCE), for VigilSharedLibrary only.
+        // memfd_create, file seals and dladdr (need _GNU_SOURCE), imported by VigilLibraryCheck only
+        // (LoaderCalls), through which VigilSharedLibrary maps plugins.
         .target(name: "CVigilLoader"),
         // The loader: checks the verified bytes (ELF, SONAME, dependencies, ABI) before mapping
         // anything, maps them from sealed memfds, drives the C ABI. The one module with C-ABI code.
         .target(
             name: "VigilSharedLibrary",
             dependencies: [
-                "CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilBase", log,
-                "VigilLibraryCheck",
+                "CVigilPluginABI", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
         // Plugin authors' side: the descriptor and keep-alive table in C (Swift cannot define a C data
