@@ -168,7 +168,9 @@ let package = Package(
         // Tests.
         .target(
             name: "VigilTestSupport",
-            dependencies: ["VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system"), "VigilCore", "VigilCrypto",
+            ],
             path: "Tests/VigilTestSupport",
             exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
             swiftSettings: strictSettings),
@@ -321,6 +323,18 @@ let package = Package(
         // Manifest verification throughput, for bench/verify.sh (an executable target, not a product).
         .executableTarget(
             name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
+        .testTarget(name: "VigilPluginTests", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
+        .testTarget(name: "VigilLibraryCheckTests", dependencies: ["VigilLibraryCheck"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilHostCheckTests", dependencies: ["VigilHostCheck", "VigilCore", "VigilPlugin", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilCheckCommandsTests",
+            dependencies: [
+                "VigilCheckCommands", "VigilHostCheck", "VigilCore", "VigilTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "VigilBaseTests",
             dependencies: ["VigilBase", "VigilTestSupport", .product(name: "SystemPackage", package: "swift-system")],
