@@ -179,10 +179,11 @@ public final class Supervisor: Sendable {
         }
     }
 
-    /// Returns once the supervisor's thread has read its clock and acted on every deadline due by
-    /// then (restarts, the SIGKILL after the stop grace, watchdogs), with its events delivered:
-    /// for a test that has just moved the injected clock (also while ``stop(signal:)`` waits for
-    /// the workers). At once if the supervisor's thread is not running.
+    /// Returns once the supervisor's thread has gone round after this call began: read every
+    /// worker's notify socket and its clock, and acted on what it found and on every deadline
+    /// due by then (restarts, the SIGKILL after the stop grace, watchdogs), its events delivered.
+    /// For a test that has just moved the injected clock or sent a datagram (also while
+    /// ``stop(signal:)`` waits for the workers). At once if the supervisor's thread is not running.
     public func synchronize() async {
         let loop: SupervisorLoop? =
             switch phase.withLock({ $0 }) {
@@ -190,8 +191,11 @@ public final class Supervisor: Sendable {
             default: nil
             }
         guard let loop else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if !loop.send(.sync({ continuation.resume() })) { continuation.resume() }
+        // Twice: the first round may have read the sockets before this call; the second began after it.
+        for _ in 0..<2 {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if !loop.send(.sync({ continuation.resume() })) { continuation.resume() }
+            }
         }
     }
 

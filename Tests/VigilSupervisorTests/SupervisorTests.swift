@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import VigilBase
 import VigilTestSupport
@@ -163,17 +162,17 @@ struct SupervisorTests {
         let child = try #require(Int32(TextFile.read(dir.url("child")).trimmingCharacters(in: .whitespacesAndNewlines)))
         let worker = try #require(supervisor.workers.first?.pid)
         #expect(processIsLive(child) && processIsLive(worker))
-        let stopped = Mutex(false)
+        let stopped = EventRecorder<String>()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 await supervisor.stop()
-                stopped.withLock { $0 = true }
+                stopped.record("stopped")
             }
             #expect(await eventually { supervisor.workers.first?.state == .stopping })
             // A millisecond before the grace ends: SIGTERM was ignored, no SIGKILL yet.
             await clock.advance(by: .seconds(120) - .milliseconds(1), supervisor)
             #expect(processIsLive(worker))
-            #expect(!stopped.withLock { $0 }, "stop returned before the grace period")
+            #expect(stopped.all.isEmpty, "stop returned before the grace period")
             await clock.advance(by: .milliseconds(1), supervisor)
             try await group.waitForAll()
         }
