@@ -169,7 +169,8 @@ let package = Package(
         .target(
             name: "VigilTestSupport",
             dependencies: [
-                "VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system"), "VigilCore", "VigilCrypto",
+                "VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system"), "VigilCore",
+                "VigilCrypto",
             ],
             path: "Tests/VigilTestSupport",
             exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
@@ -326,7 +327,8 @@ let package = Package(
         .testTarget(name: "VigilPluginTests", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
         .testTarget(name: "VigilLibraryCheckTests", dependencies: ["VigilLibraryCheck"], swiftSettings: strictSettings),
         .testTarget(
-            name: "VigilHostCheckTests", dependencies: ["VigilHostCheck", "VigilCore", "VigilPlugin", "VigilTestSupport"],
+            name: "VigilHostCheckTests",
+            dependencies: ["VigilHostCheck", "VigilCore", "VigilPlugin", "VigilTestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilCheckCommandsTests",

@@ -136,7 +136,7 @@ struct SealedLibrary: Sendable {
         do throws(SystemCallError) {
             do throws(SystemCallError) {
                 fd = try LoaderCalls.memfdCreate(name, flags: base.union(.executable))
-            } catch where error.number == EINVAL {
+            } catch  where error.number == EINVAL {
                 // Kernels before 6.3 know no MFD_EXEC; their memfds are executable.
                 fd = try LoaderCalls.memfdCreate(name, flags: base)
             }

@@ -64,7 +64,10 @@ struct NullPCMTests {
         #expect(took < 0.5, "stop took \(took) s with a 10 s buffer")
         // The writer thread is gone once it has exited (it may still be on its way out) (descriptor and thread leaks over many reopens are checked
         // in a separate process by the restart test, where nothing else runs).
-        #expect(await RuntimeFixtures.waitUntil(timeout: 5) { !FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)") })
+        #expect(
+            await RuntimeFixtures.waitUntil(timeout: 5) {
+                !FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)")
+            })
         #expect(stream.status.writerThreadID == nil)
         #expect(stream.status.state == .stopped)
     }

@@ -78,7 +78,9 @@ struct CheckCommandTests {
                 Issue.record("\(arguments) was accepted")
             } catch {
                 #expect(PluginTrust.exitCode(for: error).rawValue == 64, "\(arguments)")
-                #expect(PluginTrust.message(for: error).contains(fragment), "\(arguments): \(PluginTrust.message(for: error))")
+                #expect(
+                    PluginTrust.message(for: error).contains(fragment),
+                    "\(arguments): \(PluginTrust.message(for: error))")
             }
         }
         #expect(throws: (any Error).self) { _ = try Check.parse(["--no-such-flag"]) }

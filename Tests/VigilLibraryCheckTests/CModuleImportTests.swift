@@ -33,7 +33,8 @@ struct CModuleImportTests {
         return all.filter { $0.hasSuffix(".swift") }.map { path + "/" + $0 }
     }
 
-    @Test("each C module is imported by one Swift module (vigil_plugin.h by the ABI's three parties), always internally")
+    @Test(
+        "each C module is imported by one Swift module (vigil_plugin.h by the ABI's three parties), always internally")
     func importers() throws {
         let targets = Self.targets()
         let cModules = Set(targets.filter { Self.swiftFiles($0.value).isEmpty }.keys)

@@ -35,7 +35,10 @@ struct LibraryRulesTests {
         #expect(check { $0.structSize = 47 } == .missingDescriptor)
         #expect(check { $0.structSize = 4097 } == .missingDescriptor)
         #expect(check { $0.symbolSize = 8 } == .missingDescriptor)
-        #expect(check { $0.structSize = 64; $0.symbolSize = 64 } == nil, "a descriptor that grew at the end")
+        #expect(
+            check {
+                $0.structSize = 64; $0.symbolSize = 64
+            } == nil, "a descriptor that grew at the end")
     }
 
     @Test("the note: present, naming the manifest's plugin, with the descriptor's ABI")
@@ -86,11 +89,13 @@ struct LibraryRulesTests {
 
     @Test("the ELF reader on a real system library, and its refusals of what is not one")
     func elfReader() throws {
-        let path = try #require(SystemLibraries.installedPath("libc.so.6"))
+        // libm, not libc: libc.so.6 can also be run (it has a program interpreter), which the check refuses.
+        let path = try #require(SystemLibraries.installedPath("libm.so.6"))
         let bytes = try #require(FileIO.contents(ofFile: path, limit: 64 << 20))
         let image = try ELFImage(bytes)
-        #expect(image.soname == "libc.so.6")
-        #expect(image.descriptor == nil, "libc exports no vigil_plugin_entry")
+        #expect(image.soname == "libm.so.6")
+        #expect(image.needed.contains("libc.so.6"))
+        #expect(image.descriptor == nil, "libm exports no vigil_plugin_entry")
         #expect(image.note == nil)
         func kind(_ bytes: [UInt8], _ limits: ELFImage.Limits = .standard) -> ELFImage.Problem.Kind? {
             do {
@@ -101,6 +106,9 @@ struct LibraryRulesTests {
             }
         }
         #expect(kind(Array("#!/bin/sh\n".utf8) + [UInt8](repeating: 0, count: 64)) == .malformed)
+        let libc = try #require(
+            SystemLibraries.installedPath("libc.so.6").flatMap { FileIO.contents(ofFile: $0, limit: 64 << 20) })
+        #expect(kind(libc) == .malformed, "a library that is also a program")
         var executable = bytes
         executable[16] = 2  // ET_EXEC
         #expect(kind(executable) == .malformed)

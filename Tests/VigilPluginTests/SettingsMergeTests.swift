@@ -44,9 +44,12 @@ struct SettingsMergeTests {
         let settings = PluginSettings(
             pluginName: "p",
             values: ["flag": .string("yes"), "list": .integer(3), "table": .array([.bool(true)]), "n": .bool(false)])
-        #expect(Self.refusal { _ = try settings.bool("flag", default: false) }?.contains("expected true or false, found string \"yes\"") == true)
+        #expect(
+            Self.refusal { _ = try settings.bool("flag", default: false) }?.contains(
+                "expected true or false, found string \"yes\"") == true)
         #expect(Self.refusal { _ = try settings.array("list") }?.contains("expected an array, found integer 3") == true)
-        #expect(Self.refusal { _ = try settings.table("table") }?.contains("expected a table, found array [true]") == true)
+        #expect(
+            Self.refusal { _ = try settings.table("table") }?.contains("expected a table, found array [true]") == true)
         #expect(Self.refusal { _ = try settings.number("n") }?.hasPrefix("setting `n`: expected") == true)
         #expect(Self.refusal { _ = try settings.bool("absent", default: true) } == nil)
     }

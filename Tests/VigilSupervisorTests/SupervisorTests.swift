@@ -153,7 +153,8 @@ struct SupervisorTests {
         defer { dir.remove() }
         let clock = VirtualClock()
         // The worker ignores SIGTERM and has a child in its process group.
-        let script = "trap '' TERM; sleep 300 & echo $! > \(dir.url("child")).part; mv \(dir.url("child")).part \(dir.url("child")); wait"
+        let script =
+            "trap '' TERM; sleep 300 & echo $! > \(dir.url("child")).part; mv \(dir.url("child")).part \(dir.url("child")); wait"
         let supervisor = try Supervisor.forTests(
             [.shell("stubborn", script)], configuration: SupervisorConfiguration(stopGrace: .seconds(120)),
             clock: clock)
