@@ -175,6 +175,9 @@ struct SupervisorTests {
             #expect(processIsLive(worker))
             #expect(stopped.all.isEmpty, "stop returned before the grace period")
             await clock.advance(by: .milliseconds(1), supervisor)
+            // The SIGKILL went at the end of the virtual grace: stop returns once the group is reaped,
+            // not after 120 real seconds.
+            #expect(await eventually(timeout: 60) { !stopped.all.isEmpty }, "stop waited out the grace in real time")
             try await group.waitForAll()
         }
         #expect(!processIsLive(worker))
