@@ -20,8 +20,13 @@ final class VigilProcess: @unchecked Sendable {
         return directory.appendingPathComponent("vigil").path
     }
 
+    /// Starts `vigil ARGUMENTS` with no descriptor but 0–2: what this process holds at that moment
+    /// (a PulseAudio client's memfd of a test running in parallel) would otherwise be inherited
+    /// and counted as the host's own. bash closes them, then becomes `vigil` (same pid).
     init(_ arguments: [String]) throws {
-        process = try ChildProcess(Self.binary, arguments)
+        let closeInherited =
+            #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$0" "$@""#
+        process = try ChildProcess("/bin/bash", ["-c", closeInherited, Self.binary] + arguments)
     }
 
     var pid: Int32 { process.pid }
