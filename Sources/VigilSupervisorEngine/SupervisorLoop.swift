@@ -18,6 +18,8 @@ final class SupervisorLoop: @unchecked Sendable {
         case start(@Sendable ([StartFailure]) -> Void)
         case stop(signal: Int32, reply: @Sendable () -> Void)
         case signal(Int32)
+        /// Replies once the loop has read its clock and acted on every deadline due by then.
+        case sync(@Sendable () -> Void)
     }
 
     struct Shared {
@@ -36,6 +38,8 @@ final class SupervisorLoop: @unchecked Sendable {
     let runtimeDirectory: String
     let onEvent: @Sendable (SupervisorEvent) -> Void
     let shared: Mutex<Shared>
+    /// Where every deadline's time comes from (injected; see ``SupervisorClock``).
+    let clock: SupervisorClock
 
     private let epollFD: Int32
     private let wakeFD: Int32
@@ -43,6 +47,7 @@ final class SupervisorLoop: @unchecked Sendable {
     private let workers: [WorkerRuntime]
     private var pendingEvents: [SupervisorEvent] = []
     private var stopReplies: [@Sendable () -> Void] = []
+    private var syncReplies: [@Sendable () -> Void] = []
     private var stoppingAll = false
     private let reader: NotifyReader
     /// The workers' cgroups and their sentinel, where the kernel allows them (else nil).
@@ -66,9 +71,11 @@ final class SupervisorLoop: @unchecked Sendable {
 
     init(
         specs: [WorkerSpec], configuration: SupervisorConfiguration, environment: [String: String],
-        runtimeDirectory: String, logger: Logger, onEvent: @escaping @Sendable (SupervisorEvent) -> Void
+        runtimeDirectory: String, clock: SupervisorClock, logger: Logger,
+        onEvent: @escaping @Sendable (SupervisorEvent) -> Void
     ) throws {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         self.spawner = WorkerSpawner(baseEnvironment: environment)
         self.reader = NotifyReader(uid: getuid(), logger: logger)
@@ -180,7 +187,7 @@ final class SupervisorLoop: @unchecked Sendable {
         var tokens = [UInt64](repeating: 0, count: 32)
         while true {
             let timeout = timeoutMilliseconds()
-            plannedWake = timeout >= 0 ? MonotonicClock.seconds() + Double(timeout) / 1000 : nil
+            plannedWake = timeout >= 0 ? clock.seconds() + Double(timeout) / 1000 : nil
             let n = tokens.withUnsafeMutableBufferPointer { vigil_epoll_wait(epollFD, $0.baseAddress, 32, timeout) }
             if n < 0 && n != -EINTR {
                 logger.error("epoll_wait failed", metadata: ["error": "\(SystemCallError("epoll_wait", errno: n))"])
@@ -207,6 +214,9 @@ final class SupervisorLoop: @unchecked Sendable {
                 return
             }
             publish()
+            let synced = syncReplies
+            syncReplies.removeAll()
+            synced.forEach { $0() }
         }
     }
 
@@ -214,7 +224,7 @@ final class SupervisorLoop: @unchecked Sendable {
     /// its planned wake-up (the host stopped, frozen or starved), so that it is not counted.
     private func forgiveStall() {
         guard let planned = plannedWake else { return }
-        let late = MonotonicClock.seconds() - planned
+        let late = clock.seconds() - planned
         guard late > Self.stallThreshold else { return }
         logger.notice(
             """
@@ -230,7 +240,7 @@ final class SupervisorLoop: @unchecked Sendable {
     /// Reads every worker's notify socket; returns the workers with datagrams still queued.
     private func drainAll() -> Set<Int> {
         var behind = Set<Int>()
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         for worker in workers where worker.notifyFD >= 0 {
             let more = reader.drain(worker, now: now) { apply($0, to: worker, now: now) }
             if more { behind.insert(worker.index) }
@@ -248,7 +258,7 @@ final class SupervisorLoop: @unchecked Sendable {
             switch command {
             case .start(let reply):
                 var failures: [StartFailure] = []
-                let now = MonotonicClock.seconds()
+                let now = clock.seconds()
                 for worker in workers {
                     _ = worker.policy.mayStart(at: now, history: &worker.history)
                     if let failure = spawn(worker) {
@@ -267,7 +277,7 @@ final class SupervisorLoop: @unchecked Sendable {
             case .stop(let signal, let reply):
                 stopReplies.append(reply)
                 stoppingAll = true
-                let now = MonotonicClock.seconds()
+                let now = clock.seconds()
                 for worker in workers {
                     worker.stopRequested = true
                     worker.restartAt = nil
@@ -282,6 +292,8 @@ final class SupervisorLoop: @unchecked Sendable {
                         emit(.stopped, worker)
                     }
                 }
+            case .sync(let reply):
+                syncReplies.append(reply)
             case .signal(let signal):
                 for worker in workers where worker.alive {
                     signalGroup(worker, signal)
@@ -305,12 +317,12 @@ final class SupervisorLoop: @unchecked Sendable {
         }
         if onTerminal, workers.contains(where: \.alive) { nearest = min(nearest, nextStopCheck) }
         guard nearest.isFinite else { return -1 }
-        let ms = ((nearest - MonotonicClock.seconds()) * 1000).rounded(.up)
+        let ms = ((nearest - clock.seconds()) * 1000).rounded(.up)
         return Int32(max(0, min(ms, 86_400_000)))
     }
 
     private func fireTimers(skippingWatchdogOf behind: Set<Int>) {
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         if onTerminal {
             if now >= nextStopCheck || nextStopCheck == .infinity {
                 nextStopCheck = now + Self.stopCheckInterval
@@ -348,7 +360,7 @@ final class SupervisorLoop: @unchecked Sendable {
 
     /// Starts `worker`'s process; returns the reason on failure.
     private func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         let started: WorkerSpawner.Started
         var result: Result<WorkerSpawner.Started, SpawnFailure>
         if let cgroups, worker.cgroupProblem == nil {
@@ -446,7 +458,7 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     private func afterEnd(_ worker: WorkerRuntime, exit: WorkerExit) {
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         if worker.stopRequested {
             worker.state = .stopped
             emit(.stopped, worker)
@@ -653,10 +665,12 @@ final class SupervisorLoop: @unchecked Sendable {
             switch command {
             case .stop(_, let reply): stopReplies.append(reply)
             case .start(let reply): reply([StartFailure(worker: nil, reason: "the supervisor was stopped")])
+            case .sync(let reply): syncReplies.append(reply)
             case .signal: break
             }
         }
         stopReplies.forEach { $0() }
+        syncReplies.forEach { $0() }
     }
 
     private func releaseDescriptors() {
