@@ -190,7 +190,7 @@ let package = Package(
             name: "VigilSupervisorTests",
             dependencies: [
                 "VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport",
-                .product(name: "Clocks", package: "swift-clocks"),
+                "VigilHostCheck", .product(name: "Clocks", package: "swift-clocks"),
             ],
             swiftSettings: strictSettings),
         .testTarget(
