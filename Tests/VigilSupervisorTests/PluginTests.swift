@@ -3,6 +3,8 @@ import Logging
 import Testing
 import VigilBase
 import VigilPlugin
+import VigilSupervisorDesktop
+import VigilSupervisorSettings
 import VigilTestSupport
 
 @testable import VigilSupervisor
@@ -23,7 +25,7 @@ func makePlugin(
         settings: PluginSettings(pluginName: "supervisor", defaults: manifestDefaults, overrides: overrides),
         logger: testLogger(), reporter: PluginReporter(events.record), stateDirectory: "/nonexistent",
         environment: HostEnvironment(variables: environment))
-    return try SupervisorPlugin.implementation.make(context)
+    return try SupervisorPlugin.implementation(notifier: DesktopNotifier()).make(context)
 }
 
 /// The test environment without any session bus or systemd (tests pass what they need explicitly).
