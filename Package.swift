@@ -160,14 +160,14 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(
             name: "VigilSoundscape",
-            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilCore", "VigilBase", log],
+            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilBase", log],
             swiftSettings: strictSettings),
         // Announcements: espeak-ng and sound files, and the announcer that ducks the other apps
         // around a prompt.
         .target(
             name: "VigilAnnounce",
             dependencies: [
-                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", "VigilBase",
+                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilPlugin", "VigilBase",
                 log,
             ],
             swiftSettings: strictSettings),

@@ -103,12 +103,44 @@ struct PackageGraphTests {
         #expect(umbrella.isSuperset(of: Self.notForSupervisorHosts.union(["VigilSupervisor"])))
     }
 
+    @Test("the audio plugins and the announcer link neither the core's TOMLKit nor libsodium")
+    func audioPluginsWithoutTheCore() throws {
+        let graph = try Self.graph.get()
+        for product in ["VigilSilentEngine", "VigilSoundscape", "VigilAnnounce", "VigilSupervisor"] {
+            let closure = try graph.closure(product: product)
+            let packages = Set(closure.flatMap { graph.targets[$0]?.products ?? [] })
+            #expect(
+                !closure.contains("VigilCore") && !closure.contains("VigilCrypto"), "\(product): \(closure.sorted())")
+            #expect(!closure.contains("CSodium") && !packages.contains("TOMLKit"), "\(product): \(packages.sorted())")
+        }
+        // The measure sees them where they are: the core itself.
+        let core = try graph.closure(product: "VigilCore")
+        #expect(core.contains("CSodium") && Set(core.flatMap { graph.targets[$0]?.products ?? [] }).contains("TOMLKit"))
+    }
+
     @Test("every first-party plugin module is a library product of its own")
     func onePluginOneProduct() throws {
         let graph = try Self.graph.get()
         for plugin in ["VigilSupervisor", "VigilSilentEngine", "VigilSoundscape"] {
             #expect(graph.products[plugin] == [plugin], "no library product \(plugin)")
         }
+    }
+
+    @Test("the supervisor's `workers` are read in one module, which the plugin and the checks both use")
+    func workersReadOnce() throws {
+        let graph = try Self.graph.get()
+        let read = try Regex(#"\.array\(\s*"workers"\s*\)"#)
+        var readers: Set<String> = []
+        for target in graph.targets.values where target.path.hasPrefix("Sources/") {
+            for file in target.sources where file.hasSuffix(".swift") {
+                let text = try String(
+                    contentsOfFile: VigilExecutable.packageRoot + "/" + target.path + "/" + file, encoding: .utf8)
+                if text.contains(read) { readers.insert(target.name) }
+            }
+        }
+        #expect(readers == ["VigilSupervisorSettings"])
+        #expect(graph.closure(["VigilSupervisor"]).contains("VigilSupervisorSettings"))
+        #expect(graph.closure(["VigilHostCheck"]).contains("VigilSupervisorSettings"))
     }
 
     /// Dependencies a target links without importing, each with its reason.

@@ -58,6 +58,31 @@ struct PluginTests {
         return (socket, environment)
     }
 
+    @Test("the checks read the workers with the plugin's own reader: the same specs; entries that do not read skipped")
+    func readableWorkers() throws {
+        let first = worker("a", "/bin/a")
+        let third = worker(
+            "c", "c", extra: ["env": .table(["PATH": .string("/opt/bin")]), "working_directory": .string("/srv")])
+        let settings = PluginSettings(
+            pluginName: "supervisor", defaults: manifestDefaults,
+            overrides: [
+                "workers": .array([
+                    first, .table(["name": .string("b")]), third,
+                    worker("d", "d", extra: ["restart": .string("sometimes")]),
+                ])
+            ])
+        let readable = SupervisorSettings.readableWorkers(in: settings)
+        #expect(readable.map(\.index) == [0, 2])
+        // What the plugin runs for the entries that read, field for field.
+        let plugin = try SupervisorSettings(
+            PluginSettings(
+                pluginName: "supervisor", defaults: manifestDefaults, overrides: ["workers": .array([first, third])]))
+        #expect(readable.map(\.worker) == plugin.workers)
+        #expect(readable.last?.worker.environment["PATH"] == "/opt/bin")
+        #expect(readable.last?.worker.workingDirectory == "/srv")
+        #expect(SupervisorSettings.readableWorkers(in: PluginSettings(pluginName: "supervisor", values: [:])).isEmpty)
+    }
+
     @Test("settings from vigil.toml become worker specs; mistakes get clear errors")
     func settings() throws {
         let ok = try SupervisorSettings(
