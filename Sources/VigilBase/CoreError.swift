@@ -129,7 +129,7 @@ public struct CoreError: StructuredError, Hashable {
     /// The plugin concerned, if any.
     public let plugin: String?
     /// Where in a text file the problem is (a `vigil.toml` key or syntax error), if anywhere.
-    public let location: SourceLocation?
+    public let location: TextLocation?
     /// The cause and the remedy (without the location or the plugin, which are fields).
     public let message: String
     /// The typed error underneath (a failed system call, a crypto refusal), if any.
@@ -137,7 +137,7 @@ public struct CoreError: StructuredError, Hashable {
 
     /// Creates an error; `message` states the cause and the remedy.
     public init(
-        code: Code, plugin: String? = nil, location: SourceLocation? = nil, message: String, cause: ErrorCause? = nil
+        code: Code, plugin: String? = nil, location: TextLocation? = nil, message: String, cause: ErrorCause? = nil
     ) {
         self.code = code
         self.plugin = plugin
