@@ -366,7 +366,7 @@ package.targets += [
     .testTarget(
         name: "VigilTests",
         dependencies: [
-            "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+            "Vigil", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
             .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             "VigilDBus", "VigilSoundscape", "VigilHostCheck", "VigilAudio",
         ],
