@@ -67,7 +67,7 @@ let package = Package(
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
         .target(name: "VigilCrypto", dependencies: ["CSodium", "VigilBase"], swiftSettings: strictSettings),
         // The contract between the host and keep-alive plugin implementations.
-        .target(name: "VigilPlugin", dependencies: ["VigilBase", log], swiftSettings: strictSettings),
+        .target(name: "VigilPlugin", dependencies: ["VigilBase", log, lifecycle], swiftSettings: strictSettings),
         // vigil.toml, signed manifests, trust, rollback protection, host requirements and checks.
         .target(
             name: "VigilCore",
