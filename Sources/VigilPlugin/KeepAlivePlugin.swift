@@ -14,7 +14,8 @@ public import ServiceLifecycle
 ///   error as the plugin's `failed` status; other plugins are not affected.
 /// - **Stop is the cancellation of that task.** `run()` then releases everything it acquired and
 ///   returns; the host drops the instance once `run()` returned. ``PluginLifetime/untilCancelled()``
-///   is the wait for it.
+///   is the wait for it, and ``PluginLifetime/uncancelled(_:)`` runs a release that awaits
+///   cancellable work (a D-Bus call, a child process's exit) to its end.
 /// - Giving up after an interruption is reporting ``PluginEvent/resumeFailed(reason:)`` (or
 ///   throwing after `ready`): the host cancels the task and shows `failed` until the next
 ///   `keepAlive()`.
@@ -60,5 +61,14 @@ public enum PluginLifetime {
         } onCancel: {
             continuation.finish()
         }
+    }
+
+    /// Runs `body` to its end even though the current task is cancelled, and returns then: the
+    /// release at the end of a cancelled `run()` (closing a notification, giving a bus name back,
+    /// stopping workers) must not be cut short by the cancellation that asked for it.
+    public static func uncancelled(_ body: @escaping @Sendable () async -> Void) async {
+        // The one unstructured task of the plugin contract: awaited at once, so it never outlives
+        // the caller; it only shields `body` from the caller's cancellation.
+        await Task { await body() }.value
     }
 }

@@ -33,7 +33,7 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
         }
         context.reporter.ready()
         await PluginLifetime.untilCancelled()
-        await stop()
+        await PluginLifetime.uncancelled { await self.stop() }
     }
 
     private func start() async throws {

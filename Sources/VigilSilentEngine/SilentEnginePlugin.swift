@@ -49,7 +49,7 @@ final class SilentEngine: KeepAlivePlugin {
         reporter.ready()
         await PluginLifetime.untilCancelled()
         stream.withLock { $0 = nil }
-        await playback.stop()
+        await PluginLifetime.uncancelled { await playback.stop() }
     }
 
     func details() async -> [String: String] {

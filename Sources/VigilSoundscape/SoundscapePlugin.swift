@@ -61,7 +61,7 @@ final class SoundscapeKeeper: KeepAlivePlugin {
             group.addTask { await PluginLifetime.untilCancelled() }
             await group.waitForAll()
         }
-        await close()
+        await PluginLifetime.uncancelled { await self.close() }
     }
 
     private func open() async throws -> Running {

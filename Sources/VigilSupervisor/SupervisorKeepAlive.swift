@@ -54,7 +54,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         context.reporter.ready()
         refreshSignal.yield()
         await pumps(watchdog: watchdogInterval, firstBody: firstBody)
-        await close()
+        await PluginLifetime.uncancelled { await self.close() }
     }
 
     /// Starts the supervisor and says READY=1; returns the watchdog interval and the first

@@ -12,6 +12,9 @@ struct UnstructuredTaskScanTests {
             1,
             "the loop of a library host (Vigil.keepAlive() without a ServiceGroup); run() runs the same loop as its child"
         ),
+        "VigilPlugin/KeepAlivePlugin.swift": (
+            1, "PluginLifetime.uncancelled: a cancelled run()'s release runs to its end; awaited at once"
+        ),
         "VigilCLI/Up.swift": (
             3, "the CLI's display tasks, cancelled by `defer` when `vigil up` returns; no plugin work runs in them"
         ),
