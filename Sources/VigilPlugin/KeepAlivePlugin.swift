@@ -63,6 +63,26 @@ public enum PluginLifetime {
         }
     }
 
+    /// The whole `run()` of a plugin whose work is a start and a stop (the shape of the former
+    /// `start()`/`stop()` contract, and of the shared-library C ABI): `start`, then
+    /// ``PluginReporter/ready()``, then the wait for cancellation, then `stop` (uncancelled). When
+    /// `start` throws, `stop` runs too (it releases what a partial start left) and the error is
+    /// the plugin's start failure.
+    public static func run(
+        reporting reporter: PluginReporter, start: () async throws -> Void,
+        stop: @escaping @Sendable () async -> Void
+    ) async throws {
+        do {
+            try await start()
+        } catch {
+            await uncancelled(stop)
+            throw error
+        }
+        reporter.ready()
+        await untilCancelled()
+        await uncancelled(stop)
+    }
+
     /// Runs `body` to its end even though the current task is cancelled, and returns then: the
     /// release at the end of a cancelled `run()` (closing a notification, giving a bus name back,
     /// stopping workers) must not be cut short by the cancellation that asked for it.

@@ -25,15 +25,7 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
     }
 
     func run() async throws {
-        do {
-            try await start()
-        } catch {
-            await stop()
-            throw error
-        }
-        context.reporter.ready()
-        await PluginLifetime.untilCancelled()
-        await PluginLifetime.uncancelled { await self.stop() }
+        try await PluginLifetime.run(reporting: context.reporter, start: start, stop: { await self.stop() })
     }
 
     private func start() async throws {

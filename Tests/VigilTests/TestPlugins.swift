@@ -63,15 +63,7 @@ final class LedgerPlugin: KeepAlivePlugin, @unchecked Sendable {
     }
 
     func run() async throws {
-        do {
-            try await start()
-        } catch {
-            await stop()
-            throw error
-        }
-        context.reporter.ready()
-        await PluginLifetime.untilCancelled()
-        await stop()
+        try await PluginLifetime.run(reporting: context.reporter, start: start, stop: { await self.stop() })
     }
 
     private func start() async throws {
