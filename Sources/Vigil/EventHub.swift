@@ -54,6 +54,8 @@ final class HostInbox: Sendable {
         case ended(Int, instance: UInt64, failure: PluginFailure?)
         /// Read the running instances' details, then resume.
         case refreshDetails(CheckedContinuation<Void, Never>)
+        /// Publish the status (sleep handling's locks changed).
+        case publishStatus
         /// Nothing: the loop checks whether it may end.
         case wake
     }

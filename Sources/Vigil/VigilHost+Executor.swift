@@ -18,7 +18,7 @@ extension VigilHost {
         /// A plugin instance's `run()`, until `stop` ends.
         case plugin(Int, instance: UInt64, PluginBox, stop: AsyncStream<Void>)
         /// Sleep handling, until `stop` ends.
-        case sleep(stop: AsyncStream<Void>)
+        case sleep(any SleepHandling, stop: AsyncStream<Void>)
     }
 
     /// Handles one input; returns the children to start.
@@ -48,6 +48,8 @@ extension VigilHost {
         case .refreshDetails(let continuation):
             for index in slots.indices where machine.plugins[index].state.isActive { await refreshDetails(index) }
             continuation.resume()
+        case .publishStatus:
+            publish()
         case .wake:
             break
         }
@@ -84,14 +86,22 @@ extension VigilHost {
                 publishing = false
                 publisher?.remove()
             case .openSleepHandling:
+                guard let sleepHandling else {
+                    await feed(.sleepSettled, &children)
+                    continue
+                }
                 let (stop, stopper) = AsyncStream.makeStream(of: Void.self)
                 sleepStop = stopper
-                children.append(.sleep(stop: stop))
+                children.append(.sleep(sleepHandling, stop: stop))
             case .closeSleepHandling:
+                guard sleepHandling != nil else {
+                    await feed(.sleepClosed, &children)
+                    continue
+                }
                 sleepStop?.finish()
                 sleepStop = nil
             case .releaseDelayLock:
-                sleepInhibitor?.release(.delay)
+                sleepHandling?.releaseDelayLock()
                 publish()
             case .settled(let generation):
                 let ready = waiters.filter { $0.generation <= generation }
@@ -134,6 +144,27 @@ extension VigilHost {
         children.append(.plugin(index, instance: id, PluginBox(instance), stop: stop))
         _ = resuming
         return .started(plugin: index, instance: id)
+    }
+
+    /// Runs `handling` until `stop` ends, turning its reports into the host's events.
+    nonisolated static func runSleepHandling(
+        _ handling: any SleepHandling, _ inbox: HostInbox, until stop: AsyncStream<Void>
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await handling.run { report in
+                    switch report {
+                    case .settled: inbox.send(.machine(.sleepSettled))
+                    case .coming: inbox.send(.machine(.sleepComing))
+                    case .ended: inbox.send(.machine(.sleepEnded))
+                    case .locksLost: inbox.send(.machine(.sleepLocksLost))
+                    case .changed: inbox.send(.publishStatus)
+                    }
+                }
+            }
+            for await _ in stop {}
+            group.cancelAll()
+        }
     }
 
     /// Runs `box`'s plugin until its `run()` returns or `stop` ends (then cancels it and waits
@@ -218,8 +249,9 @@ extension VigilHost {
                     name: slot.name, version: slot.version, state: machine.plugins[index].state, since: slot.since,
                     details: slot.details)
             },
-            sleep: machine.sleepOpen
-                ? SleepStatus(locks: sleepInhibitor?.held.map(\.rawValue) ?? [], off: sleepOff) : nil)
+            // Shown once its first attempt ended (before that nothing is known of the locks).
+            sleep: machine.sleepOpen && machine.sleepSettled
+                ? sleepHandling.map { SleepStatus(locks: $0.status.locks, off: $0.status.off) } : nil)
     }
 
     /// The plugin's state directory from the host's one environment (the account's home

@@ -57,6 +57,8 @@ public actor VigilHost: Service {
         public var statusFileProblem: (@Sendable (_ problem: String?) -> Void)?
         /// The system bus connection's deadline and reconnection backoff (sleep handling).
         var systemBus = DBusKeeper(bus: .system, environment: [:])
+        /// Makes the host's sleep handling (logind on the system bus); `nil` for none.
+        var makeSleepHandling: @Sendable (SleepHandlingSetup) -> (any SleepHandling)? = { LogindSleepHandling($0) }
 
         /// Creates options.
         ///
@@ -162,14 +164,10 @@ public actor VigilHost: Service {
     /// Told when a plugin starts waiting for its environment, so `run()` re-probes only while
     /// one does, and sleeps without a timer otherwise.
     var environmentBlockedSignal: AsyncStream<Void>.Continuation?
+    /// The host's sleep handling (injected through ``Options``; `nil`: none).
+    let sleepHandling: (any SleepHandling)?
     /// Sleep handling's child while it runs: finishing this ends it.
     var sleepStop: AsyncStream<Void>.Continuation?
-    /// logind's sleep locks and `PrepareForSleep` while connected (`nil` otherwise).
-    var sleepInhibitor: SleepInhibitor?
-    /// Why sleep handling is off, `nil` while it is on.
-    var sleepOff: String?
-    /// True once the host said sleep handling is off; said again only after it was back on.
-    var sleepOffSaid = false
     /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
     private(set) var requestCount: UInt64 = 0
 
@@ -235,6 +233,10 @@ public actor VigilHost: Service {
         self.options = options
         self.logger = logger
         self.announcer = Self.makeAnnouncer(options: options, logger: logger)
+        self.sleepHandling = options.makeSleepHandling(
+            SleepHandlingSetup(
+                hostName: self.hostName, inhibitSleep: declarations.inhibitSleep,
+                environment: options.environment.variables, systemBus: options.systemBus, logger: logger))
         if options.publishStatus {
             guard let directory = try RuntimeDirectory.resolve(environment: options.environment.variables, create: true)
             else {
@@ -385,9 +387,9 @@ public actor VigilHost: Service {
                             let failure = await Self.runPlugin(plugin, name: name, until: stop)
                             inbox.send(.ended(index, instance: id, failure: failure))
                         }
-                    case .sleep(let stop):
+                    case .sleep(let handling, let stop):
                         group.addTask {
-                            await self.sleepHandling(inbox, until: stop)
+                            await Self.runSleepHandling(handling, inbox, until: stop)
                             inbox.send(.machine(.sleepClosed))
                         }
                     }
