@@ -102,7 +102,7 @@ let package = Package(
 
         // MARK: - Core: the plugin contract, configuration, trust and the checks
         // The contract between the host and keep-alive plugin implementations.
-        .target(name: "VigilPlugin", dependencies: ["VigilBase", log], swiftSettings: strictSettings),
+        .target(name: "VigilPlugin", dependencies: ["VigilBase", log, lifecycle], swiftSettings: strictSettings),
         // vigil.toml, signed manifests, trust, rollback protection, host requirements and checks.
         .target(
             name: "VigilCore",

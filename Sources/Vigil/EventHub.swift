@@ -40,41 +40,64 @@ final class EventHub: Sendable {
     }
 }
 
-/// Events plugins report from any thread, queued in order until the host actor handles them.
-final class EventInbox: Sendable {
-    struct Entry: Sendable {
-        let slot: Int
-        let instanceID: UInt64
-        let event: PluginEvent
+/// The host's one event stream: requests, plugin reports, plugin and sleep-handling children
+/// ending, from any thread, in order, drained by the host's loop (``VigilHost``'s `serve`).
+final class HostInbox: Sendable {
+    enum Input: Sendable {
+        /// `keepAlive()` / `stop()` (`nil`: reconcile again); resumed once the host settled on it.
+        case request(up: Bool?, CheckedContinuation<Void, Never>)
+        /// An event for the state machine (sleep handling, a shutdown, a re-probe).
+        case machine(HostStateMachine.Event)
+        /// A plugin instance's report.
+        case plugin(Int, instance: UInt64, PluginEvent)
+        /// A plugin instance's `run()` returned.
+        case ended(Int, instance: UInt64, failure: PluginFailure?)
+        /// Read the running instances' details, then resume.
+        case refreshDetails(CheckedContinuation<Void, Never>)
+        /// Publish the status (sleep handling's locks changed).
+        case publishStatus
+        /// Nothing: the loop checks whether it may end.
+        case wake
     }
-    private let queue = Mutex<[Entry]>([])
 
-    /// Queues `entry`; a `detailsChanged` right behind the same one is dropped (one refresh
+    private struct State: ~Copyable {
+        var queue: [Input] = []
+        var waiter: CheckedContinuation<Input, Never>?
+    }
+    private let state = Mutex(State())
+
+    /// Queues `input`; a `detailsChanged` right behind the same one is dropped (one refresh
     /// reads the latest details anyway), so a chatty plugin cannot grow the queue.
-    func append(_ entry: Entry) {
-        queue.withLock { queue in
-            if entry.event == .detailsChanged, let last = queue.last, last.event == .detailsChanged,
-                last.slot == entry.slot, last.instanceID == entry.instanceID
-            {
-                return
+    func send(_ input: Input) {
+        let waiter = state.withLock { state -> CheckedContinuation<Input, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
             }
-            queue.append(entry)
+            if case .plugin(let slot, let instance, .detailsChanged) = input,
+                case .plugin(slot, instance, .detailsChanged)? = state.queue.last
+            {
+                return nil
+            }
+            state.queue.append(input)
+            return nil
+        }
+        waiter?.resume(returning: input)
+    }
+
+    /// The next input, waiting for one (not cancellable: the loop ends only when it decides to).
+    func next() async -> Input {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Input? in
+                if state.queue.isEmpty {
+                    state.waiter = continuation
+                    return nil
+                }
+                return state.queue.removeFirst()
+            }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
-    func takeAll() -> [Entry] {
-        queue.withLock { q in
-            defer { q = [] }; return q
-        }
-    }
-}
 
-/// `PrepareForSleep` signals from the bus thread, queued in order until the host actor handles them.
-final class SleepSignalInbox: Sendable {
-    private let queue = Mutex<[Bool]>([])
-
-    func append(_ start: Bool) { queue.withLock { $0.append(start) } }
-
-    func next() -> Bool? {
-        queue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-    }
+    var isEmpty: Bool { state.withLock { $0.queue.isEmpty } }
 }

@@ -15,7 +15,7 @@ public struct PluginContext: Sendable {
     /// The logger to use; the host has already attached `plugin.name` metadata.
     public let logger: Logger
 
-    /// Where the plugin reports changes that happen after `start()` returned.
+    /// Where `run()` reports readiness (``PluginReporter/ready()``) and every later change.
     public let reporter: PluginReporter
 
     /// A directory the plugin may keep state in (created 0700 on first use by the plugin),

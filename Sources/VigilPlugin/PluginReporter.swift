@@ -3,12 +3,17 @@
 /// The host turns these into status transitions and ``PluginEvent``s on its event stream, the
 /// counterpart of the `onPlaybackStateChanged` events of iOS background-audio modules.
 public enum PluginEvent: Sendable, Hashable {
+    /// `run()` acquired what it keeps alive: the host shows the plugin `running` (a `resumed`
+    /// event after a restart for system sleep). Reported once per `run()`, before any other event
+    /// counts; an error thrown before it is the plugin's start failure.
+    case ready
     /// The plugin lost what it keeps alive (sound server died, device unplugged, worker crashed)
     /// and is trying to get it back.
     case interrupted(reason: String)
     /// The plugin is fully working again after an interruption.
     case resumed
-    /// The plugin gave up getting back what it lost; it stays stopped until the next `keepAlive()`.
+    /// The plugin gave up getting back what it lost: the host cancels its `run()`, and it stays
+    /// `failed` until the next `keepAlive()`.
     case resumeFailed(reason: String)
     /// The plugin's details changed (for example the device it plays to, or a worker's state).
     case detailsChanged
@@ -27,5 +32,10 @@ public struct PluginReporter: Sendable {
     /// Reports `event` to the host.
     public func report(_ event: PluginEvent) {
         sink(event)
+    }
+
+    /// Reports ``PluginEvent/ready``: `run()` holds what it keeps alive.
+    public func ready() {
+        sink(.ready)
     }
 }

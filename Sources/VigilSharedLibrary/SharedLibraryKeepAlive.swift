@@ -3,9 +3,11 @@ import VigilBase
 import VigilLibraryCheck
 import VigilPlugin
 
-/// A ``KeepAlivePlugin`` backed by a shared library: `start()` maps and initialises the library
-/// and starts one instance; `stop()` stops and destroys it, calls `deinit` and unmaps. Every C
-/// call runs on a thread of its own.
+/// A ``KeepAlivePlugin`` backed by a shared library: the one place the C ABI's
+/// init/start/stop meets the `Service` contract. `run()` maps and initialises the library and
+/// starts one instance (a failure there is the start failure), reports ready, waits for
+/// cancellation, then stops and destroys the instance, calls `deinit` and unmaps. Every C call
+/// runs on a thread of its own.
 final class SharedLibraryKeepAlive: KeepAlivePlugin {
     private let set: VerifiedLibrarySet
     private let context: PluginContext
@@ -22,7 +24,11 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
         thread.close()
     }
 
-    func start() async throws {
+    func run() async throws {
+        try await PluginLifetime.run(reporting: context.reporter, start: start, stop: { await self.stop() })
+    }
+
+    private func start() async throws {
         let outcome = await thread.run { [self] () -> SharedLibraryError? in
             session.withLock { current -> SharedLibraryError? in
                 if current != nil { return nil }
@@ -49,7 +55,7 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
         if let outcome { throw outcome }
     }
 
-    func stop() async {
+    private func stop() async {
         _ = await thread.run { [self] in
             session.withLock { current in
                 current?.stop()

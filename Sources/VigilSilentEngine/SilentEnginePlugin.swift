@@ -23,8 +23,9 @@ final class SilentEngine: KeepAlivePlugin {
         self.settings = try SilentEngineSettings(context.settings)
     }
 
-    func start() async throws {
-        if stream.withLock({ $0 != nil }) { return }
+    /// Opens the stream (a failure is the start failure), reports ready, plays until cancelled,
+    /// then closes the stream.
+    func run() async throws {
         let reporter = context.reporter
         var logger = context.logger
         logger[metadataKey: "audio.mode"] = "\(settings.mode.rawValue)"
@@ -45,14 +46,10 @@ final class SilentEngine: KeepAlivePlugin {
             throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
         }
         stream.withLock { $0 = playback }
-    }
-
-    func stop() async {
-        let playback = stream.withLock { current -> PlaybackStream? in
-            defer { current = nil }
-            return current
-        }
-        await playback?.stop()
+        reporter.ready()
+        await PluginLifetime.untilCancelled()
+        stream.withLock { $0 = nil }
+        await PluginLifetime.uncancelled { await playback.stop() }
     }
 
     func details() async -> [String: String] {

@@ -16,9 +16,10 @@ import Glibc
 /// soundscape's title, `xesam:artist` the host's name. Volume maps to the plugin's volume.
 /// Pause and Stop silence the soundscape but keep the stream, so the keep-alive holds.
 ///
-/// The player lives beside the keep-alive, never in its path: ``start(controller:hostName:environment:logger:onChange:keeper:)``
-/// returns at once and a ``DBusKeeper`` connects (within its deadline), publishes, and after the
-/// session bus restarts (or when it did not answer) says so once and publishes again, with backoff.
+/// The player lives beside the keep-alive, never in its path: ``run()`` is a child of the
+/// plugin's `run()`; a ``DBusKeeper`` connects (within its deadline), publishes, and after the
+/// session bus restarts (or when it did not answer) says so once and publishes again, with
+/// backoff. PropertiesChanged goes out from a second child, to whichever connection is current.
 final class MPRISServer: Sendable {
     /// Where the player stands, for `vigil status`.
     enum Publication: Sendable, Equatable {
@@ -30,23 +31,30 @@ final class MPRISServer: Sendable {
         case off(reason: String, retrying: Bool)
     }
 
-    /// What the keeper and the plugin share.
-    private final class Shared: Sendable {
-        let publication = Mutex<Publication>(.connecting)
-        /// The current connection's bus name and the task sending its PropertiesChanged.
-        let session = Mutex<(name: String, watcher: Task<Void, Never>)?>(nil)
-    }
-
-    private let shared: Shared
-    private let keeper: Task<Void, Never>
+    private let publication = Mutex<Publication>(.connecting)
+    /// The current connection's bus name and exported object.
+    private let session = Mutex<(name: String, object: DBusExportedObject)?>(nil)
+    private let controller: SoundscapeController
+    private let hostName: String
+    private let logger: Logger
+    private let onChange: @Sendable () -> Void
+    private let keeper: DBusKeeper
 
     static let objectPath = "/org/mpris/MediaPlayer2"
     static let rootInterface = "org.mpris.MediaPlayer2"
     static let playerInterface = "org.mpris.MediaPlayer2.Player"
 
-    private init(shared: Shared, keeper: Task<Void, Never>) {
-        self.shared = shared
-        self.keeper = keeper
+    /// A player for `controller` on the session bus named by `environment`; `onChange` runs
+    /// whenever ``current`` changes. `keeper` sets the deadline, backoff and clock.
+    init(
+        controller: SoundscapeController, hostName: String, environment: [String: String], logger: Logger,
+        onChange: @escaping @Sendable () -> Void, keeper: DBusKeeper? = nil
+    ) {
+        self.controller = controller
+        self.hostName = hostName
+        self.logger = logger
+        self.onChange = onChange
+        self.keeper = keeper ?? DBusKeeper(bus: .session, environment: environment)
     }
 
     /// The bus name while published.
@@ -55,57 +63,56 @@ final class MPRISServer: Sendable {
     }
 
     /// Where the player stands now.
-    var current: Publication { shared.publication.withLock { $0 } }
+    var current: Publication { publication.withLock { $0 } }
 
-    /// Starts keeping the player on the session bus named by `environment` and returns at once;
-    /// `onChange` runs whenever ``current`` changes. `keeper` sets the deadline, backoff and clock.
-    static func start(
-        controller: SoundscapeController, hostName: String, environment: [String: String], logger: Logger,
-        onChange: @escaping @Sendable () -> Void, keeper: DBusKeeper? = nil
-    ) -> MPRISServer {
-        let shared = Shared()
-        let keeper = keeper ?? DBusKeeper(bus: .session, environment: environment)
-        let interfaces = interfaces(controller: controller, hostName: hostName)
-        // Beside the keep-alive, never in its path: stop() cancels this task and waits for it.
-        let task = Task {
-            await keeper.run(
-                logger: logger,
-                report: { event in
-                    switch event {
-                    case .up(let again):
-                        let name = shared.session.withLock { $0?.name } ?? ""
-                        shared.publication.withLock { $0 = .published(name) }
-                        if again {
-                            logger.notice("MPRIS player back on the session bus", metadata: ["dbus.name": "\(name)"])
-                        } else {
-                            logger.info("MPRIS player on the session bus", metadata: ["dbus.name": "\(name)"])
+    /// Keeps the player on the bus until cancelled; then gives the name back and closes the
+    /// connection.
+    func run() async {
+        let interfaces = Self.interfaces(controller: controller, hostName: hostName)
+        let (logger, onChange, hostName) = (self.logger, self.onChange, self.hostName)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [keeper] in
+                await keeper.run(
+                    logger: logger,
+                    report: { event in
+                        switch event {
+                        case .up(let again):
+                            let name = self.session.withLock { $0?.name } ?? ""
+                            self.publication.withLock { $0 = .published(name) }
+                            if again {
+                                logger.notice(
+                                    "MPRIS player back on the session bus", metadata: ["dbus.name": "\(name)"])
+                            } else {
+                                logger.info("MPRIS player on the session bus", metadata: ["dbus.name": "\(name)"])
+                            }
+                        case .down(let reason, let retrying):
+                            self.publication.withLock { $0 = .off(reason: reason, retrying: retrying) }
+                            if retrying {
+                                logger.warning("No MPRIS player: \(reason); trying again with backoff")
+                            } else {
+                                logger.info("No MPRIS player: \(reason)")
+                            }
                         }
-                    case .down(let reason, let retrying):
-                        shared.publication.withLock { $0 = .off(reason: reason, retrying: retrying) }
-                        if retrying {
-                            logger.warning("No MPRIS player: \(reason); trying again with backoff")
-                        } else {
-                            logger.info("No MPRIS player: \(reason)")
+                        onChange()
+                    },
+                    session: { connection throws(DBusError) in
+                        let published = try await Self.publish(
+                            on: connection, interfaces: interfaces, hostName: hostName)
+                        self.session.withLock { $0 = published }
+                    },
+                    withdraw: { connection in
+                        guard let session = self.session.withLock({ $0.take() }) else { return }
+                        if connection.isConnected {
+                            _ = try? await connection.releaseName(session.name, timeout: .seconds(2))
                         }
-                    }
-                    onChange()
-                },
-                session: { connection throws(DBusError) in
-                    let (name, object) = try await publish(
-                        on: connection, interfaces: interfaces, hostName: hostName)
-                    let watcher = watch(controller, on: object)
-                    shared.session.withLock { $0 = (name, watcher) }
-                },
-                withdraw: { connection in
-                    guard let session = shared.session.withLock({ $0.take() }) else { return }
-                    session.watcher.cancel()
-                    _ = await session.watcher.value
-                    if connection.isConnected {
-                        _ = try? await connection.releaseName(session.name, timeout: .seconds(2))
-                    }
-                })
+                    })
+            }
+            group.addTask {
+                await self.sendChanges()
+            }
+            await group.next()
+            group.cancelAll()
         }
-        return MPRISServer(shared: shared, keeper: task)
     }
 
     /// Exports the player on `connection` and takes its name (`.instancePID` when the plain one
@@ -123,31 +130,21 @@ final class MPRISServer: Sendable {
         return (name, object)
     }
 
-    /// Sends PropertiesChanged from `object` for every change of `controller`'s state.
-    private static func watch(_ controller: SoundscapeController, on object: DBusExportedObject) -> Task<Void, Never> {
-        // Lives as long as the connection's session: the keeper's withdraw cancels and awaits it.
-        Task {
-            var last: SoundscapeState?
-            for await state in controller.changes() {
-                defer { last = state }
-                guard let last else { continue }
-                var changed: [String] = []
-                if last.playback != state.playback || last.interrupted != state.interrupted
-                    || last.asleep != state.asleep
-                {
-                    changed.append("PlaybackStatus")
-                }
-                if last.soundscape != state.soundscape { changed.append("Metadata") }
-                if last.volume != state.volume { changed.append("Volume") }
-                if !changed.isEmpty { try? await object.propertiesChanged(interface: playerInterface, changed) }
+    /// Sends PropertiesChanged from the current session's object for every change of the
+    /// controller's state, until cancelled (or the controller finishes).
+    private func sendChanges() async {
+        var last: SoundscapeState?
+        for await state in controller.changes() {
+            defer { last = state }
+            guard let last, let object = session.withLock({ $0?.object }) else { continue }
+            var changed: [String] = []
+            if last.playback != state.playback || last.interrupted != state.interrupted || last.asleep != state.asleep {
+                changed.append("PlaybackStatus")
             }
+            if last.soundscape != state.soundscape { changed.append("Metadata") }
+            if last.volume != state.volume { changed.append("Volume") }
+            if !changed.isEmpty { try? await object.propertiesChanged(interface: Self.playerInterface, changed) }
         }
-    }
-
-    /// Gives the name back, closes the connection and stops reconnecting.
-    func stop() async {
-        keeper.cancel()
-        await keeper.value
     }
 
     /// The bus-name element for `host`: letters, digits, `_` and `-` kept, anything else `_`,

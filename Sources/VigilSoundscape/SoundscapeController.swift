@@ -20,8 +20,8 @@ public final class SoundscapeController: Sendable {
         var stopped = false
         var asleep = false
         var corked = false
-        var sleepEnd: ContinuousClock.Instant?
-        var sleepTask: Task<Void, Never>?
+        /// When the sleep timer runs out, on ``clock``.
+        var sleepEnd: Duration?
         var subscribers: [Int: AsyncStream<SoundscapeState>.Continuation] = [:]
         var nextSubscriber = 0
     }
@@ -36,6 +36,11 @@ public final class SoundscapeController: Sendable {
     private let onChange: @Sendable () -> Void
 
     private static let registry = Mutex<SoundscapeController?>(nil)
+    /// Each sleep timer's end, for ``runSleepTimers()``.
+    private let sleepDeadlines: AsyncStream<Duration>.Continuation
+    private let sleepDeadlineStream: AsyncStream<Duration>
+    /// The sleep timer's time source (injected by tests).
+    let clock: TimerClock
 
     /// The soundscape plugin running in this process, if any.
     public static var running: SoundscapeController? { registry.withLock { $0 } }
@@ -46,14 +51,16 @@ public final class SoundscapeController: Sendable {
         soundscapes: [Soundscape], analyses: [String: FileAnalysis], preferences: SoundscapePreferences,
         mixer: SoundscapeMixer,
         logger: Logger, onPreferences: @escaping @Sendable (SoundscapePreferences) -> Void,
-        onChange: @escaping @Sendable () -> Void
+        onChange: @escaping @Sendable () -> Void, clock: TimerClock = .continuous
     ) {
+        self.clock = clock
         self.soundscapes = soundscapes
         self.analyses = analyses
         self.mixer = mixer
         self.logger = logger
         self.onPreferences = onPreferences
         self.onChange = onChange
+        (sleepDeadlineStream, sleepDeadlines) = AsyncStream.makeStream()
         state = Mutex(State(soundscape: preferences.soundscape, volume: preferences.volume, paused: preferences.paused))
         mixer.update {
             $0.volume = preferences.volume
@@ -76,7 +83,7 @@ public final class SoundscapeController: Sendable {
         let playback: SoundscapeState.Playback = s.stopped ? .stopped : (s.paused || s.asleep) ? .paused : .playing
         var remaining: Double?
         if let end = s.sleepEnd {
-            let left = ContinuousClock.now.duration(to: end)
+            let left = end - clock.elapsed()
             remaining = max(0, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
         }
         return SoundscapeState(
@@ -107,12 +114,11 @@ public final class SoundscapeController: Sendable {
         let subscribers = state.withLock { s -> [AsyncStream<SoundscapeState>.Continuation] in
             defer {
                 s.subscribers.removeAll()
-                s.sleepTask?.cancel()
-                s.sleepTask = nil
             }
             return Array(s.subscribers.values)
         }
         for continuation in subscribers { continuation.finish() }
+        sleepDeadlines.finish()
     }
 
     /// Applies `body` to the state, then tells subscribers and the plugin (whose status follows)
@@ -200,8 +206,6 @@ public final class SoundscapeController: Sendable {
             s.stopped = false
             s.asleep = false
             s.sleepEnd = nil
-            s.sleepTask?.cancel()
-            s.sleepTask = nil
             mixer.update {
                 $0.paused = false
                 $0.sleepEndFrame = nil
@@ -241,33 +245,43 @@ public final class SoundscapeController: Sendable {
                 code: .invalidSleepTimer, message: "sleep timer of \(minutes) min; use 0 (off) to 1440")
         }
         try change(persist: false) { s in
-            s.sleepTask?.cancel()
-            s.sleepTask = nil
             if minutes == 0 {
                 s.sleepEnd = nil
                 mixer.update { $0.sleepEndFrame = nil }
                 return
             }
             s.asleep = false
-            let end = ContinuousClock.now.advanced(by: .milliseconds(Int64(minutes * 60_000)))
+            let end = clock.elapsed() + .milliseconds(Int64(minutes * 60_000))
             s.sleepEnd = end
-            s.sleepTask = Task { [weak self] in
-                try? await Task.sleep(until: end, tolerance: .milliseconds(200))
-                if !Task.isCancelled { self?.sleepTimerEnded() }
-            }
+            sleepDeadlines.yield(end)
             let frames = UInt64(minutes * 60 * Double(SoundscapeMixer.sampleRate))
             let start = mixer.framesRendered
             mixer.update { $0.sleepEndFrame = start + frames }
         }
     }
 
+    /// Ends each sleep timer when it runs out: a child of the plugin's `run()` until it is
+    /// cancelled. A timer set again or off makes an earlier wait's end a no-op
+    /// (``sleepTimerEnded()`` checks the current deadline).
+    func runSleepTimers() async {
+        await withDiscardingTaskGroup { group in
+            for await end in sleepDeadlineStream {
+                group.addTask { [weak self] in
+                    guard let clock = self?.clock else { return }
+                    try? await clock.sleep(end)
+                    if !Task.isCancelled { self?.sleepTimerEnded() }
+                }
+            }
+        }
+    }
+
     /// When the sleep timer ends, if one is set.
-    var sleepDeadline: ContinuousClock.Instant? { state.withLock { $0.sleepEnd } }
+    var sleepDeadline: Duration? { state.withLock { $0.sleepEnd } }
 
     /// The sleep timer ran out: silent (the mixer already faded) and reported as paused.
     func sleepTimerEnded() {
         try? change(persist: false) { s in
-            guard let end = s.sleepEnd, ContinuousClock.now >= end else { return }
+            guard let end = s.sleepEnd, clock.elapsed() >= end else { return }
             s.sleepEnd = nil
             s.asleep = true
             mixer.update {

@@ -50,8 +50,21 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         }
     }
 
-    func start() async throws {
-        if running.withLock({ $0 != nil }) { return }
+    /// Opens the stream (a failure is the start failure), reports ready, then runs the sleep
+    /// timers and the MPRIS player as children until cancelled, and closes everything.
+    func run() async throws {
+        let opened = try await open()
+        context.reporter.ready()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await opened.controller.runSleepTimers() }
+            if let mpris = opened.mpris { group.addTask { await mpris.run() } }
+            group.addTask { await PluginLifetime.untilCancelled() }
+            await group.waitForAll()
+        }
+        await PluginLifetime.uncancelled { await self.close() }
+    }
+
+    private func open() async throws -> Running {
         let logger = context.logger
         // Measure user files (decoding each once, bounded memory) on a thread of our own.
         let files = settings.files
@@ -133,11 +146,11 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         }
         if settings.sleepTimerMinutes > 0 { try? controller.setSleepTimer(minutes: settings.sleepTimerMinutes) }
         SoundscapeController.register(controller)
-        // Returns at once: the player is published beside the keep-alive, and again after the
-        // session bus restarts; each change shows in `vigil status`.
+        // Published beside the keep-alive (a child of run()), and again after the session bus
+        // restarts; each change shows in `vigil status`.
         let mpris =
             settings.mpris
-            ? MPRISServer.start(
+            ? MPRISServer(
                 controller: controller, hostName: context.hostName, environment: environment, logger: logger,
                 onChange: { reporter.report(.detailsChanged) })
             : nil
@@ -151,14 +164,14 @@ final class SoundscapeKeeper: KeepAlivePlugin {
                 logger.warning("No soundscape control channel: \(error.message)")
             }
         }
-        running.withLock {
-            $0 = Running(
-                stream: stream, controller: controller, writer: writer, mpris: mpris, channel: channel,
-                unavailableFiles: unavailable, preferencesWarning: warning)
-        }
+        let opened = Running(
+            stream: stream, controller: controller, writer: writer, mpris: mpris, channel: channel,
+            unavailableFiles: unavailable, preferencesWarning: warning)
+        running.withLock { $0 = opened }
+        return opened
     }
 
-    func stop() async {
+    private func close() async {
         guard
             let r = running.withLock({ current -> Running? in
                 defer { current = nil }
@@ -167,7 +180,6 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         else { return }
         if SoundscapeController.running === r.controller { SoundscapeController.register(nil) }
         r.channel?.stop()
-        await r.mpris?.stop()
         await r.stream.stop()
         r.controller.finish()
         await r.writer.close()

@@ -12,10 +12,8 @@ import Glibc
 final class SupervisorKeepAlive: KeepAlivePlugin {
     private struct State {
         var supervisor: Supervisor?
-        /// The watchdog and refresh pumps, as children of one task made by `start()`.
-        var pumps: Task<Void, Never>?
         var notification: (any SupervisorNotification)?
-        /// True from `start()` to `stop()`: a notification shown after a stop is closed, not kept.
+        /// True while `run()` runs: a notification shown after it ended is closed, not kept.
         var wantsNotification = false
         var systemdLive = false
         var running = false
@@ -51,7 +49,20 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
 
     // MARK: KeepAlivePlugin
 
-    func start() async throws {
+    /// Starts the workers (a failure there is the start failure), tells systemd READY=1, reports
+    /// ready, then runs the pumps (watchdog, status refreshes, the notification) as children
+    /// until cancelled, and stops everything.
+    func run() async throws {
+        let (watchdogInterval, firstBody) = try await open()
+        context.reporter.ready()
+        refreshSignal.yield()
+        await pumps(watchdog: watchdogInterval, firstBody: firstBody)
+        await PluginLifetime.uncancelled { await self.close() }
+    }
+
+    /// Starts the supervisor and says READY=1; returns the watchdog interval and the first
+    /// notification body (when notifications are on).
+    private func open() async throws -> (watchdog: Duration?, notification: String?) {
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(
@@ -91,61 +102,62 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
 
         let firstBody = settings.notification && notifier != nil ? notificationBody(supervisor.workers) : nil
         state.withLock { $0.wantsNotification = firstBody != nil }
-        // One task for this run, whose children are the pumps; stop() cancels and awaits it.
-        let pumps = Task { [weak self, refreshes, systemd, environment, context, notifier] in
-            await withTaskGroup(of: Void.self) { group in
-                if let firstBody, let notifier {
-                    // Beside the keep-alive, never in its path: a session bus that does not answer
-                    // costs the notification only (its connect has a deadline and ends on a stop).
-                    group.addTask {
-                        guard
-                            let shown = await notifier.show(
-                                environment: environment, appName: context.hostName,
-                                summary: "\(context.hostName) is running in background", body: firstBody,
-                                logger: context.logger)
-                        else { return }
-                        if Task.isCancelled || self?.adopt(shown) != true { await shown.close() }
-                    }
-                }
-                if let systemd, let interval = watchdogInterval {
-                    // On the cooperative pool, not a thread: if the host's runtime is stuck, the
-                    // pings stop and systemd restarts the host.
-                    group.addTask {
-                        while !Task.isCancelled {
-                            systemd.send(["WATCHDOG=1"])
-                            try? await Task.sleep(for: interval)
-                        }
-                    }
-                }
-                group.addTask {
-                    for await _ in refreshes {
-                        if Task.isCancelled { return }
-                        await self?.refreshStatus()
-                    }
-                }
-                await group.waitForAll()
-            }
-        }
-        state.withLock {
-            $0.pumps = pumps
-            $0.running = true
-        }
-        context.reporter.report(.detailsChanged)
-        refreshSignal.yield()
+        state.withLock { $0.running = true }
+        return (watchdogInterval, firstBody)
     }
 
-    func stop() async {
-        let (supervisor, pumps, notification, live) = state.withLock { s in
+    /// The pumps, children of `run()` until it is cancelled.
+    private func pumps(watchdog watchdogInterval: Duration?, firstBody: String?) async {
+        let (refreshes, systemd, environment, context, notifier) = (
+            self.refreshes, self.systemd, self.environment, self.context, self.notifier
+        )
+        await withTaskGroup(of: Void.self) { group in
+            if let firstBody, let notifier {
+                // Beside the keep-alive, never in its path: a session bus that does not answer
+                // costs the notification only (its connect has a deadline and ends on a stop).
+                group.addTask { [weak self] in
+                    guard
+                        let shown = await notifier.show(
+                            environment: environment, appName: context.hostName,
+                            summary: "\(context.hostName) is running in background", body: firstBody,
+                            logger: context.logger)
+                    else { return }
+                    if Task.isCancelled || self?.adopt(shown) != true { await shown.close() }
+                }
+            }
+            if let systemd, let interval = watchdogInterval {
+                // On the cooperative pool, not a thread: if the host's runtime is stuck, the
+                // pings stop and systemd restarts the host.
+                group.addTask {
+                    while !Task.isCancelled {
+                        systemd.send(["WATCHDOG=1"])
+                        try? await Task.sleep(for: interval)
+                    }
+                }
+            }
+            group.addTask { [weak self] in
+                for await _ in refreshes {
+                    if Task.isCancelled { return }
+                    await self?.refreshStatus()
+                }
+            }
+            group.addTask {
+                await PluginLifetime.untilCancelled()
+            }
+            await group.waitForAll()
+        }
+    }
+
+    /// Stops the workers, closes the notification and tells systemd.
+    private func close() async {
+        let (supervisor, notification, live) = state.withLock { s in
             defer {
-                s.pumps = nil
                 s.notification = nil
                 s.wantsNotification = false
                 s.running = false
             }
-            return (s.supervisor, s.pumps, s.notification, s.systemdLive)
+            return (s.supervisor, s.notification, s.systemdLive)
         }
-        pumps?.cancel()
-        await pumps?.value
         if let systemd, live { systemd.send(["STOPPING=1", "STATUS=\(context.hostName) — stopping"]) }
         await supervisor?.stop()
         await notification?.close()

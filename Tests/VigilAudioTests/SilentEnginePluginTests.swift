@@ -10,17 +10,18 @@ import VigilTestSupport
 struct SilentEnginePluginTests {
     static func make(
         _ server: PulseAudioServer, _ overrides: [String: SettingValue], events: EventRecorder<PluginEvent>
-    ) throws -> any KeepAlivePlugin {
+    ) throws -> PluginRun {
         var values = overrides
         values["pulse_server"] = .string(server.address)
         values["retry_max_ms"] = values["retry_max_ms"] ?? .integer(1000)
+        let run = PluginRun(reportingTo: events.record)
         let context = PluginContext(
             pluginName: "silent-engine", hostName: "plugin-tests",
             settings: PluginSettings(
                 pluginName: "silent-engine", defaults: SilentEngineSettings.defaults, overrides: values),
-            logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: server.directory.path,
+            logger: quietLogger, reporter: run.reporter, stateDirectory: server.directory.path,
             environment: HostEnvironment(variables: [:]))
-        return try SilentEnginePlugin.implementation.make(context)
+        return run.adopt(try SilentEnginePlugin.implementation.make(context))
     }
 
     @Test("sine mode: the monitor carries the configured frequency and level")
@@ -141,6 +142,7 @@ struct DroppingServerTests {
             #expect(await RuntimeFixtures.waitUntil(timeout: 5) { FileManager.default.fileExists(atPath: socket) })
 
             let events = EventRecorder<PluginEvent>()
+            let run = PluginRun(reportingTo: events.record)
             let context = PluginContext(
                 pluginName: "silent-engine", hostName: "drop-tests",
                 settings: PluginSettings(
@@ -149,9 +151,9 @@ struct DroppingServerTests {
                         "pulse_server": .string("unix:" + socket), "retry_initial_ms": .integer(50),
                         "retry_max_ms": .integer(400),
                     ]),
-                logger: quietLogger, reporter: PluginReporter(events.record), stateDirectory: dir.path,
+                logger: quietLogger, reporter: run.reporter, stateDirectory: dir.path,
                 environment: HostEnvironment(variables: [:]))
-            let plugin = try SilentEnginePlugin.implementation.make(context)
+            let plugin = run.adopt(try SilentEnginePlugin.implementation.make(context))
             try await plugin.start()  // no throw: the loss is ridden out like any other
             #expect(
                 await events.wait(timeout: 5) {

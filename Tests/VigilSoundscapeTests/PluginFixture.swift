@@ -23,20 +23,21 @@ func makePlugin(
     _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
     _ overrides: [String: SettingValue] = [:], events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),
     logger: Logger = quiet, busAddress: String? = nil
-) throws -> SoundscapeKeeper {
+) throws -> PluginRun {
     var values = overrides
     values["pulse_server"] = .string(server.address)
     values["retry_max_ms"] = values["retry_max_ms"] ?? .integer(500)
     var environment = server.environment
     environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress ?? bus?.address
     if bus == nil { values["mpris"] = .bool(false) }
+    let run = PluginRun(reportingTo: events.record)
     let context = PluginContext(
         pluginName: "soundscape", hostName: "plugin-tests",
         settings: PluginSettings(pluginName: "soundscape", defaults: manifestDefaults, overrides: values),
         logger: logger,
-        reporter: PluginReporter(events.record), stateDirectory: stateDirectory,
+        reporter: run.reporter, stateDirectory: stateDirectory,
         environment: HostEnvironment(variables: environment))
-    return try SoundscapeKeeper(context: context)
+    return run.adopt(try SoundscapeKeeper(context: context))
 }
 
 /// ``makePlugin(_:state:bus:_:events:logger:)``, started; with the controller it registered.
@@ -44,7 +45,7 @@ func startPlugin(
     _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
     _ overrides: [String: SettingValue] = [:], events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),
     logger: Logger = quiet
-) async throws -> (SoundscapeKeeper, SoundscapeController) {
+) async throws -> (PluginRun, SoundscapeController) {
     let plugin = try makePlugin(server, state: stateDirectory, bus: bus, overrides, events: events, logger: logger)
     try await plugin.start()
     return (plugin, try #require(SoundscapeController.running))
@@ -53,7 +54,7 @@ func startPlugin(
 /// `plugin`'s details once `condition` holds for them, waiting up to `timeout` seconds; `nil` if
 /// it never does (the MPRIS player is published beside the keep-alive, not before start() returns).
 func details(
-    of plugin: SoundscapeKeeper, within timeout: Double = 10, where condition: ([String: String]) -> Bool
+    of plugin: PluginRun, within timeout: Double = 10, where condition: ([String: String]) -> Bool
 ) async -> [String: String]? {
     let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
     while true {

@@ -173,11 +173,24 @@ struct SoundscapePluginTests {
             phone.wait()
             #expect(await eventually(5) { !controller.current.interrupted }, "\((try? server.sinkInputs()) ?? "")")
             #expect(events.all.last == .resumed)
-            try await Task.sleep(for: .milliseconds(1500))
-            #expect(rms(try await server.captureMonitor(seconds: 1.5)) > 0.005)
+            // Audible again once the ramp back up has reached the monitor: captured until it is
+            // (within 10 s), not after a fixed wait.
+            #expect(try await Self.monitor(server, within: 10) { rms($0) > 0.005 })
             #expect(try server.sinkState() == "RUNNING")
             await plugin.stop()
         }
+    }
+
+    /// Captures the monitor a second at a time until `condition` holds for a capture (true), or
+    /// `timeout` seconds passed (false).
+    static func monitor(_ server: PulseAudioServer, within timeout: Double, _ condition: ([Int16]) -> Bool)
+        async throws -> Bool
+    {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+        repeat {
+            if condition(try await server.captureMonitor(seconds: 1)) { return true }
+        } while ContinuousClock.now < deadline
+        return false
     }
 
     @Test("the sleep timer fades out and reports paused, with the stream still RUNNING")
@@ -189,9 +202,13 @@ struct SoundscapePluginTests {
             try controller.setSleepTimer(minutes: 0.55)
             #expect(await eventually(45) { controller.current.asleep })
             #expect(controller.current.playback == .paused)
-            try await Task.sleep(for: .milliseconds(1500))
-            let after = Array(try await server.captureMonitor(seconds: 1).dropFirst(24_000))
-            #expect(!after.isEmpty && after.allSatisfy { $0 == 0 })
+            // Digital silence once the audio buffered before the timer's end has played: captured
+            // until a whole second is (within 10 s), not after a fixed wait.
+            #expect(
+                try await Self.monitor(server, within: 10) { samples in
+                    let after = samples.dropFirst(24_000)
+                    return !after.isEmpty && after.allSatisfy { $0 == 0 }
+                })
             #expect(try server.sinkState() == "RUNNING")
             controller.play()
             #expect(controller.current.playback == .playing)

@@ -66,7 +66,7 @@ struct DesktopNotificationTests {
 
     /// Waits up to `timeout` seconds for the plugin's `channels` detail to satisfy `condition`.
     static func channels(
-        of plugin: any KeepAlivePlugin, within timeout: Double, _ condition: (String?) -> Bool
+        of plugin: PluginRun, within timeout: Double, _ condition: (String?) -> Bool
     ) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
         while ContinuousClock.now < deadline {

@@ -19,13 +19,14 @@ let manifestDefaults: [String: SettingValue] = [
 func makePlugin(
     _ overrides: [String: SettingValue], environment: [String: String],
     events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>()
-) throws -> any KeepAlivePlugin {
+) throws -> PluginRun {
+    let run = PluginRun(reportingTo: events.record)
     let context = PluginContext(
         pluginName: "supervisor", hostName: "test-host",
         settings: PluginSettings(pluginName: "supervisor", defaults: manifestDefaults, overrides: overrides),
-        logger: testLogger(), reporter: PluginReporter(events.record), stateDirectory: "/nonexistent",
+        logger: testLogger(), reporter: run.reporter, stateDirectory: "/nonexistent",
         environment: HostEnvironment(variables: environment))
-    return try SupervisorPlugin.implementation(notifier: DesktopNotifier()).make(context)
+    return run.adopt(try SupervisorPlugin.implementation(notifier: DesktopNotifier()).make(context))
 }
 
 /// The test environment without any session bus or systemd (tests pass what they need explicitly).

@@ -26,9 +26,11 @@ final class InstanceLedger: Sendable {
     func update(_ body: (inout Counts) -> Void) { counts.withLock { body(&$0) } }
 }
 
-/// A small real keep-alive plugin for the host tests: it "keeps alive" by holding a started flag,
-/// optionally sleeps in start/stop to widen race windows, can be told to fail, and hands its
-/// reporter to the test so the test can report interruptions like a real plugin would.
+/// A small real keep-alive plugin for the host tests: its `run()` "keeps alive" by holding a
+/// started flag until cancelled, optionally sleeps while starting and stopping to widen race
+/// windows, can be told to fail (throwing before `ready`), and hands its reporter to the test so
+/// the test can report interruptions like a real plugin would. The ledger records contract
+/// violations: a second `run()` on one instance, overlapping phases, two live instances.
 final class LedgerPlugin: KeepAlivePlugin, @unchecked Sendable {
     private let ledger: InstanceLedger
     private let delay: Duration
@@ -60,7 +62,11 @@ final class LedgerPlugin: KeepAlivePlugin, @unchecked Sendable {
         }
     }
 
-    func start() async throws {
+    func run() async throws {
+        try await PluginLifetime.run(reporting: context.reporter, start: start, stop: { await self.stop() })
+    }
+
+    private func start() async throws {
         let overlapping = lock.withLock { state -> Bool in
             defer { state.busy = true }
             return state.busy || state.started
@@ -77,7 +83,7 @@ final class LedgerPlugin: KeepAlivePlugin, @unchecked Sendable {
         ledger.update { $0.started += 1 }
     }
 
-    func stop() async {
+    private func stop() async {
         let (wasStarted, wasBusy) = lock.withLock { state -> (Bool, Bool) in
             defer { state.busy = true }
             return (state.started, state.busy)

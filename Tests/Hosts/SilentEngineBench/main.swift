@@ -66,11 +66,14 @@ for argument in CommandLine.arguments.dropFirst() {
 }
 
 let logger = Logger(label: "silent-engine-bench") { _ in SwiftLogNoOpLogHandler() }
+/// Told when the plugin's run() reported ready.
+let (readiness, readySignal) = AsyncStream.makeStream(of: Void.self)
 let context = PluginContext(
     pluginName: "silent-engine", hostName: "silent-engine-bench",
     settings: PluginSettings(pluginName: "silent-engine", values: values), logger: logger,
     reporter: PluginReporter { event in
         switch event {
+        case .ready: readySignal.yield()
         case .interrupted(let reason): say("event interrupted \(reason)")
         case .resumed: say("event resumed")
         case .resumeFailed(let reason): say("event resume-failed \(reason)")
@@ -103,8 +106,8 @@ for sig in [SIGTERM, SIGINT] {
     }
 }
 
-/// Starts the plugin (unless `idle`), prints the figures and `ready`, and stops it when a byte arrives on
-/// `signalFD`. The work is in a function, not in top-level code: with an async top level, Swift
+/// Runs the plugin (unless `idle`) as a child task until it is ready, prints the figures and
+/// `ready`, and cancels it when a byte arrives on `signalFD`. The work is in a function, not in top-level code: with an async top level, Swift
 /// 6.3 never releases a string temporary built there (an interpolated argument), which
 /// AddressSanitizer reports as leaked at exit.
 @MainActor
@@ -114,18 +117,25 @@ func keepRunning(_ plugin: any KeepAlivePlugin, idle: Bool, untilReadable signal
     // (about 1 MB: libdispatch worker threads and their stacks) as the plugin's cost.
     try? await Task.sleep(nanoseconds: 1_000_000_000)
     say("rss_before_kb=\(residentKilobytes())")
-    do {
-        if !idle { try await plugin.start() }
-    } catch {
-        complain("\(error)")
-        exit(1)
+    await withTaskGroup(of: Void.self) { group in
+        if !idle {
+            group.addTask {
+                do {
+                    try await plugin.run()
+                } catch {
+                    complain("\(error)")
+                    exit(1)
+                }
+            }
+            for await _ in readiness { break }
+        }
+        try? await Task.sleep(nanoseconds: 1_000_000_000)
+        say("rss_after_kb=\(residentKilobytes())")
+        say("ready")
+        var byte: UInt8 = 0
+        while read(signalFD, &byte, 1) < 0 && errno == EINTR {}
+        group.cancelAll()
     }
-    try? await Task.sleep(nanoseconds: 1_000_000_000)
-    say("rss_after_kb=\(residentKilobytes())")
-    say("ready")
-    var byte: UInt8 = 0
-    while read(signalFD, &byte, 1) < 0 && errno == EINTR {}
-    await plugin.stop()
     say("stopped")
 }
 
