@@ -305,7 +305,8 @@ public final class Supervisor: Sendable {
 
 /// What the descriptor limit allows: each worker holds ``perWorker`` descriptors while it runs
 /// (its notify socket and its pidfd); a start briefly needs 4 more (its cgroup directory and
-/// `cgroup.procs`, the exec-status pipe), which the ``reserve`` covers with the supervisor's own 3.
+/// `cgroup.procs`, the exec-status pipe), which the ``reserve`` covers with the supervisor's own 2
+/// (its loop's wake eventfd and the sentinel's pipe).
 public struct DescriptorBudget: Sendable, Hashable {
     /// Descriptors each running worker holds in the host.
     public static let perWorker: UInt64 = 2
