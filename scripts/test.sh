@@ -36,7 +36,14 @@ grep -E 'warning:' "$log" >&2 || true
 # two minutes. VIGIL_TEST_PARALLEL=1 runs it in parallel anyway.
 parallel=(--no-parallel)
 [[ "${VIGIL_TEST_PARALLEL:-0}" == 1 ]] && parallel=()
-swift test --skip-build "${parallel[@]}" "$@"
+# The output is kept so a failure is summed up at the end, where a truncated log still shows it.
+test_log=$(mktemp)
+trap 'rm -f "$log" "$test_log"' EXIT
+if ! swift test --skip-build "${parallel[@]}" "$@" 2>&1 | tee "$test_log"; then
+  echo "vigil: swift test failed; the failing tests and what they recorded:" >&2
+  grep -E '✘|error:|recorded an issue|Fatal error|Test Case .* failed' "$test_log" | head -60 >&2 || true
+  exit 1
+fi
 
 # The TUF conformance suite against vigil-tuf-client (docs/signing.md#repositories-the-tuf-client).
 scripts/tuf-conformance.sh --vigil

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import VigilBase
 import VigilCore
 
 #if canImport(Glibc)

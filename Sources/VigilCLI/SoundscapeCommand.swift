@@ -24,10 +24,10 @@ struct SoundscapeCommand: AsyncParsableCommand {
             running, silent.
             """,
         subcommands: [
-            Show.self, List.self, Play.self, Pause.self, Stop.self, Next.self, Previous.self, Select.self, Volume.self,
-            Preset.self, Sleep.self,
+            Plain<Show>.self, Plain<List>.self, Plain<Play>.self, Plain<Pause>.self, Plain<Stop>.self,
+            Plain<Next>.self, Plain<Previous>.self, Select.self, Volume.self, Preset.self, Sleep.self,
         ],
-        defaultSubcommand: Show.self)
+        defaultSubcommand: Plain<Show>.self)
 
     struct Options: ParsableArguments {
         @Option(name: .long, help: "The control socket (default: the soundscape plugin's, under XDG_STATE_HOME).")
@@ -111,68 +111,53 @@ struct SoundscapeCommand: AsyncParsableCommand {
         print(String(decoding: data, as: UTF8.self))
     }
 
-    /// A subcommand that sends one control command, with no argument, named as the subcommand.
-    protocol PlainCommand: AsyncParsableCommand {
-        /// The subcommand and the control command it sends.
-        static var command: String { get }
-        /// The subcommand's one-line help.
-        static var abstract: String { get }
+    /// A subcommand that sends one control request and prints the answer.
+    protocol RequestCommand: AsyncParsableCommand {
+        /// What it sends, from its arguments.
+        var request: ControlRequest { get }
         var options: Options { get }
     }
 
-    struct Show: PlainCommand {
-        static let command = "status", abstract = "Show what plays and how loud."
+    /// A subcommand that sends one control command, with no argument, named as the subcommand:
+    /// `Plain<Show>` is `vigil soundscape status`.
+    struct Plain<Verb: PlainVerb>: RequestCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(commandName: Verb.command, abstract: Verb.abstract)
+        }
         @OptionGroup var options: Options
+        var request: ControlRequest { ControlRequest(command: Verb.command) }
     }
 
-    struct List: PlainCommand {
-        static let command = "list", abstract = "List the soundscapes (* marks the one playing)."
-        @OptionGroup var options: Options
+    /// A plain subcommand's name (the control command it sends) and one-line help.
+    protocol PlainVerb {
+        static var command: String { get }
+        static var abstract: String { get }
     }
 
-    struct Play: PlainCommand {
-        static let command = "play", abstract = "Play (also after pause, stop or the sleep timer)."
-        @OptionGroup var options: Options
-    }
+    enum Show: PlainVerb { static let command = "status", abstract = "Show what plays and how loud." }
+    enum List: PlainVerb { static let command = "list", abstract = "List the soundscapes (* marks the one playing)." }
+    enum Play: PlainVerb { static let command = "play", abstract = "Play (also after pause, stop or the sleep timer)." }
+    enum Pause: PlainVerb { static let command = "pause", abstract = "Fade to silence; the stream keeps running." }
+    enum Stop: PlainVerb { static let command = "stop", abstract = "Like pause, reported as stopped." }
+    enum Next: PlainVerb { static let command = "next", abstract = "Crossfade to the next soundscape." }
+    enum Previous: PlainVerb { static let command = "previous", abstract = "Crossfade to the previous soundscape." }
 
-    struct Pause: PlainCommand {
-        static let command = "pause", abstract = "Fade to silence; the stream keeps running."
-        @OptionGroup var options: Options
-    }
-
-    struct Stop: PlainCommand {
-        static let command = "stop", abstract = "Like pause, reported as stopped."
-        @OptionGroup var options: Options
-    }
-
-    struct Next: PlainCommand {
-        static let command = "next", abstract = "Crossfade to the next soundscape."
-        @OptionGroup var options: Options
-    }
-
-    struct Previous: PlainCommand {
-        static let command = "previous", abstract = "Crossfade to the previous soundscape."
-        @OptionGroup var options: Options
-    }
-
-    struct Select: AsyncParsableCommand {
+    struct Select: RequestCommand {
         static let configuration = CommandConfiguration(abstract: "Crossfade to the soundscape NAME.")
         @Argument(help: "A soundscape from `vigil soundscape list`.") var name: String
         @OptionGroup var options: Options
-        func run() async throws { try await send(ControlRequest(command: "select", soundscape: name), options) }
+        var request: ControlRequest { ControlRequest(command: "select", soundscape: name) }
     }
 
-    struct Volume: AsyncParsableCommand {
+    struct Volume: RequestCommand {
         static let configuration = CommandConfiguration(abstract: "Set the volume, 0 to 1 (ramped).")
         @Argument(help: "0 (silent, stream kept) to 1.") var value: Double
         @OptionGroup var options: Options
-        func validate() throws {
-            guard value.isFinite, (0...1).contains(value) else { throw ValidationError("VALUE must be from 0 to 1") }
-        }
-        func run() async throws { try await send(ControlRequest(command: "volume", volume: value), options) }
+        func validate() throws { try requireFinite(value, in: 0...1, else: "VALUE must be from 0 to 1") }
+        var request: ControlRequest { ControlRequest(command: "volume", volume: value) }
     }
 
-    struct Preset: AsyncParsableCommand {
+    struct Preset: RequestCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set a volume preset: off 0, low 0.1, med 0.3, high 0.5, max 0.75.")
         @Argument(help: "off, low, med, high or max.") var name: String
@@ -182,25 +167,24 @@ struct SoundscapeCommand: AsyncParsableCommand {
                 throw ValidationError("NAME must be off, low, med, high or max")
             }
         }
-        func run() async throws { try await send(ControlRequest(command: "preset", preset: name), options) }
+        var request: ControlRequest { ControlRequest(command: "preset", preset: name) }
     }
 
-    struct Sleep: AsyncParsableCommand {
+    struct Sleep: RequestCommand {
         static let configuration = CommandConfiguration(
             abstract: "Fade out over the last 30 s of MINUTES, then stay silent (0 clears the timer).")
         @Argument(help: "0 to 1440.") var minutes: Double
         @OptionGroup var options: Options
-        func validate() throws {
-            guard minutes.isFinite, (0...1440).contains(minutes) else {
-                throw ValidationError("MINUTES must be from 0 to 1440")
-            }
-        }
-        func run() async throws { try await send(ControlRequest(command: "sleep", minutes: minutes), options) }
+        func validate() throws { try requireFinite(minutes, in: 0...1440, else: "MINUTES must be from 0 to 1440") }
+        var request: ControlRequest { ControlRequest(command: "sleep", minutes: minutes) }
     }
 }
 
-extension SoundscapeCommand.PlainCommand {
-    static var configuration: CommandConfiguration { CommandConfiguration(commandName: command, abstract: abstract) }
+extension SoundscapeCommand.RequestCommand {
+    func run() async throws { try await SoundscapeCommand.send(request, options) }
 
-    func run() async throws { try await SoundscapeCommand.send(ControlRequest(command: Self.command), options) }
+    /// Refuses (a usage error, exit 64) a `value` that is not a finite number in `range`.
+    func requireFinite(_ value: Double, in range: ClosedRange<Double>, else message: String) throws {
+        guard value.isFinite, range.contains(value) else { throw ValidationError(message) }
+    }
 }

@@ -65,81 +65,6 @@ package struct ELFImage: Sendable {
         }
     }
 
-    /// The caps on what a library may contain; each has its own refusal.
-    package struct Limits: Sendable {
-        /// The largest file (bytes).
-        package var fileSize: Int = 64 << 20
-        /// Program headers.
-        package var programHeaders = 64
-        /// Section headers.
-        package var sections = 1024
-        /// Dynamic entries up to and including `DT_NULL`.
-        package var dynamicEntries = 4096
-        /// Hash buckets, bloom words and symbols visited on one hash chain.
-        package var symbols = 1 << 20
-        /// Bytes of one dynamic string (`DT_NEEDED`, `DT_SONAME`, `DT_RUNPATH`), without its NUL.
-        package var stringLength = 4096
-        /// Notes in all `PT_NOTE` segments.
-        package var notes = 256
-
-        /// The limits Vigil applies.
-        package static let standard = Limits()
-
-        /// Creates the standard limits (change fields to test a cap).
-        package init() {}
-    }
-
-    /// Why the bytes are not an acceptable shared object.
-    package struct Problem: Error, Sendable {
-        /// Each kind is its own refusal (``SharedLibraryErrorCode``).
-        package enum Kind: Sendable, Hashable {
-            /// Not a 64-bit little-endian ELF shared object for this machine, or truncated.
-            case malformed
-            /// Larger than ``Limits/fileSize``.
-            case tooLarge
-            /// A load segment's file bytes lie outside the file, or it has more file than memory bytes.
-            case segmentOutsideFile
-            /// A load segment's offset and address differ by other than whole pages, so the loader
-            /// would map other bytes at its address than the file has at its offset.
-            case segmentMisaligned
-            /// Load segments out of address order or sharing a page: a later mapping replaces bytes.
-            case segmentsOverlap
-            /// `PT_DYNAMIC` or `PT_NOTE` says one offset, the load mapping of its address another.
-            case viewMismatch
-            /// A table the loader reads (dynamic array, strings, symbols, hashes, descriptor) is not
-            /// wholly inside the file-backed part of one load segment.
-            case addressUnmapped
-            /// The dynamic array has no `DT_NULL` inside `PT_DYNAMIC`'s file size and its load segment.
-            case dynamicUnterminated
-            /// Two `PT_DYNAMIC` headers, or a table given twice in the dynamic array.
-            case dynamicAmbiguous
-            /// The section headers say something other than the program headers and dynamic array.
-            case sectionsDisagree
-            /// More than ``Limits/programHeaders``.
-            case tooManySegments
-            /// More than ``Limits/sections``.
-            case tooManySections
-            /// More than ``Limits/dynamicEntries``.
-            case tooManyDynamicEntries
-            /// More than ``Limits/symbols`` hash buckets, bloom words or symbols on a chain.
-            case tooManySymbols
-            /// A dynamic string longer than ``Limits/stringLength``.
-            case stringTooLong
-            /// More than ``Limits/notes``.
-            case tooManyNotes
-            /// A note (in particular the Vigil note) is malformed.
-            case noteMalformed
-        }
-
-        package let kind: Kind
-        package let reason: String
-
-        package init(_ kind: Kind, _ reason: String) {
-            self.kind = kind
-            self.reason = reason
-        }
-    }
-
     package static let entrySymbol = "vigil_plugin_entry"
     /// The plugin note's owner and type.
     package static let noteOwner = "Vigil"
@@ -158,7 +83,7 @@ package struct ELFImage: Sendable {
     /// The loader maps whole pages of this size (at least 4 KiB; 16 or 64 KiB on some arm64 kernels).
     package static let pageSize = UInt64(max(4096, sysconf(Int32(_SC_PAGESIZE))))
 
-    private struct Segment {
+    struct Segment {
         var offset: UInt64
         var vaddr: UInt64
         var filesz: UInt64
@@ -253,13 +178,7 @@ package struct ELFImage: Sendable {
         }
 
         /// The file offset of `length` bytes at `vaddr`, if they are file-backed in one load segment.
-        func mapped(_ vaddr: UInt64, _ length: UInt64) -> UInt64? {
-            for s in loads
-            where vaddr >= s.vaddr && vaddr - s.vaddr <= s.filesz && s.filesz - (vaddr - s.vaddr) >= length {
-                return s.offset + (vaddr - s.vaddr)
-            }
-            return nil
-        }
+        func mapped(_ vaddr: UInt64, _ length: UInt64) -> UInt64? { Self.fileOffset(of: vaddr, length, in: loads) }
         func require(_ vaddr: UInt64, _ length: UInt64, _ what: String) throws(Problem) -> UInt64 {
             guard let offset = mapped(vaddr, length) else {
                 throw Problem(
@@ -420,83 +339,9 @@ package struct ELFImage: Sendable {
         self.note = note
 
         // Section headers, when present, must say what the program headers say.
-        guard shoff != 0 || shnum != 0 else { return }
-        guard shnum != 0 else {
-            throw Problem(.tooManySections, "its section count is in extended numbering (more than 65,279 sections)")
-        }
-        guard Int(shnum) <= limits.sections else {
-            throw Problem(.tooManySections, "it has \(shnum) section headers, more than the \(limits.sections) allowed")
-        }
-        guard shentsize == 64 else { throw Problem(.malformed, "its section headers are malformed") }
-        _ = try r.offset(shoff, plus: UInt64(shnum) * 64)
-        var addresses: [UInt32: UInt64] = [:]  // section type → address, for the tables above
-        var sizes: [UInt32: UInt64] = [:]
-        var links: [UInt32: UInt32] = [:]
-        var sectionAddress: [UInt64] = []
-        var sectionSize: [UInt64] = []
-        for i in 0..<UInt64(shnum) {
-            let at = shoff + i * 64
-            let shType = try r.u32(at + 4), flags = try r.u64(at + 8), address = try r.u64(at + 16)
-            let offset = try r.u64(at + 24), size = try r.u64(at + 32), link = try r.u32(at + 40)
-            sectionAddress.append(address)
-            sectionSize.append(size)
-            if [6, 11, 5, 0x6FFF_FFF6].contains(shType) {  // SHT_DYNAMIC, SHT_DYNSYM, SHT_HASH, SHT_GNU_HASH
-                guard addresses.updateValue(address, forKey: shType) == nil else {
-                    throw Problem(.sectionsDisagree, "it has two sections of type \(shType)")
-                }
-                sizes[shType] = size
-                links[shType] = link
-            }
-            // SHF_ALLOC sections must be where the loader maps them; SHT_NOBITS and TLS only in memory.
-            guard flags & 0x2 != 0, size > 0, flags & 0x400 == 0 else { continue }
-            if shType == 8 {
-                guard
-                    loads.contains(where: {
-                        address >= $0.vaddr && address - $0.vaddr <= $0.memsz && $0.memsz - (address - $0.vaddr) >= size
-                    })
-                else {
-                    throw Problem(
-                        .sectionsDisagree, "its section \(i) (0x\(hex(address))) lies outside every load segment")
-                }
-            } else {
-                guard let mappedOffset = mapped(address, size), mappedOffset == offset else {
-                    throw Problem(
-                        .sectionsDisagree,
-                        "its section \(i) says file offset 0x\(hex(offset)) at address 0x\(hex(address)), but the "
-                            + "load segments map other bytes there")
-                }
-            }
-        }
-        func agree(_ shType: UInt32, _ value: UInt64?, _ what: String) throws(Problem) {
-            guard addresses[shType] == value else {
-                throw Problem(
-                    .sectionsDisagree,
-                    "its section headers place the \(what) at "
-                        + (addresses[shType].map { "0x" + hex($0) } ?? "no address")
-                        + ", the loader at " + (value.map { "0x" + hex($0) } ?? "no address"))
-            }
-        }
-        try agree(6, dynamicHeader.vaddr, "dynamic array")
-        guard let dynamicSectionSize = sizes[6], dynamicSectionSize == dynamicHeader.filesz,
-            dynamicSize <= dynamicSectionSize
-        else {
-            throw Problem(
-                .sectionsDisagree,
-                "its .dynamic section is \(sizes[6] ?? 0) bytes, its PT_DYNAMIC \(dynamicHeader.filesz) bytes, and the "
-                    + "loader reads \(dynamicSize)")
-        }
-        try agree(11, single[6], "symbol table")
-        try agree(5, single[4], "SysV hash table")
-        try agree(0x6FFF_FFF6, single[0x6FFF_FEF5], "GNU hash table")
-        if let link = links[11] {
-            guard link < UInt32(shnum), sectionAddress[Int(link)] == single[5],
-                sectionSize[Int(link)] == single[10]
-            else {
-                throw Problem(
-                    .sectionsDisagree,
-                    "its symbol table's string section is not the DT_STRTAB/DT_STRSZ table the loader reads")
-            }
-        }
+        try Self.checkSections(
+            r, limits: limits, at: shoff, count: shnum, entrySize: shentsize, loads: loads, dynamic: dynamicHeader,
+            dynamicSize: dynamicSize, tables: single)
     }
 
     /// The Vigil note's contents: `uint16 abi_major, uint16 abi_minor`, the id and a NUL, zeros.
@@ -512,162 +357,4 @@ package struct ELFImage: Sendable {
         }
         return PluginNote(abiMajor: major, abiMinor: minor, id: id)
     }
-
-    /// `dlsym`'s lookup of ``entrySymbol`` in one object, with every walk capped.
-    private struct SymbolLookup {
-        let reader: Reader
-        let limits: Limits
-        let symtab: UInt64
-        let strings: (offset: UInt64, size: UInt64)
-        static let name = Array(ELFImage.entrySymbol.utf8)
-
-        typealias Require = (UInt64, UInt64, String) throws(Problem) -> UInt64
-
-        /// True when symbol `index` is one glibc's `check_match` accepts for our name.
-        func matches(_ index: UInt64, _ require: Require) throws(Problem) -> Bool {
-            let sym = try require(symtab &+ index &* 24, 24, "symbol \(index)")
-            let nameOffset = UInt64(try reader.u32(sym))
-            let info = try reader.u8(sym + 4), shndx = try reader.u16(sym + 6), value = try reader.u64(sym + 8)
-            let stt = info & 0xF
-            if value == 0 && shndx != 0xFFF1 && stt != 6 { return false }
-            // STT_NOTYPE, OBJECT, FUNC, COMMON, TLS, GNU_IFUNC.
-            guard [0, 1, 2, 5, 6, 10].contains(stt) else { return false }
-            let length = UInt64(Self.name.count) + 1
-            guard nameOffset < strings.size, strings.size - nameOffset >= length else { return false }
-            return try reader.equals(strings.offset + nameOffset, Self.name + [0])
-        }
-
-        /// The GNU hash lookup (DT_GNU_HASH), as `do_lookup_x` does it.
-        func gnu(table: UInt64, require: Require) throws(Problem) -> UInt64? {
-            let header = try require(table, 16, "GNU hash table")
-            let buckets = UInt64(try reader.u32(header)), symoffset = UInt64(try reader.u32(header + 4))
-            let bloomWords = UInt64(try reader.u32(header + 8)), shift = UInt64(try reader.u32(header + 12))
-            guard buckets <= UInt64(limits.symbols), bloomWords <= UInt64(limits.symbols) else {
-                throw Problem(
-                    .tooManySymbols,
-                    "its GNU hash table has \(buckets) buckets and \(bloomWords) bloom words (at most \(limits.symbols))"
-                )
-            }
-            guard buckets > 0, bloomWords > 0, bloomWords & (bloomWords - 1) == 0 else {
-                throw Problem(.malformed, "its GNU hash table has no buckets or a bloom filter of \(bloomWords) words")
-            }
-            let all = try require(table, 16 + bloomWords * 8 + buckets * 4, "GNU hash table")
-            var h: UInt32 = 5381
-            for c in Self.name { h = h &* 33 &+ UInt32(c) }
-            let word = try reader.u64(all + 16 + (UInt64(h) / 64 & (bloomWords - 1)) * 8)
-            guard (word >> (UInt64(h) & 63)) & (word >> ((UInt64(h) >> shift) & 63)) & 1 == 1 else { return nil }
-            var index = UInt64(try reader.u32(all + 16 + bloomWords * 8 + UInt64(h) % buckets * 4))
-            guard index != 0 else { return nil }
-            guard index >= symoffset else { throw Problem(.malformed, "its GNU hash bucket points before its chain") }
-            let chain = table &+ 16 &+ bloomWords * 8 &+ buckets * 4
-            var visited = 0
-            while true {
-                visited += 1
-                guard visited <= limits.symbols else {
-                    throw Problem(.tooManySymbols, "a GNU hash chain of it is longer than \(limits.symbols) symbols")
-                }
-                let entry = UInt64(try reader.u32(try require(chain &+ (index - symoffset) &* 4, 4, "GNU hash chain")))
-                if (entry ^ UInt64(h)) >> 1 == 0, try matches(index, require) { return index }
-                if entry & 1 == 1 { return nil }
-                index += 1
-            }
-        }
-
-        /// The SysV hash lookup (DT_HASH).
-        func sysv(table: UInt64, require: Require) throws(Problem) -> UInt64? {
-            let header = try require(table, 8, "hash table")
-            let buckets = UInt64(try reader.u32(header)), chains = UInt64(try reader.u32(header + 4))
-            guard buckets <= UInt64(limits.symbols), chains <= UInt64(limits.symbols) else {
-                throw Problem(
-                    .tooManySymbols,
-                    "its hash table has \(buckets) buckets and \(chains) symbols (at most \(limits.symbols))")
-            }
-            guard buckets > 0 else { throw Problem(.malformed, "its hash table has no buckets") }
-            let all = try require(table, 8 + (buckets + chains) * 4, "hash table")
-            var h: UInt32 = 0
-            for c in Self.name {
-                h = (h << 4) &+ UInt32(c)
-                let g = h & 0xF000_0000
-                if g != 0 { h ^= g >> 24 }
-                h &= ~g
-            }
-            var index = UInt64(try reader.u32(all + 8 + UInt64(h) % buckets * 4))
-            var visited: UInt64 = 0
-            while index != 0 {
-                visited += 1
-                guard index < chains, visited <= chains else {
-                    throw Problem(.malformed, "a chain of its hash table leaves the table or loops")
-                }
-                if try matches(index, require) { return index }
-                index = UInt64(try reader.u32(all + 8 + buckets * 4 + index * 4))
-            }
-            return nil
-        }
-    }
-
-    /// Bounds-checked little-endian reads.
-    private struct Reader {
-        let bytes: [UInt8]
-
-        func offset(_ base: UInt64, plus delta: UInt64) throws(Problem) -> UInt64 {
-            let (sum, overflow) = base.addingReportingOverflow(delta)
-            guard !overflow, sum <= UInt64(bytes.count) else {
-                throw Problem(.malformed, "an offset points outside the file")
-            }
-            return sum
-        }
-
-        func check(_ at: UInt64, _ width: UInt64) throws(Problem) -> Int {
-            let (end, overflow) = at.addingReportingOverflow(width)
-            guard !overflow, end <= UInt64(bytes.count) else { throw Problem(.malformed, "the file is truncated") }
-            return Int(at)
-        }
-
-        func u8(_ at: UInt64) throws(Problem) -> UInt8 { bytes[try check(at, 1)] }
-
-        func u16(_ at: UInt64) throws(Problem) -> UInt16 {
-            let i = try check(at, 2)
-            return UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8
-        }
-
-        func u32(_ at: UInt64) throws(Problem) -> UInt32 {
-            let i = try check(at, 4)
-            var v: UInt32 = 0
-            for k in 0..<4 { v |= UInt32(bytes[i + k]) << (8 * UInt32(k)) }
-            return v
-        }
-
-        func u64(_ at: UInt64) throws(Problem) -> UInt64 {
-            let i = try check(at, 8)
-            var v: UInt64 = 0
-            for k in 0..<8 { v |= UInt64(bytes[i + k]) << (8 * UInt64(k)) }
-            return v
-        }
-
-        /// True when the bytes at `at` are `expected` (reads at most `expected.count` bytes).
-        func equals(_ at: UInt64, _ expected: [UInt8]) throws(Problem) -> Bool {
-            let i = try check(at, UInt64(expected.count))
-            return bytes[i..<i + expected.count].elementsEqual(expected)
-        }
-
-        /// A NUL-terminated UTF-8 string starting at `at`, ending before `limit`, of at most
-        /// `maximum` bytes (reads at most `maximum + 1` bytes).
-        func cString(_ at: UInt64, limit: UInt64, maximum: Int) throws(Problem) -> String {
-            let end = min(limit, UInt64(bytes.count), at &+ UInt64(maximum) &+ 1)
-            var i = at
-            while i < end && bytes[Int(i)] != 0 { i += 1 }
-            guard i < end else {
-                if i - at > UInt64(maximum) {
-                    throw Problem(.stringTooLong, "a string in it is longer than \(maximum) bytes")
-                }
-                throw Problem(.addressUnmapped, "a string runs past its table")
-            }
-            guard let s = String(validating: bytes[Int(at)..<Int(i)], as: UTF8.self) else {
-                throw Problem(.malformed, "a name in its dynamic section is not UTF-8")
-            }
-            return s
-        }
-    }
 }
-
-private func hex(_ value: UInt64) -> String { String(value, radix: 16) }

@@ -18,16 +18,16 @@ public indirect enum JSONValue: Sendable, Hashable {
     /// The deepest nesting of arrays and objects the parser accepts.
     public static let maxDepth = 64
 
-    /// Parses one JSON document strictly (RFC 8259): refuses duplicate keys (byte-equal or
-    /// canonically equivalent), numbers with a fraction or exponent, `-0`, integers outside
-    /// 64 bits, invalid UTF-8, lone surrogates, a byte-order mark and trailing data.
+    /// Parses one JSON document strictly (RFC 8259, VigilBase's ``StrictJSONParser``, the core's
+    /// manifest parser too): refuses duplicate keys (byte-equal or canonically equivalent), numbers
+    /// with a fraction or exponent, `-0`, integers outside 64 bits, invalid UTF-8, lone surrogates,
+    /// a byte-order mark and trailing data.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: Array(bytes))
-        parser.skipWhitespace()
-        let value = try parser.value(depth: 0)
-        parser.skipWhitespace()
-        guard parser.index == parser.bytes.count else { throw parser.fail("unexpected data after the JSON value") }
-        return value
+        do throws(StrictJSONParser.SyntaxError) {
+            return try StrictJSONParser.parse(Array(bytes), maxDepth: maxDepth)
+        } catch {
+            throw JSONParseError(reason: error.reason, offset: error.offset)
+        }
     }
 
     /// The OLPC canonical JSON encoding (securesystemslib's `encode_canonical`), UTF-8.
@@ -85,228 +85,28 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { "\(reason) at byte \(offset)" }
 }
 
-private struct JSONParser {
-    let bytes: [UInt8]
-    var index = 0
+extension JSONValue: StrictJSONTree {
+    package static var jsonNull: JSONValue { .null }
+    package static func jsonBool(_ value: Bool) -> JSONValue { .bool(value) }
+    package static func jsonString(_ value: String) -> JSONValue { .string(value) }
+    package static func jsonArray(_ elements: [JSONValue]) -> JSONValue { .array(elements) }
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
-
-    func fail(_ reason: String) -> JSONParseError { JSONParseError(reason: reason, offset: index) }
-
-    mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    /// Integers only, each with one spelling, so the canonical form is the bytes received.
+    package static func jsonNumber(_ text: String) throws(StrictJSONParser.NumberRefusal) -> JSONValue {
+        guard !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else {
+            throw StrictJSONParser.NumberRefusal(
+                "a number with a fraction or exponent (TUF metadata uses integers only)")
+        }
+        guard let value = Int64(text) else { throw StrictJSONParser.NumberRefusal("an integer outside 64 bits") }
+        guard text != "-0" else {
+            throw StrictJSONParser.NumberRefusal("-0 (whose canonical form would differ from the bytes received)")
+        }
+        return .integer(value)
     }
 
-    mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
-        guard depth <= JSONValue.maxDepth else { throw fail("nesting deeper than \(JSONValue.maxDepth)") }
-        guard index < bytes.count else { throw fail("unexpected end of input") }
-        switch bytes[index] {
-        case UInt8(ascii: "{"): return try object(depth: depth + 1)
-        case UInt8(ascii: "["): return try array(depth: depth + 1)
-        case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .integer(try integer())
-        default: throw fail("unexpected byte 0x\(String(bytes[index], radix: 16))")
-        }
-    }
-
-    mutating func literal(_ word: String) throws(JSONParseError) {
-        let w = Array(word.utf8)
-        guard bytes.count - index >= w.count, Array(bytes[index..<index + w.count]) == w else {
-            throw fail("invalid literal")
-        }
-        index += w.count
-    }
-
-    mutating func expect(_ byte: Character) throws(JSONParseError) {
-        guard index < bytes.count, bytes[index] == byte.asciiValue else { throw fail("expected '\(byte)'") }
-        index += 1
-    }
-
-    mutating func object(depth: Int) throws(JSONParseError) -> JSONValue {
-        index += 1
-        var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
-        while true {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-            let start = index
-            let key = try string()
-            // Swift's String equality is canonical equivalence, so this also refuses two spellings
-            // of one name that some readers would merge and others would not.
-            guard members[key] == nil else {
-                index = start
-                throw fail("duplicate key \(JSONValue.string(key).canonicalText)")
-            }
-            skipWhitespace()
-            try expect(":")
-            skipWhitespace()
-            members[key] = try value(depth: depth)
-            skipWhitespace()
-            guard index < bytes.count else { throw fail("unterminated object") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            try expect("}")
-            return .object(members)
-        }
-    }
-
-    mutating func array(depth: Int) throws(JSONParseError) -> JSONValue {
-        index += 1
-        var items: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(items)
-        }
-        while true {
-            skipWhitespace()
-            items.append(try value(depth: depth))
-            skipWhitespace()
-            guard index < bytes.count else { throw fail("unterminated array") }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                continue
-            }
-            try expect("]")
-            return .array(items)
-        }
-    }
-
-    mutating func integer() throws(JSONParseError) -> Int64 {
-        let start = index
-        var negative = false
-        if bytes[index] == UInt8(ascii: "-") {
-            negative = true
-            index += 1
-        }
-        let digitsStart = index
-        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
-        guard index > digitsStart else { throw fail("a minus sign without digits") }
-        if bytes[digitsStart] == UInt8(ascii: "0") && index - digitsStart > 1 {
-            index = start
-            throw fail("a number with a leading zero")
-        }
-        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
-            index = start
-            throw fail("a number with a fraction or exponent (TUF metadata uses integers only)")
-        }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        guard let value = Int64(text) else {
-            index = start
-            throw fail("an integer outside 64 bits")
-        }
-        if negative && value == 0 {
-            index = start
-            throw fail("-0 (whose canonical form would differ from the bytes received)")
-        }
-        return value
-    }
-
-    mutating func string() throws(JSONParseError) -> String {
-        index += 1
-        var scalars = String.UnicodeScalarView()
-        while true {
-            guard index < bytes.count else { throw fail("unterminated string") }
-            let b = bytes[index]
-            switch b {
-            case UInt8(ascii: "\""):
-                index += 1
-                return String(scalars)
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { throw fail("unterminated escape") }
-                let e = bytes[index]
-                index += 1
-                switch e {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
-                case UInt8(ascii: "u"):
-                    let high = try hex4()
-                    var code = high
-                    if (0xD800...0xDBFF).contains(high) {
-                        guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
-                            bytes[index + 1] == UInt8(ascii: "u")
-                        else { throw fail("a lone high surrogate") }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("a high surrogate without a low one") }
-                        code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(high) {
-                        throw fail("a lone low surrogate")
-                    }
-                    guard let scalar = Unicode.Scalar(code) else { throw fail("an invalid code point") }
-                    scalars.append(scalar)
-                default: throw fail("an invalid escape")
-                }
-            case 0x00..<0x20: throw fail("an unescaped control character in a string")
-            case 0x00..<0x80:
-                scalars.append(Unicode.Scalar(b))
-                index += 1
-            default: scalars.append(try utf8Scalar())
-            }
-        }
-    }
-
-    mutating func hex4() throws(JSONParseError) -> UInt32 {
-        guard bytes.count - index >= 4 else { throw fail("a short \\u escape") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let b = bytes[index]
-            let d: UInt32
-            switch b {
-            case 0x30...0x39: d = UInt32(b - 0x30)
-            case 0x41...0x46: d = UInt32(b - 0x41 + 10)
-            case 0x61...0x66: d = UInt32(b - 0x61 + 10)
-            default: throw fail("a non-hex digit in a \\u escape")
-            }
-            value = value << 4 | d
-            index += 1
-        }
-        return value
-    }
-
-    /// One UTF-8 sequence of 2–4 bytes, refusing overlong forms, surrogates and values past U+10FFFF.
-    mutating func utf8Scalar() throws(JSONParseError) -> Unicode.Scalar {
-        let b0 = bytes[index]
-        var low: UInt8 = 0x80
-        var high: UInt8 = 0xBF
-        let count: Int
-        var value: UInt32
-        switch b0 {
-        case 0xC2...0xDF: count = 2; value = UInt32(b0 & 0x1F)
-        case 0xE0: count = 3; value = UInt32(b0 & 0x0F); low = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: count = 3; value = UInt32(b0 & 0x0F)
-        case 0xED: count = 3; value = UInt32(b0 & 0x0F); high = 0x9F
-        case 0xF0: count = 4; value = UInt32(b0 & 0x07); low = 0x90
-        case 0xF1...0xF3: count = 4; value = UInt32(b0 & 0x07)
-        case 0xF4: count = 4; value = UInt32(b0 & 0x07); high = 0x8F
-        default: throw fail("invalid UTF-8")
-        }
-        guard bytes.count - index >= count else { throw fail("truncated UTF-8") }
-        for n in 1..<count {
-            let b = bytes[index + n]
-            let (lo, hi) = n == 1 ? (low, high) : (UInt8(0x80), UInt8(0xBF))
-            guard (lo...hi).contains(b) else { throw fail("invalid UTF-8") }
-            value = value << 6 | UInt32(b & 0x3F)
-        }
-        index += count
-        guard let scalar = Unicode.Scalar(value) else { throw fail("invalid UTF-8") }
-        return scalar
+    /// Keys unique (the parser refuses a repeated one), so the dictionary loses nothing.
+    package static func jsonObject(_ members: [(key: String, value: JSONValue)]) -> JSONValue {
+        .object(Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first }))
     }
 }
 

@@ -44,7 +44,8 @@ public struct Common: Sendable, Hashable {
         else { throw fields.fail("spec_version", "is \(JSONValue.string(spec).canonicalText), not 1.x.y") }
         version = try fields.positive("version")
         expiresText = try fields.string("expires")
-        guard let seconds = UTCTime.parse(expiresText) else {
+        // The strict form python-tuf writes and requires: no fraction, offset or lower case.
+        guard let seconds = RFC3339.parse(expiresText, syntax: [])?.seconds else {
             throw fields.fail("expires", "is not a time of the form YYYY-MM-DDTHH:MM:SSZ")
         }
         expires = seconds
@@ -238,40 +239,5 @@ public struct Targets: Sendable, Hashable {
             delegationKeys = [:]
             delegations = []
         }
-    }
-}
-
-/// Parses and checks the strict `YYYY-MM-DDTHH:MM:SSZ` form python-tuf writes and requires.
-enum UTCTime {
-    static func parse(_ text: String) -> Int64? {
-        let b = Array(text.utf8)
-        guard b.count == 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
-            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b[19] == UInt8(ascii: "Z")
-        else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            var v: Int64 = 0
-            for i in range {
-                guard (0x30...0x39).contains(b[i]) else { return nil }
-                v = v * 10 + Int64(b[i] - 0x30)
-            }
-            return v
-        }
-        guard let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), let h = number(11..<13),
-            let mi = number(14..<16), let s = number(17..<19), (1...12).contains(mo), h < 24, mi < 60, s < 60
-        else { return nil }
-        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-        let monthDays: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard d >= 1, d <= monthDays[Int(mo - 1)] else { return nil }
-        return daysFromCivil(y, mo, d) * 86_400 + h * 3_600 + mi * 60 + s
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }

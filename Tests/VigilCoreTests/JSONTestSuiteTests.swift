@@ -5,13 +5,7 @@ import VigilTestSupport
 
 /// JSONTestSuite's parsing cases (Fixtures/JSONTestSuite, MIT) through the strict JSON parser.
 @Suite struct JSONTestSuiteTests {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/JSONTestSuite/test_parsing").path
-
-    static func cases(_ prefix: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(prefix) }
-            .sorted()
-    }
+    static func cases(_ prefix: String) -> [String] { JSONTestSuiteFixtures.cases(prefix) }
 
     /// `y_` cases the parser refuses on purpose, and why.
     static let refusedOnPurpose: [String: String] = [
@@ -32,8 +26,7 @@ import VigilTestSupport
     ]
 
     static func parse(_ file: String) throws(StrictJSON.ParseError) -> JSONValue {
-        let bytes = (try? TextFile.bytes(directory + "/" + file)) ?? []
-        return try StrictJSON.parse(bytes, maxSize: 1 << 20)
+        try StrictJSON.parse(JSONTestSuiteFixtures.bytes(file), maxSize: 1 << 20)
     }
 
     @Test func theSuiteIsThere() {

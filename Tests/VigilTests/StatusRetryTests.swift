@@ -1,4 +1,5 @@
 import Testing
+import VigilBase
 
 @testable import Vigil
 

@@ -1,3 +1,5 @@
+import VigilBase
+
 /// A JSON value as parsed by ``StrictJSON``: objects keep their members in document order and
 /// never hold a key twice.
 public enum JSONValue: Sendable, Hashable {
@@ -106,32 +108,5 @@ public enum JSONValue: Sendable, Hashable {
 
     /// A JSON string literal for `s`, escaping quotes, backslashes, control characters and
     /// bidirectional controls.
-    public static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                // C0, DEL, C1, line separators and bidirectional controls as \u escapes: the
-                // parsed value is exact, and the raw document is still safe on a terminal.
-                let v = scalar.value
-                if v < 0x20 || v == 0x7F || (0x80..<0xA0).contains(v) || v == 0x2028 || v == 0x2029
-                    || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) || v == 0x200E || v == 0x200F
-                    || v == 0x061C
-                {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    public static func quote(_ s: String) -> String { StrictJSONParser.quote(s) }
 }

@@ -165,14 +165,9 @@ public enum PluginRotator {
                     code: .rotationInvalid, plugin: name,
                     message: "\(file) already has \(KeyRotation.maxSignatureFiles) signature files; remove stray ones")
             }
-            let signature: MinisignSignature
-            do {
-                signature = try MinisignSignature.sign(
-                    bytes, with: signer, trustedComment: "\(name) key rotation \(rotation.version)",
-                    untrustedComment: "key rotation signature from vigil plugin rotate (\(name))")
-            } catch {
-                throw CoreError(code: .ioFailure, plugin: name, message: "signing failed: \(error)")
-            }
+            let signature = try MinisignSignature.sign(
+                bytes, with: signer, plugin: name, trustedComment: "\(name) key rotation \(rotation.version)",
+                untrustedComment: "key rotation signature from vigil plugin rotate (\(name))")
             let sigFile = KeyRotation.signatureFileName(rotation.version, number)
             let contents = Array(signature.fileContents().utf8)
             try AtomicFile.write(contents, to: Path.join(directory, sigFile), mode: 0o644)

@@ -146,14 +146,9 @@ public enum PluginSigner {
                     + "--to NEW.pub`); to co-sign, first sign with an existing key, then sign again with yours")
         }
 
-        let signature: MinisignSignature
-        do {
-            signature = try MinisignSignature.sign(
-                manifestBytes, with: key, trustedComment: "\(manifest.name)@\(manifest.version)",
-                untrustedComment: "signature from vigil plugin sign (\(manifest.name))")
-        } catch {
-            throw CoreError(code: .ioFailure, plugin: dirName, message: "signing failed: \(error)")
-        }
+        let signature = try MinisignSignature.sign(
+            manifestBytes, with: key, plugin: dirName, trustedComment: "\(manifest.name)@\(manifest.version)",
+            untrustedComment: "signature from vigil plugin sign (\(manifest.name))")
         if manifestBytes != files.manifest {
             try AtomicFile.write(manifestBytes, to: Path.join(directory, "plugin.json"))
         }
@@ -180,5 +175,19 @@ public enum PluginSigner {
         return Result(
             manifest: manifest, directory: directory, wrotePublicKey: wrotePublicKey, signatureFile: signatureFile,
             cosigned: cosigned, removedSignatures: removed)
+    }
+}
+
+extension MinisignSignature {
+    /// Signs `bytes` for plugin `plugin`'s files (a manifest, a key rotation, a revocation list); a
+    /// failure is the core's ``CoreError/Code/ioFailure``.
+    static func sign(
+        _ bytes: [UInt8], with key: MinisignSecretKey, plugin: String, trustedComment: String, untrustedComment: String
+    ) throws(CoreError) -> MinisignSignature {
+        do {
+            return try sign(bytes, with: key, trustedComment: trustedComment, untrustedComment: untrustedComment)
+        } catch {
+            throw CoreError(code: .ioFailure, plugin: plugin, message: "signing failed: \(error)")
+        }
     }
 }

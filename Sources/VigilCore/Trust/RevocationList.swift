@@ -206,14 +206,10 @@ public enum PluginRevoker {
         for number in 1...TrustedKeys.maxKeys {
             let path = Path.join(directory, RevocationList.signatureFileName(number))
             if number <= signers.count {
-                let signature: MinisignSignature
-                do {
-                    signature = try MinisignSignature.sign(
-                        bytes, with: signers[number - 1], trustedComment: "\(name) revocations \(list.version)",
-                        untrustedComment: "revocation list signature from vigil plugin revoke (\(name))")
-                } catch {
-                    throw CoreError(code: .ioFailure, plugin: name, message: "signing failed: \(error)")
-                }
+                let signature = try MinisignSignature.sign(
+                    bytes, with: signers[number - 1], plugin: name,
+                    trustedComment: "\(name) revocations \(list.version)",
+                    untrustedComment: "revocation list signature from vigil plugin revoke (\(name))")
                 try AtomicFile.write(Array(signature.fileContents().utf8), to: path, mode: 0o644)
             } else if unlink(path) != 0 && errno != ENOENT {
                 throw CoreError.io("remove", path: path, errno: errno, call: "unlink")
