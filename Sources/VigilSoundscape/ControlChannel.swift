@@ -15,6 +15,7 @@ import Glibc
 package final class ControlChannel: Sendable {
     let path: String
     private let loop: PollLoop
+    private let stopped = Mutex(false)
 
     /// `control.sock` in `stateDirectory`.
     static func socketPath(stateDirectory: String) -> String { stateDirectory + "/control.sock" }
@@ -80,7 +81,7 @@ package final class ControlChannel: Sendable {
         }
         let server = Server(controller: controller, logger: logger)
         loop.add(listener, events: PollLoop.readable) { loop, ready in server.accept(loop, ready.descriptor) }
-        loop.start(.init(shutdown: { _ in unlink(path) }))
+        loop.start()
         return ControlChannel(path: path, loop: loop)
     }
 
@@ -89,9 +90,15 @@ package final class ControlChannel: Sendable {
         SoundscapeError(code: .controlChannel, message: "\(what): \(failure.reason)", cause: ErrorCause(failure))
     }
 
-    /// Stops serving and removes the socket; the loop closes the listening socket and every
-    /// connection.
+    /// Removes the socket (before this returns: no one connects from then on) and stops serving;
+    /// the loop then closes the listening socket and every connection. Safe to call twice.
     func stop() {
+        if stopped.withLock({ stopped in
+            defer { stopped = true }
+            return !stopped
+        }) {
+            unlink(path)
+        }
         loop.close()
     }
 
