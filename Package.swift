@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // `TestClock` for the tests that run the supervisor's deadlines in virtual time.
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
     targets: [
         // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
@@ -166,7 +168,10 @@ let package = Package(
         // Tests.
         .target(
             name: "VigilTestSupport",
-            dependencies: ["VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system"), "VigilCore",
+                "VigilCrypto",
+            ],
             path: "Tests/VigilTestSupport",
             exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
             swiftSettings: strictSettings),
@@ -183,7 +188,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilSupervisorTests",
-            dependencies: ["VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport"],
+            dependencies: [
+                "VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport",
+                "VigilHostCheck", .product(name: "Clocks", package: "swift-clocks"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "VigilTests",
@@ -210,15 +218,15 @@ let package = Package(
         // Third-party plugins as shared libraries (docs/native-plugins.md).
         // The C ABI: vigil_plugin.h, the one header plugin authors build against.
         .target(name: "CVigilPluginABI"),
-        // memfd_create, file seals and dladdr (need _GNU_SOURCE), for VigilSharedLibrary only.
+        // memfd_create, file seals and dladdr (need _GNU_SOURCE), imported by VigilLibraryCheck only
+        // (LoaderCalls), through which VigilSharedLibrary maps plugins.
         .target(name: "CVigilLoader"),
         // The loader: checks the verified bytes (ELF, SONAME, dependencies, ABI) before mapping
         // anything, maps them from sealed memfds, drives the C ABI. The one module with C-ABI code.
         .target(
             name: "VigilSharedLibrary",
             dependencies: [
-                "CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilPlugin", "VigilBase", log,
-                "VigilLibraryCheck",
+                "CVigilPluginABI", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
         // Plugin authors' side: the descriptor and keep-alive table in C (Swift cannot define a C data
@@ -316,6 +324,19 @@ let package = Package(
         // Manifest verification throughput, for bench/verify.sh (an executable target, not a product).
         .executableTarget(
             name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
+        .testTarget(name: "VigilPluginTests", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
+        .testTarget(name: "VigilLibraryCheckTests", dependencies: ["VigilLibraryCheck"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilHostCheckTests",
+            dependencies: ["VigilHostCheck", "VigilCore", "VigilPlugin", "VigilTestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "VigilCheckCommandsTests",
+            dependencies: [
+                "VigilCheckCommands", "VigilHostCheck", "VigilCore", "VigilTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "VigilBaseTests",
             dependencies: ["VigilBase", "VigilTestSupport", .product(name: "SystemPackage", package: "swift-system")],

@@ -84,7 +84,11 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "vigil.run", factory: { TerminalLogHandler(label: $0) })
         logger.logLevel = .notice
-        let program = command[0]
+        // A relative path (`./signerd`) names a file in the directory vigil run started in: the
+        // spawner resolves relative commands only against a directory it is told (ExecutableLookup).
+        let program =
+            command[0].contains("/") && !command[0].hasPrefix("/")
+            ? CLI.environment.workingDirectory + "/" + command[0] : command[0]
         let spec = WorkerSpec(
             name: Self.workerName(for: program), command: program, arguments: Array(command.dropFirst()),
             restart: restart.policy)

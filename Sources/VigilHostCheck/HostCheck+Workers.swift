@@ -24,14 +24,12 @@ extension HostCheck {
     /// located at the worker's `command`: an error when the environment is probed (`vigil check`),
     /// a warning when only declarations are checked (the build, which runs on the build machine).
     func workerCommandDiagnostics(
-        _ item: HostPlan.Item, configuration: HostConfiguration, located: ([String]) -> SourceLocation?
+        _ item: HostPlan.Item, located: ([String]) -> SourceLocation?
     ) -> [Diagnostic] {
         guard case .ready(let ready) = item.outcome, ready.loaded.manifest.sharedLibrary == nil,
             ready.loaded.manifest.entry == BuiltinEntries.supervisor
         else { return [] }
-        let problems = WorkerCommandCheck.problems(
-            in: ready.settings, hostEnvironment: environment.variables,
-            configDirectory: Path.directory(of: configuration.path))
+        let problems = WorkerCommandCheck.problems(in: ready.settings, hostEnvironment: environment.variables)
         return problems.map { problem in
             Diagnostic(
                 severity: probeEnvironment ? .error : .warning,

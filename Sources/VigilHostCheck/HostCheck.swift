@@ -186,7 +186,7 @@ public struct HostCheck: Sendable {
                     : "will wait for \(unmet.requirement.noun) at start: \(unmet.description)"
                 diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
             }
-            diagnostics += workerCommandDiagnostics(item, configuration: configuration, located: located)
+            diagnostics += workerCommandDiagnostics(item, located: located)
             if item.trust == .acknowledgedUnsigned {
                 diagnostics.append(
                     .init(

@@ -1,18 +1,14 @@
 import FoundationEssentials
 public import VigilPlugin
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Checks that every worker's `command` can be started on this machine, before the host runs:
 /// what `vigil check` reports, so that a missing program is found at check and build time rather
 /// than when the supervisor fails to start it.
 ///
-/// The rules are the supervisor's own: a command with a `/` is a path (absolute, or relative to
-/// the worker's `working_directory`, else to the directory of `vigil.toml`, where the host normally
-/// runs) that must be a regular, executable file; a bare name must be an executable file in one of
-/// the `PATH` directories the worker gets (its own `env.PATH`, else the host's).
+/// The rule is the supervisor's own, ``ExecutableLookup``'s: a command with a `/` is a path
+/// (absolute, or relative to the worker's `working_directory`; refused without one) that must be a
+/// regular file this user may execute; a bare name must be one in an absolute directory of the
+/// `PATH` the worker gets (its own `env.PATH`, else the host's).
 public enum WorkerCommandCheck {
     /// One worker whose command cannot be started.
     public struct Problem: Sendable, Hashable {
@@ -25,9 +21,7 @@ public enum WorkerCommandCheck {
     /// The problems with the commands of the workers in `settings` (the supervisor's settings as
     /// the host would use them). Workers without a string `command` are skipped: the supervisor's
     /// settings validation reports those.
-    public static func problems(
-        in settings: PluginSettings, hostEnvironment: [String: String], configDirectory: String
-    ) -> [Problem] {
+    public static func problems(in settings: PluginSettings, hostEnvironment: [String: String]) -> [Problem] {
         guard let workers = try? settings.array("workers") else { return [] }
         var problems: [Problem] = []
         for (index, value) in workers.enumerated() {
@@ -35,7 +29,7 @@ public enum WorkerCommandCheck {
             else { continue }
             var path = hostEnvironment["PATH"]
             if case .table(let env)? = table["env"], case .string(let workerPath)? = env["PATH"] { path = workerPath }
-            var directory = configDirectory
+            var directory: String?
             if case .string(let workingDirectory)? = table["working_directory"] { directory = workingDirectory }
             if let message = problem(command: command, path: path, relativeTo: directory) {
                 problems.append(Problem(index: index, message: message))
@@ -44,36 +38,33 @@ public enum WorkerCommandCheck {
         return problems
     }
 
-    /// Why `command` cannot be started, or `nil` when it can.
-    static func problem(command: String, path: String?, relativeTo directory: String) -> String? {
-        if command.contains("/") {
-            let full = command.hasPrefix("/") ? command : directory + "/" + command
-            let shown = command.hasPrefix("/") ? "\"\(command)\"" : "\"\(command)\" (\(full))"
-            var st = stat()
-            guard stat(full, &st) == 0 else {
-                return "command \(shown) does not exist — install the program there, or fix the path in command"
-            }
-            if (st.st_mode & S_IFMT) == S_IFDIR {
-                return "command \(shown) is a directory, not a program — name the executable inside it"
-            }
-            guard (st.st_mode & S_IFMT) == S_IFREG else {
-                return "command \(shown) is not a regular file — name the program itself"
-            }
-            guard access(full, X_OK) == 0 else {
-                return "command \(shown) is not executable — make it executable (chmod +x) or name the right file"
-            }
+    /// Why `command` cannot be started, or `nil` when it can: ``ExecutableLookup``'s answer, the
+    /// one the supervisor's spawner acts on.
+    static func problem(command: String, path: String?, relativeTo directory: String?) -> String? {
+        let shown: String
+        if command.hasPrefix("/") || !command.contains("/") {
+            shown = "\"\(command)\""
+        } else {
+            shown = "\"\(command)\" (\(directory.map { $0 + "/" + command } ?? "relative"))"
+        }
+        switch ExecutableLookup.resolve(command, searchPath: path, relativeTo: directory) {
+        case .success:
             return nil
+        case .failure(.missing):
+            return "command \(shown) does not exist — install the program there, or fix the path in command"
+        case .failure(.directory):
+            return "command \(shown) is a directory, not a program — name the executable inside it"
+        case .failure(.notRegularFile):
+            return "command \(shown) is not a regular file — name the program itself"
+        case .failure(.notExecutable):
+            return "command \(shown) is not executable — make it executable (chmod +x) or name the right file"
+        case .failure(.relativeWithoutDirectory):
+            return "command \(shown) is a relative path and the worker has no working_directory — give the "
+                + "absolute path, or set working_directory (a relative command is resolved against it)"
+        case .failure(.notFound(let searched)):
+            return
+                "command \"\(command)\" is not an executable in any PATH directory (\(searched.joined(separator: ":"))) "
+                + "— install it, give its absolute path, or set PATH in the worker's env"
         }
-        let directories = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").filter { !$0.isEmpty }
-        for directory in directories {
-            let candidate = "\(directory)/\(command)"
-            var st = stat()
-            if stat(candidate, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, access(candidate, X_OK) == 0 {
-                return nil
-            }
-        }
-        return
-            "command \"\(command)\" is not an executable in any PATH directory (\(directories.joined(separator: ":"))) "
-            + "— install it, give its absolute path, or set PATH in the worker's env"
     }
 }

@@ -1,4 +1,3 @@
-internal import CVigilLoader
 import Glibc
 
 /// Which `DT_NEEDED` names count as system libraries, which a plugin need not ship.
@@ -49,10 +48,9 @@ package enum SystemLibraries {
 
     /// The directory of the loaded `libswiftCore.so` (the host's Swift runtime), if any.
     private static func swiftRuntimeDirectory() -> String? {
-        guard let symbol = dlsym(nil, "swift_retain") else { return nil }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard vigil_object_path(symbol, &buffer, buffer.count) == 0 else { return nil }
-        let path = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let symbol = dlsym(nil, "swift_retain"), let path = LoaderCalls.objectPath(containing: symbol) else {
+            return nil
+        }
         guard path.hasPrefix("/"), !path.hasPrefix("/proc/"), let slash = path.lastIndex(of: "/") else { return nil }
         return String(path[..<slash])
     }

@@ -1,3 +1,5 @@
+import VigilBase
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -103,18 +105,11 @@ public struct HostEnvironment: Sendable {
         return out
     }
 
-    /// The executable `name` found through `$PATH` (or `name` itself when it contains a `/`),
-    /// when it is a regular file this process may execute.
+    /// The program `name` names, by ``ExecutableLookup``'s rule (the one the supervisor starts
+    /// workers by): a bare name is looked up in the absolute directories of `$PATH` (an
+    /// environment without `PATH` searches nothing), a relative path with a `/` is resolved against
+    /// ``workingDirectory``; it must be a regular file this process may execute.
     public func executablePath(named name: String) -> String? {
-        func isExecutable(_ path: String) -> Bool {
-            var info = stat()
-            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
-        }
-        if name.contains("/") { return isExecutable(name) ? name : nil }
-        for dir in (self["PATH"] ?? "").split(separator: ":") where !dir.isEmpty {
-            let candidate = "\(dir)/\(name)"
-            if isExecutable(candidate) { return candidate }
-        }
-        return nil
+        try? ExecutableLookup.resolve(name, searchPath: self["PATH"] ?? "", relativeTo: workingDirectory).get()
     }
 }

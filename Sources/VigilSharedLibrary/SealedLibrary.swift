@@ -1,4 +1,3 @@
-internal import CVigilLoader
 import Glibc
 import VigilBase
 import VigilLibraryCheck
@@ -96,10 +95,7 @@ struct SealedLibrary: Sendable {
     /// The address of `symbol` in this object, and whether it lies in this object (not in one it needs).
     func ownSymbol(_ symbol: String) -> UnsafeRawPointer? {
         guard let address = dlsym(handle, symbol) else { return nil }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard vigil_object_path(address, &buffer, buffer.count) == 0 else { return nil }
-        let owner = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return owner == path ? UnsafeRawPointer(address) : nil
+        return LoaderCalls.objectPath(containing: address) == path ? UnsafeRawPointer(address) : nil
     }
 
     /// What `vm.memfd_noexec` says, or `nil` on kernels before 6.3 (no such sysctl).
@@ -135,18 +131,20 @@ struct SealedLibrary: Sendable {
         }
         if memfdNoexecPolicy() == 2 { throw execRefused(plugin, "vm.memfd_noexec is 2") }
         let name = String("vigil-plugin:\(plugin):\(library.soname)".utf8.prefix(240)) ?? "vigil-plugin"
-        let base = VIGIL_MFD_CLOEXEC | VIGIL_MFD_ALLOW_SEALING
-        var fd = vigil_memfd_create(name, base | VIGIL_MFD_EXEC)
-        if fd < 0 && errno == EINVAL {
-            // Kernels before 6.3 know no MFD_EXEC; their memfds are executable.
-            fd = vigil_memfd_create(name, base)
-        }
-        if fd < 0 {
-            let failure = SystemCallError.current("memfd_create")
-            if failure.number == EACCES || failure.number == EPERM {
-                throw execRefused(plugin, "memfd_create(MFD_EXEC): \(failure.reason)", cause: failure)
+        let base: LoaderCalls.MemfdFlags = [.closeOnExec, .allowSealing]
+        let fd: Int32
+        do throws(SystemCallError) {
+            do throws(SystemCallError) {
+                fd = try LoaderCalls.memfdCreate(name, flags: base.union(.executable))
+            } catch  where error.number == EINVAL {
+                // Kernels before 6.3 know no MFD_EXEC; their memfds are executable.
+                fd = try LoaderCalls.memfdCreate(name, flags: base)
             }
-            throw fail("create", failure)
+        } catch {
+            if error.number == EACCES || error.number == EPERM {
+                throw execRefused(plugin, "memfd_create(MFD_EXEC): \(error.reason)", cause: error)
+            }
+            throw fail("create", error)
         }
         do {
             try FileIO.writeAll(fd, library.bytes)
@@ -154,14 +152,14 @@ struct SealedLibrary: Sendable {
             Glibc.close(fd)
             throw fail("write", error)
         }
-        let seals = VIGIL_F_SEAL_SHRINK | VIGIL_F_SEAL_GROW | VIGIL_F_SEAL_WRITE | VIGIL_F_SEAL_SEAL
-        guard vigil_add_seals(fd, seals) == 0 else {
-            let failure = SystemCallError.current("fcntl(F_ADD_SEALS)")
+        let seals: LoaderCalls.Seals = [.shrink, .grow, .write, .seal]
+        do {
+            try LoaderCalls.addSeals(seals, to: fd)
+        } catch {
             Glibc.close(fd)
-            throw fail("seal", failure)
+            throw fail("seal", error)
         }
-        let applied = vigil_get_seals(fd)
-        guard applied >= 0, UInt32(applied) & seals == seals else {
+        guard let applied = try? LoaderCalls.seals(of: fd), applied.isSuperset(of: seals) else {
             Glibc.close(fd)
             throw fail("verify the seals of", SystemCallError("fcntl(F_GET_SEALS)", errno: EINVAL))
         }

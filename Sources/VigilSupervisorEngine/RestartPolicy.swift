@@ -1,7 +1,7 @@
 /// What happens after a worker's process ends: restart (after a backoff), stop, or give up.
 ///
-/// A pure value: it reads no clock and starts no process. The caller passes the times
-/// (monotonic seconds) and keeps the worker's ``History``.
+/// A pure value: it reads no clock and starts no process. The caller passes the times (seconds
+/// on the supervisor's injected clock, ``SupervisorClock``) and keeps the worker's ``History``.
 struct RestartPolicy: Sendable, Hashable {
     /// The worker's `restart` setting.
     var restart: WorkerSpec.RestartPolicy

@@ -27,6 +27,7 @@ public final class Supervisor: Sendable {
     public let configuration: SupervisorConfiguration
     private let environment: [String: String]
     private let runtimeBase: String?
+    private let clock: SupervisorClock
     private let logger: Logger
     private let onEvent: @Sendable (SupervisorEvent) -> Void
     private let phase = Mutex<Phase>(.idle)
@@ -42,6 +43,8 @@ public final class Supervisor: Sendable {
     ///     `WATCHDOG_*` and `LISTEN_*` are removed; each worker's own variables are added.
     ///   - runtimeDirectory: where the private 0700 directory for the notify sockets is made
     ///     (default: `$XDG_RUNTIME_DIR/vigil`, else the temporary directory).
+    ///   - clock: the time every deadline (backoff, start-limit window, stop grace, watchdog) is
+    ///     kept in; `SuspendingClock` (`CLOCK_MONOTONIC`) unless a test moves a clock of its own.
     ///   - logger: where to log; worker names are in `worker.name` metadata.
     ///   - onEvent: called on the supervisor's thread for every worker event; must not block.
     /// - Throws: ``SupervisorError`` with code `invalidWorker` for an unusable spec.
@@ -50,6 +53,7 @@ public final class Supervisor: Sendable {
         configuration: SupervisorConfiguration = SupervisorConfiguration(),
         environment: [String: String],
         runtimeDirectory: String? = nil,
+        clock: any Clock<Duration> = SuspendingClock(),
         logger: Logger,
         onEvent: @escaping @Sendable (SupervisorEvent) -> Void = { _ in }
     ) throws {
@@ -58,11 +62,12 @@ public final class Supervisor: Sendable {
         self.configuration = configuration
         self.environment = environment
         self.runtimeBase = runtimeDirectory
+        self.clock = SupervisorClock(clock)
         self.logger = logger
         self.onEvent = onEvent
     }
 
-    /// Checks `workers` as ``init(workers:configuration:environment:runtimeDirectory:logger:onEvent:)`` does.
+    /// Checks `workers` as ``init(workers:configuration:environment:runtimeDirectory:clock:logger:onEvent:)`` does.
     ///
     /// - Throws: ``SupervisorError`` with code `invalidWorker`, naming the worker and the fix.
     public static func validate(_ workers: [WorkerSpec]) throws {
@@ -117,7 +122,7 @@ public final class Supervisor: Sendable {
             do {
                 let loop = try SupervisorLoop(
                     specs: specs, configuration: configuration, environment: environment,
-                    runtimeDirectory: directory, logger: logger, onEvent: onEvent)
+                    runtimeDirectory: directory, clock: clock, logger: logger, onEvent: onEvent)
                 phase = .running(loop)
                 return loop
             } catch {
@@ -171,6 +176,26 @@ public final class Supervisor: Sendable {
         guard let loop else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             if !loop.send(.stop(signal: signal, reply: { continuation.resume() })) { continuation.resume() }
+        }
+    }
+
+    /// Returns once the supervisor's thread has gone round after this call began: read every
+    /// worker's notify socket and its clock, and acted on what it found and on every deadline
+    /// due by then (restarts, the SIGKILL after the stop grace, watchdogs), its events delivered.
+    /// For a test that has just moved the injected clock or sent a datagram (also while
+    /// ``stop(signal:)`` waits for the workers). At once if the supervisor's thread is not running.
+    public func synchronize() async {
+        let loop: SupervisorLoop? =
+            switch phase.withLock({ $0 }) {
+            case .running(let loop), .stopped(let loop?): loop
+            default: nil
+            }
+        guard let loop else { return }
+        // Twice: the first round may have read the sockets before this call; the second began after it.
+        for _ in 0..<2 {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                if !loop.send(.sync({ continuation.resume() })) { continuation.resume() }
+            }
         }
     }
 

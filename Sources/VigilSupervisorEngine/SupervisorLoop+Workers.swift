@@ -12,7 +12,7 @@ extension SupervisorLoop {
 
     /// Starts `worker`'s process; returns the reason on failure.
     func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         let started: WorkerSpawner.Started
         var result: Result<WorkerSpawner.Started, SpawnFailure>
         if let cgroups, worker.cgroupProblem == nil {
@@ -110,7 +110,7 @@ extension SupervisorLoop {
     }
 
     func afterEnd(_ worker: WorkerRuntime, exit: WorkerExit) {
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         if worker.stopRequested {
             worker.state = .stopped
             emit(.stopped, worker)

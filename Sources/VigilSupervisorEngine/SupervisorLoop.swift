@@ -23,6 +23,8 @@ final class SupervisorLoop: @unchecked Sendable {
         case start(@Sendable ([StartFailure]) -> Void)
         case stop(signal: Int32, reply: @Sendable () -> Void)
         case signal(Int32)
+        /// Replies once the loop has read its clock and acted on every deadline due by then.
+        case sync(@Sendable () -> Void)
     }
 
     struct Shared {
@@ -41,12 +43,15 @@ final class SupervisorLoop: @unchecked Sendable {
     let runtimeDirectory: String
     let onEvent: @Sendable (SupervisorEvent) -> Void
     let shared: Mutex<Shared>
+    /// Where every deadline's time comes from (injected; see ``SupervisorClock``).
+    let clock: SupervisorClock
 
     let loop: PollLoop
     // Loop-thread state.
     let workers: [WorkerRuntime]
     var pendingEvents: [SupervisorEvent] = []
     private var stopReplies: [@Sendable () -> Void] = []
+    private var syncReplies: [@Sendable () -> Void] = []
     private var stoppingAll = false
     let reader: NotifyReader
     /// The workers' cgroups and their sentinel, where the kernel allows them (else nil).
@@ -72,9 +77,11 @@ final class SupervisorLoop: @unchecked Sendable {
 
     init(
         specs: [WorkerSpec], configuration: SupervisorConfiguration, environment: [String: String],
-        runtimeDirectory: String, logger: Logger, onEvent: @escaping @Sendable (SupervisorEvent) -> Void
+        runtimeDirectory: String, clock: SupervisorClock, logger: Logger,
+        onEvent: @escaping @Sendable (SupervisorEvent) -> Void
     ) throws {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         self.spawner = WorkerSpawner(baseEnvironment: environment)
         self.reader = NotifyReader(uid: getuid(), logger: logger)
@@ -189,13 +196,16 @@ final class SupervisorLoop: @unchecked Sendable {
             return
         }
         publish()
+        let synced = syncReplies
+        syncReplies.removeAll()
+        synced.forEach { $0() }
     }
 
     /// Moves the workers' watchdog deadlines by the time this thread was not scheduled beyond
     /// its planned wake-up (the host stopped, frozen or starved), so that it is not counted.
     private func forgiveStall() {
         guard let planned = plannedWake else { return }
-        let late = MonotonicClock.seconds() - planned
+        let late = clock.seconds() - planned
         guard late > Self.stallThreshold else { return }
         logger.notice(
             """
@@ -211,7 +221,7 @@ final class SupervisorLoop: @unchecked Sendable {
     /// Reads every worker's notify socket; returns the workers with datagrams still queued.
     private func drainAll() -> Set<Int> {
         var behind = Set<Int>()
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         for worker in workers where worker.notifyFD >= 0 {
             let more = reader.drain(worker, now: now) { apply($0, to: worker, now: now) }
             if more { behind.insert(worker.index) }
@@ -229,7 +239,7 @@ final class SupervisorLoop: @unchecked Sendable {
             switch command {
             case .start(let reply):
                 var failures: [StartFailure] = []
-                let now = MonotonicClock.seconds()
+                let now = clock.seconds()
                 for worker in workers {
                     _ = worker.policy.mayStart(at: now, history: &worker.history)
                     if let failure = spawn(worker) {
@@ -248,7 +258,7 @@ final class SupervisorLoop: @unchecked Sendable {
             case .stop(let signal, let reply):
                 stopReplies.append(reply)
                 stoppingAll = true
-                let now = MonotonicClock.seconds()
+                let now = clock.seconds()
                 for worker in workers {
                     worker.stopRequested = true
                     worker.restartAt = nil
@@ -263,6 +273,8 @@ final class SupervisorLoop: @unchecked Sendable {
                         emit(.stopped, worker)
                     }
                 }
+            case .sync(let reply):
+                syncReplies.append(reply)
             case .signal(let signal):
                 for worker in workers where worker.alive {
                     signalGroup(worker, signal)
@@ -273,7 +285,8 @@ final class SupervisorLoop: @unchecked Sendable {
         }
     }
 
-    /// The nearest deadline of any worker (nil: none), remembered as the planned wake-up.
+    /// The nearest deadline of any worker (nil: none) as a ``MonotonicClock`` time for the
+    /// loop's wait; remembered, on the supervisor's clock, as the planned wake-up.
     private func nearestDeadline() -> Double? {
         var nearest = Double.infinity
         for worker in workers {
@@ -290,12 +303,13 @@ final class SupervisorLoop: @unchecked Sendable {
             plannedWake = nil
             return nil
         }
-        plannedWake = max(nearest, MonotonicClock.seconds())
-        return nearest
+        let now = clock.seconds()
+        plannedWake = max(nearest, now)
+        return MonotonicClock.seconds() + min(max(nearest - now, 0), 86_400)
     }
 
     private func fireTimers(skippingWatchdogOf behind: Set<Int>) {
-        let now = MonotonicClock.seconds()
+        let now = clock.seconds()
         if onTerminal {
             if now >= nextStopCheck || nextStopCheck == .infinity {
                 nextStopCheck = now + Self.stopCheckInterval
@@ -375,10 +389,12 @@ final class SupervisorLoop: @unchecked Sendable {
             switch command {
             case .stop(_, let reply): stopReplies.append(reply)
             case .start(let reply): reply([StartFailure(worker: nil, reason: "the supervisor was stopped")])
+            case .sync(let reply): syncReplies.append(reply)
             case .signal: break
             }
         }
         stopReplies.forEach { $0() }
+        syncReplies.forEach { $0() }
     }
 
     /// Closes and removes the workers' notify sockets that are still open.

@@ -34,7 +34,7 @@ struct WorkerSpawner {
     ) -> Result<Started, SpawnFailure> {
         let environment = environment(for: spec, notifyPath: notifyPath)
         let path: String
-        switch Self.resolve(spec.command, path: environment["PATH"]) {
+        switch Self.resolve(spec.command, path: environment["PATH"], workingDirectory: spec.workingDirectory) {
         case .success(let found): path = found
         case .failure(let failure): return .failure(failure)
         }
@@ -92,38 +92,45 @@ struct WorkerSpawner {
         return env
     }
 
-    /// The program to execute: `command` itself when it has a slash, else the first executable
-    /// regular file of that name on `path`. A directory is named as one (exec would only say
-    /// "Permission denied").
-    static func resolve(_ command: String, path: String?) -> Result<String, SpawnFailure> {
-        if command.contains("/") {
-            if isDirectory(command) {
-                return .failure(
-                    SpawnFailure(
-                        "\(command) is a directory, not a program — set `command` to the executable inside it"))
-            }
-            return .success(command)
+    /// The program to execute, by ``ExecutableLookup``'s rule (the one `vigil check` checks by):
+    /// a path (relative to the worker's `working_directory`), or a bare name's first program in
+    /// `path` (the worker's `PATH`). A directory is named as one (exec would only say
+    /// "Permission denied"); what is no program is refused here, with the words exec would use.
+    static func resolve(
+        _ command: String, path: String?, workingDirectory: String?
+    ) -> Result<String, SpawnFailure> {
+        switch ExecutableLookup.resolve(command, searchPath: path, relativeTo: workingDirectory) {
+        case .success(let program): return .success(program)
+        case .failure(.directory(let path)):
+            return .failure(
+                SpawnFailure("\(path) is a directory, not a program — set `command` to the executable inside it"))
+        case .failure(.missing(let path)):
+            return .failure(Self.cannotExecute(path, ENOENT))
+        case .failure(.notRegularFile(let path)), .failure(.notExecutable(let path)):
+            return .failure(Self.cannotExecute(path, EACCES))
+        case .failure(.relativeWithoutDirectory):
+            return .failure(
+                SpawnFailure(
+                    "\(command) is a relative path and the worker has no working_directory — give the absolute "
+                        + "path, or set working_directory (a relative command is resolved against it)"))
+        case .failure(.notFound):
+            return .failure(
+                SpawnFailure(
+                    "program \"\(command)\" was not found in PATH or is not executable — use an absolute path or fix PATH"
+                ))
         }
-        let directories = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
-        for directory in directories where !directory.isEmpty {
-            let candidate = "\(directory)/\(command)"
-            if access(candidate, X_OK) == 0, !isDirectory(candidate) { return .success(candidate) }
-        }
-        return .failure(
-            SpawnFailure(
-                "program \"\(command)\" was not found in PATH or is not executable — use an absolute path or fix PATH"))
     }
 
-    private static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    private static func cannotExecute(_ path: String, _ error: Int32) -> SpawnFailure {
+        SpawnFailure(
+            "cannot execute \(path): \(SystemCallError("execve", errno: error).reason) — check the `command` setting")
     }
 
     private static func failure(stage: Int32, error: Int32, spec: WorkerSpec, path: String) -> SpawnFailure {
         let what = SystemCallError("vigil_spawn", errno: error).reason
         switch Int(stage) {
         case Int(VIGIL_STAGE_EXEC):
-            return SpawnFailure("cannot execute \(path): \(what) — check the `command` setting")
+            return cannotExecute(path, error)
         case Int(VIGIL_STAGE_CHDIR):
             return SpawnFailure("cannot change into working_directory \(spec.workingDirectory ?? ""): \(what)")
         case Int(VIGIL_STAGE_OOM_SCORE_ADJ):

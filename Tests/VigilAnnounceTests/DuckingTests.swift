@@ -165,7 +165,7 @@ struct DuckingTests {
             let text = "Attention please. A signing request is waiting for your approval at the front desk."
             let recording = try await server.startRecording()
             let report = try await announcer.announce(.say(text))
-            try await Task.sleep(nanoseconds: 300_000_000)  // the prompt's last samples reach parec
+            try await recording.waitForMore(seconds: 0.3)  // the prompt's last samples reach parec
             let speech = AudioAnalysis(interleaved: try await recording.finish())
             #expect(speech.rms > 0.01, "speech RMS \(speech.rms)")
             // 14 words at 175 words a minute: about 4.8 s; espeak-ng pauses at full stops.
@@ -194,7 +194,7 @@ struct PromptPlaybackTests {
             let recording = try await server.startRecording()
             let report = try await announcer.announce(
                 .play(.tone(frequency: 660, seconds: 1, amplitude: 0.5), policy: .mix))
-            try await Task.sleep(nanoseconds: 300_000_000)  // the prompt's last samples reach parec
+            try await recording.waitForMore(seconds: 0.3)  // the prompt's last samples reach parec
             let samples = try await recording.finish()
             await keepAlive.stop()
             // Audible 10 ms windows: the tone, from its first to its last sample.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VigilTestSupport
 
 @testable import VigilAudio
 
@@ -61,10 +62,12 @@ struct NullPCMTests {
         let took = Date().timeIntervalSince(begin)
         await stream.stop()
         #expect(took < 0.5, "stop took \(took) s with a 10 s buffer")
-        try await Task.sleep(nanoseconds: 50_000_000)
-        // The writer thread is gone (descriptor and thread leaks over many reopens are checked
+        // The writer thread is gone once it has exited (it may still be on its way out) (descriptor and thread leaks over many reopens are checked
         // in a separate process by the restart test, where nothing else runs).
-        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)"))
+        #expect(
+            await RuntimeFixtures.waitUntil(timeout: 5) {
+                !FileManager.default.fileExists(atPath: "/proc/self/task/\(tid)")
+            })
         #expect(stream.status.writerThreadID == nil)
         #expect(stream.status.state == .stopped)
     }

@@ -102,7 +102,10 @@ struct PulseIntegrationTests {
                 aplay.signal(SIGTERM)
                 aplay.wait()
             }
-            try await Task.sleep(nanoseconds: 500_000_000)
+            // Captured once aplay's stream is on the server and playing, however long aplay took to start.
+            _ = try await server.waitForSinkInput {
+                $0.properties["application.process.binary"] == "aplay" && !$0.corked
+            }
             let samples = try await server.captureMonitor(seconds: 2)
             let analysis = AudioAnalysis(interleaved: samples, trimSeconds: 0.3)
             #expect(abs(analysis.zeroCrossingFrequency - 440) < 2, "tone at \(analysis.zeroCrossingFrequency) Hz")

@@ -18,7 +18,7 @@ struct AnnounceCommandTests {
         let cli = try ChildProcess(
             VigilExecutable.path, ["announce"] + arguments + ["--json"], environment: environment, stdout: out)
         let status = await blockingCall { cli.wait() }
-        try await Task.sleep(nanoseconds: 300_000_000)  // the prompt's last samples reach parec
+        try await recording.waitForMore(seconds: 0.3)  // the prompt's last samples reach parec
         let samples = try await recording.finish()
         let document =
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]

@@ -279,6 +279,18 @@ struct SupervisorRuntimeTests {
         chown(base, getuid(), getgid())
     }
 
+    @Test("vigil run -- ./bin/tool: a relative command is the file under the directory vigil run starts in")
+    func runRelativeCommand() async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        try project.dir.write("bin/tool", "#!/bin/sh\nexit 7\n", mode: 0o755)
+        let run = try await Self.run(project, ["--restart", "never", "--", "./bin/tool"])
+        #expect(run.status == 7, "\(run.stderr)")
+        let missing = try await Self.run(project, ["--", "./bin/absent"])
+        #expect(missing.status == 127, "\(missing.stderr)")
+        #expect(missing.stderr.contains("cannot execute \(project.dir.path)/./bin/absent"), "\(missing.stderr)")
+    }
+
     @Test(
         "vigil run: closed stderr, CLI advice after a failure with a non-zero exit, a directory, a relative XDG_RUNTIME_DIR"
     )

@@ -65,6 +65,7 @@ struct BusDeadlineTests {
         // that; a second connection that never processes its messages is.
         let mute = try await DBusConnection.connect(to: .address(daemon.address), logger: logger)
         let uniqueName = mute.uniqueName
+        let hanging = Mutex(false)
         let exported = try await mute.export(
             path: "/mute",
             interfaces: [
@@ -72,6 +73,7 @@ struct BusDeadlineTests {
                     name: "org.example.Mute",
                     methods: [
                         DBusMethod("Hang") { _ throws(DBusError) in
+                            hanging.withLock { $0 = true }
                             Thread.sleep(forTimeInterval: 2)  // blocks mute's own bus thread only
                             return []
                         }
@@ -87,7 +89,8 @@ struct BusDeadlineTests {
                 return error.code
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Cancelled while it is pending: the peer has the call and does not answer.
+        #expect(await RuntimeFixtures.waitUntil(timeout: 10) { hanging.withLock { $0 } })
         let started = ContinuousClock.now
         call.cancel()
         #expect(await call.value == .cancelled)

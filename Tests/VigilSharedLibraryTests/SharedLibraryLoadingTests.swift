@@ -256,10 +256,12 @@ struct SharedLibraryLoadingTests {
         // and were closed since by code other than Vigil's (a sanitizer's, an earlier test's) are
         // taken again here, so that B's load meets the table A's met. Another thread may still
         // open or close descriptors meanwhile (an earlier test's clean-up on a loaded machine:
-        // B once got 7 where A had 23), so B is loaded again, up to 5 times, until it gets A's.
+        // B once got 7 where A had 23): the table is the whole process's, so no test can hold it
+        // still. B is loaded again until it gets A's number — the condition — or a deadline passes.
+        let deadline = ContinuousClock.now + .seconds(60)
         var attempts = 0
         var b: PluginStatus?
-        while attempts < 5, b?.details["object"] != a.details["object"] {
+        repeat {
             attempts += 1
             let second = try host(f, running: ["beta"])
             let now = NativePluginFixture.openDescriptors()
@@ -267,7 +269,7 @@ struct SharedLibraryLoadingTests {
             b = await second.keepAlive()[plugin: "beta"]
             placeholders.forEach { close($0) }
             await second.stop()
-        }
+        } while b?.details["object"] != a.details["object"] && ContinuousClock.now < deadline
         #expect(b?.state == .running)
         #expect(b?.details["who"] == "beta")
         #expect(

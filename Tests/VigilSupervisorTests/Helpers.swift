@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Logging
 import Synchronization
@@ -8,16 +9,21 @@ import VigilTestSupport
 @testable import VigilSupervisor
 @testable import VigilSupervisorEngine
 
-/// Records supervisor events with their monotonic time.
+/// Records supervisor events with their time: monotonic seconds, or a ``VirtualClock``'s.
 final class EventLog: Sendable {
     struct Entry: Sendable {
         var time: Double
         var event: SupervisorEvent
     }
     private let entries = Mutex<[Entry]>([])
+    private let now: @Sendable () -> Double
+
+    init(now: @escaping @Sendable () -> Double = { MonotonicClock.seconds() }) {
+        self.now = now
+    }
 
     var handler: @Sendable (SupervisorEvent) -> Void {
-        { [self] event in entries.withLock { $0.append(Entry(time: MonotonicClock.seconds(), event: event)) } }
+        { [self] event in entries.withLock { $0.append(Entry(time: now(), event: event)) } }
     }
 
     var all: [Entry] { entries.withLock { $0 } }
@@ -35,11 +41,50 @@ extension Supervisor {
     /// A supervisor of `workers` with the test environment and logger, reporting to `events`.
     static func forTests(
         _ workers: [WorkerSpec], configuration: SupervisorConfiguration = SupervisorConfiguration(),
-        runtimeDirectory: String? = nil, events: EventLog? = nil
+        runtimeDirectory: String? = nil, clock: any Clock<Duration> = SuspendingClock(), events: EventLog? = nil
     ) throws -> Supervisor {
         try Supervisor(
             workers: workers, configuration: configuration, environment: testEnvironment,
-            runtimeDirectory: runtimeDirectory, logger: testLogger(), onEvent: { events?.handler($0) })
+            runtimeDirectory: runtimeDirectory, clock: clock, logger: testLogger(), onEvent: { events?.handler($0) })
+    }
+}
+
+/// Virtual time for the supervisor: swift-clocks' `TestClock`, moved only by ``advance(by:)``.
+///
+/// `TestClock.now` is written under the clock's lock but read without it, so another thread (the
+/// supervisor's) reads the time through this wrapper's own lock, which only the test moves.
+final class VirtualClock: Clock, Sendable {
+    typealias Duration = Swift.Duration
+    typealias Instant = TestClock<Duration>.Instant
+
+    private let clock = TestClock()
+    private let current: Mutex<Instant>
+    private let origin: Instant
+
+    init() {
+        origin = clock.now
+        current = Mutex(clock.now)
+    }
+
+    var now: Instant { current.withLock { $0 } }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await clock.sleep(until: deadline, tolerance: tolerance)
+    }
+
+    /// Seconds since this clock was made.
+    var seconds: Double {
+        let (s, atto) = origin.duration(to: now).components
+        return Double(s) + Double(atto) / 1e18
+    }
+
+    /// Moves the time by `duration`, then lets `supervisor` act on every deadline due by then.
+    func advance(by duration: Duration, _ supervisor: Supervisor) async {
+        await clock.advance(by: duration)
+        let moved = clock.now
+        current.withLock { $0 = moved }
+        await supervisor.synchronize()
     }
 }
 

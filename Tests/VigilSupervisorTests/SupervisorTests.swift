@@ -8,15 +8,34 @@ import VigilTestSupport
 
 @Suite("Supervisor: spawning, restarts, backoff, start limit")
 struct SupervisorTests {
-    @Test("a crash loop backs off exponentially and stops at the start limit")
+    @Test("a crash loop backs off exponentially and stops at the start limit (virtual time)")
     func crashLoopBackoffAndStartLimit() async throws {
-        let events = EventLog()
+        let clock = VirtualClock()
+        let events = EventLog { clock.seconds }
+        // Minutes of backoff, taken in virtual time: the test waits only for the worker to exit.
         let configuration = SupervisorConfiguration(
-            backoffInitial: .milliseconds(50), backoffMax: .milliseconds(400), stableAfter: .seconds(10),
-            startLimitBurst: 6, startLimitInterval: .seconds(30), stopGrace: .seconds(1))
+            backoffInitial: .seconds(10), backoffMax: .seconds(80), stableAfter: .seconds(600),
+            startLimitBurst: 6, startLimitInterval: .seconds(3600), stopGrace: .seconds(1))
         let supervisor = try Supervisor.forTests(
-            [.shell("crasher", "exit 3", restart: .always)], configuration: configuration, events: events)
+            [.shell("crasher", "exit 3", restart: .always)], configuration: configuration, clock: clock,
+            events: events)
         try await supervisor.start()
+        let crashes = { events.count { if case .crashed = $0 { true } else { false } } }
+        let starts = { events.times(of: "crasher") { if case .started = $0 { true } else { false } } }
+        // Delays 10, 20, 40, 80 (cap), 80 s: not a millisecond early, and exactly on time.
+        for (i, delay) in [10.0, 20, 40, 80, 80].enumerated() {
+            #expect(await eventually { crashes() == i + 1 }, "crash \(i + 1) was not seen")
+            let crashedAt = clock.seconds
+            await clock.advance(by: .seconds(delay) - .milliseconds(1), supervisor)
+            #expect(starts().count == i + 1, "restart \(i + 1) came before its \(delay) s backoff")
+            #expect(supervisor.workers.first?.state == .backingOff)
+            await clock.advance(by: .milliseconds(1), supervisor)
+            #expect(starts().count == i + 2, "restart \(i + 1) did not come after its \(delay) s backoff")
+            #expect(starts().last == crashedAt + delay)
+        }
+        // The sixth run crashes too; its restart would be the seventh start within the window.
+        #expect(await eventually { crashes() == 6 })
+        await clock.advance(by: .seconds(80), supervisor)
         let final = await supervisor.waitUntilSettled()
         await supervisor.stop()
 
@@ -24,18 +43,39 @@ struct SupervisorTests {
         #expect(worker.state == .failed)
         #expect(worker.restarts == 5)
         #expect(worker.lastExit == .exited(3))
-        #expect(worker.reason?.contains("start limit") == true)
-        let starts = events.times(of: "crasher") { if case .started = $0 { true } else { false } }
-        #expect(starts.count == 6)
-        // Delays 50, 100, 200, 400 (cap), 400 ms: never early, and not much late (1 s of slack for
-        // the worker's own start-up on a loaded two-core machine).
-        let expected = [0.05, 0.1, 0.2, 0.4, 0.4]
-        for (i, delay) in expected.enumerated() where i + 1 < starts.count {
-            let gap = starts[i + 1] - starts[i]
-            #expect(gap >= delay, "restart \(i + 1) came after \(gap) s, before its \(delay) s backoff")
-            #expect(gap < delay + 1.0, "restart \(i + 1) came after \(gap) s, long after its \(delay) s backoff")
-        }
+        #expect(worker.reason?.contains("start limit hit: 6 starts within 3600 s") == true, "\(worker.reason ?? "")")
+        #expect(starts().count == 6)
         #expect(events.count { if case .failed = $0 { true } else { false } } == 1)
+    }
+
+    @Test(
+        "the start limit gives up only on starts inside its window (virtual time)",
+        arguments: [(backoff: 10, givesUpAfter: 2), (backoff: 40, givesUpAfter: nil)] as [(Int64, Int?)])
+    func startLimitWindow(backoff: Int64, givesUpAfter: Int?) async throws {
+        let clock = VirtualClock()
+        // Three starts within a minute: restarts every 10 s fill it by the third start; restarts
+        // every 40 s never have more than two starts in any minute, so it runs on.
+        let configuration = SupervisorConfiguration(
+            backoffInitial: .seconds(backoff), backoffMax: .seconds(backoff), stableAfter: .seconds(600),
+            startLimitBurst: 3, startLimitInterval: .seconds(60))
+        let supervisor = try Supervisor.forTests(
+            [.shell("crasher", "exit 1", restart: .always)], configuration: configuration, clock: clock)
+        try await supervisor.start()
+        for restart in 1...6 {
+            #expect(await eventually { supervisor.workers.first?.state == .backingOff })
+            #expect(supervisor.workers.first?.restarts == restart - 1)
+            await clock.advance(by: .seconds(backoff), supervisor)
+            let worker = try #require(supervisor.workers.first)
+            if restart == givesUpAfter.map({ $0 + 1 }) {
+                #expect(worker.state == .failed)
+                #expect(worker.restarts == restart - 1)
+                #expect(worker.reason?.contains("start limit hit: 3 starts within 60 s") == true)
+                break
+            }
+            #expect(worker.state != .failed, "gave up at restart \(restart): \(worker.reason ?? "")")
+            #expect(worker.restarts == restart)
+        }
+        await supervisor.stop()
     }
 
     @Test("a run longer than stable_after resets the backoff")
@@ -107,29 +147,41 @@ struct SupervisorTests {
         #expect(error?.message.contains("oom_score_adj") == true)
     }
 
-    @Test("stop() sends SIGTERM to the whole group, then SIGKILL after the grace period")
+    @Test("stop() sends SIGTERM to the whole group, then SIGKILL after the grace period (virtual time)")
     func stopKillsTheGroup() async throws {
         let dir = try TestDirectory("vigil-sup")
         defer { dir.remove() }
+        let clock = VirtualClock()
         // The worker ignores SIGTERM and has a child in its process group.
-        let script = "trap '' TERM; sleep 300 & echo $! > \(dir.url("child")); wait"
+        let script =
+            "trap '' TERM; sleep 300 & echo $! > \(dir.url("child")).part; mv \(dir.url("child")).part \(dir.url("child")); wait"
         let supervisor = try Supervisor.forTests(
-            [.shell("stubborn", script)], configuration: SupervisorConfiguration(stopGrace: .milliseconds(300)))
+            [.shell("stubborn", script)], configuration: SupervisorConfiguration(stopGrace: .seconds(120)),
+            clock: clock)
         try await supervisor.start()
         #expect(await eventually { FileManager.default.fileExists(atPath: dir.url("child")) })
-        try await Task.sleep(for: .milliseconds(50))
-        let child = try #require(
-            Int32(
-                TextFile.read(dir.url("child")).trimmingCharacters(
-                    in: .whitespacesAndNewlines)))
+        let child = try #require(Int32(TextFile.read(dir.url("child")).trimmingCharacters(in: .whitespacesAndNewlines)))
         let worker = try #require(supervisor.workers.first?.pid)
         #expect(processIsLive(child) && processIsLive(worker))
-        let began = MonotonicClock.seconds()
-        await supervisor.stop()
-        let took = MonotonicClock.seconds() - began
-        #expect(took >= 0.3, "stop returned after \(took) s, before the grace period")
+        let stopped = EventRecorder<String>()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await supervisor.stop()
+                stopped.record("stopped")
+            }
+            #expect(await eventually { supervisor.workers.first?.state == .stopping })
+            // A millisecond before the grace ends: SIGTERM was ignored, no SIGKILL yet.
+            await clock.advance(by: .seconds(120) - .milliseconds(1), supervisor)
+            #expect(processIsLive(worker))
+            #expect(stopped.all.isEmpty, "stop returned before the grace period")
+            await clock.advance(by: .milliseconds(1), supervisor)
+            // The SIGKILL went at the end of the virtual grace: stop returns once the group is reaped,
+            // not after 120 real seconds.
+            #expect(await eventually(timeout: 60) { !stopped.all.isEmpty }, "stop waited out the grace in real time")
+            try await group.waitForAll()
+        }
         #expect(!processIsLive(worker))
-        // The grandchild (sleep, killed by SIGTERM) is gone too, reparented to init meanwhile.
+        // The grandchild (sleep, killed with the group) is gone too, reparented to init meanwhile.
         #expect(await eventually(timeout: 2) { !processIsLive(child) })
         #expect(supervisor.workers.first?.state == .stopped)
         await supervisor.stop()  // idempotent

@@ -55,7 +55,9 @@ struct WorkerNotifyTests {
         let socket = try firstWorkerNotifySocket(in: dir.path)
         // The test process is not in the worker's tree: its READY=1 must not count.
         #expect(NotifySocket.send("READY=1\nSTATUS=forged", to: socket))
-        try await Task.sleep(for: .milliseconds(300))
+        // The datagram is queued once send returns; synchronize() returns after the supervisor
+        // has read and judged it.
+        await supervisor.synchronize()
         #expect(supervisor.workers.first?.state == .starting)
         #expect(supervisor.workers.first?.statusText == nil)
         _ = FileManager.default.createFile(atPath: go, contents: nil)

@@ -112,6 +112,21 @@ public final class MonitorRecording: Sendable {
         try? FileManager.default.removeItem(at: file)
     }
 
+    /// Returns once `parec` has recorded `seconds` more of the monitor than it had when called
+    /// (48 kHz stereo S16_LE): what the sink played until now has then reached the recording,
+    /// however late `parec` runs. Throws if that takes more than `timeout` seconds.
+    public func waitForMore(seconds: Double, timeout: Double = 10) async throws {
+        func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0 }
+        let target = size() + Int(seconds * 48_000) * 4
+        let deadline = ContinuousClock.now.advanced(by: .seconds(timeout))
+        while size() < target {
+            guard ContinuousClock.now < deadline, process.isRunning else {
+                throw FixtureError("parec recorded \(size()) of \(target) bytes within \(timeout) s")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Stops `parec` with SIGINT (which flushes its buffer) and returns the interleaved samples.
     public func finish() async throws -> [Int16] {
         defer { try? FileManager.default.removeItem(at: file) }

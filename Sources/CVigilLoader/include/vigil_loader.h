@@ -1,5 +1,5 @@
 // Linux calls the shared-library plugin loader needs that Swift's Glibc module does not expose
-// (memfd_create and file seals need _GNU_SOURCE; dladdr's Dl_info too). Used only by VigilSharedLibrary.
+// (memfd_create and file seals need _GNU_SOURCE; dladdr's Dl_info too). Imported only by VigilLibraryCheck (LoaderCalls).
 #ifndef VIGIL_LOADER_H
 #define VIGIL_LOADER_H
 

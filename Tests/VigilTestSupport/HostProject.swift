@@ -2,28 +2,27 @@ import Foundation
 import VigilCore
 import VigilCrypto
 import VigilPlugin
-import VigilTestSupport
 
 /// A temp host project for config-based host tests: `vigil.toml`, plugins signed in place with
 /// fresh keys (through the core's `PluginSigner`), and private state and runtime directories.
-struct HostProject {
-    let dir: TestDirectory
-    var configPath: String { dir.path + "/vigil.toml" }
+public struct HostProject {
+    public let dir: TestDirectory
+    public var configPath: String { dir.path + "/vigil.toml" }
     /// The project's own environment: state and runtime under it, it is the working directory.
-    var environment: HostEnvironment { dir.environment() }
+    public var environment: HostEnvironment { dir.environment() }
 
-    init() throws {
+    public init() throws {
         dir = try TestDirectory("vigil-host")
         try FileManager.default.createDirectory(
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
-    func remove() { dir.remove() }
+    public func remove() { dir.remove() }
 
     /// Writes `manifests/NAME/plugin.json` and signs it with a fresh key (the signer fills in the
     /// resource digests); returns the key's fingerprint. Unsigned plugins get no resources.
     @discardableResult
-    func signedPlugin(
+    public func signedPlugin(
         _ name: String, entry: String? = nil, requirements: String = "[]",
         settings: String = #"{"mode": "zero", "level": 3}"#, sign: Bool = true
     ) throws -> String {
@@ -42,7 +41,7 @@ struct HostProject {
     }
 
     /// Flips one byte of a signed plugin's manifest (the signature no longer matches).
-    func tamper(_ name: String) throws {
+    public func tamper(_ name: String) throws {
         let path = dir.path + "/manifests/\(name)/plugin.json"
         let text = try TextFile.read(path)
         precondition(text.contains("\"1.2.3\""))
@@ -52,7 +51,7 @@ struct HostProject {
 
     /// Writes vigil.toml and returns its path.
     @discardableResult
-    func config(_ text: String) throws -> String {
+    public func config(_ text: String) throws -> String {
         try dir.write("vigil.toml", text)
     }
 }
