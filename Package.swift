@@ -13,8 +13,23 @@ let lifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "sw
 let package = Package(
     name: "vigil",
     products: [
+        // The library a host app links (every built-in plugin), and the contract plugins implement.
         .library(name: "Vigil", targets: ["Vigil"]),
         .library(name: "VigilPlugin", targets: ["VigilPlugin"]),
+        // One product per first-party plugin, for a host that registers only what it runs.
+        .library(name: "VigilSupervisor", targets: ["VigilSupervisor"]),
+        .library(name: "VigilSupervisorDesktop", targets: ["VigilSupervisorDesktop"]),
+        .library(name: "VigilSilentEngine", targets: ["VigilSilentEngine"]),
+        .library(name: "VigilSoundscape", targets: ["VigilSoundscape"]),
+        .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
+        // The core (configuration, manifests, trust), signatures, the playback layer and the announcer,
+        // for the benchmark hosts of the nested Benchmarks/ package (and hosts that use them directly).
+        .library(name: "VigilCore", targets: ["VigilCore"]),
+        .library(name: "VigilCrypto", targets: ["VigilCrypto"]),
+        .library(name: "VigilAudio", targets: ["VigilAudio"]),
+        .library(name: "VigilAnnounce", targets: ["VigilAnnounce"]),
+        // The fuzz harnesses, for the libFuzzer driver of the nested Fuzz/ package (not for hosts).
+        .library(name: "VigilFuzzTargets", targets: ["VigilFuzzTargets"]),
         .executable(name: "vigil", targets: ["vigil"]),
         .plugin(name: "VigilBuildCheck", targets: ["VigilBuildCheck"]),
         .plugin(name: "VigilTrustCommand", targets: ["VigilTrustCommand"]),
@@ -23,7 +38,6 @@ let package = Package(
         .library(name: "VigilPluginSDK", targets: ["VigilPluginSDK"]),
         // The example third-party plugin, as the shared library its signed manifest names.
         .library(name: "VigilHeartbeatExample", type: .dynamic, targets: ["VigilHeartbeatExample"]),
-        .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
         // The tool Vigil's SwiftPM plugins run (`vigil check`, `vigil plugin trust`): the build check's
         // copy, which the command plugins reuse (or build as a product): see VigilPluginSupport.builtTool.
         .executable(name: "vigil-plugin-tool", targets: ["vigil-plugin-tool"]),
@@ -39,7 +53,8 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
     ],
     targets: [
-        // C libraries, each reached through exactly one Swift wrapper module (`internal import`).
+        // MARK: - C libraries
+        // Each reached through exactly one Swift wrapper module (`internal import`).
         .systemLibrary(
             name: "CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
@@ -57,50 +72,67 @@ let package = Package(
         .systemLibrary(
             name: "CSndfile", pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(
+            name: "CEspeakNG", pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]),
+        // Our own C: prctl(PR_SET_NAME) (a variadic C call Swift cannot make) and the build
+        // information `make` records (VigilVersion), for VigilBase.
+        .target(name: "CVigilBase"),
+        // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
+        .target(name: "CVigilSpawn"),
+        // Keeps espeak-ng from opening an audio device of its own (see its source).
+        .target(name: "CVigilSpeechDevice"),
+        // Descriptors 0–2 and SIGPIPE for the tools, set before the Swift runtime starts (linked
+        // for its constructor).
+        .target(name: "CVigilStartup"),
+        // The shared-library plugin C ABI: vigil_plugin.h, the one header plugin authors build against.
+        .target(name: "CVigilPluginABI"),
+        // memfd_create, file seals and dladdr (need _GNU_SOURCE), imported by VigilLibraryCheck only
+        // (LoaderCalls), through which VigilSharedLibrary maps plugins.
+        .target(name: "CVigilLoader"),
 
+        // MARK: - Base
         // What every module shares: the error shape (codes, causes, locations, one rendering),
         // system-call causes with their errno, named threads of our own.
         .target(
             name: "VigilBase", dependencies: ["CVigilBase", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSettings),
-        // prctl(PR_SET_NAME) for VigilBase (a variadic C call Swift cannot make), and the build
-        // information `make` records (VigilVersion).
-        .target(name: "CVigilBase"),
         // Ed25519, BLAKE2b, SHA-256 and minisign file formats over libsodium.
         .target(name: "VigilCrypto", dependencies: ["CSodium", "VigilBase"], swiftSettings: strictSettings),
+
+        // MARK: - Core: the plugin contract, configuration, trust and the checks
         // The contract between the host and keep-alive plugin implementations.
         .target(name: "VigilPlugin", dependencies: ["VigilBase", log], swiftSettings: strictSettings),
         // vigil.toml, signed manifests, trust, rollback protection, host requirements and checks.
         .target(
             name: "VigilCore",
             dependencies: [
-                "VigilCrypto", "VigilPlugin", "VigilBase", log,
-                .product(name: "TOMLKit", package: "TOMLKit"),
+                "VigilCrypto", "VigilPlugin", "VigilBase", .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             swiftSettings: strictSettings),
+        // What a supervisor runs (WorkerSpec, SupervisorConfiguration) and the one reader of its
+        // `[supervisor]` settings, for the plugin and for the checks (which link no engine).
+        .target(name: "VigilSupervisorSettings", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
+        // The checks behind `vigil check`, the build check and `vigil up`, apart from everything that
+        // runs plugins, so that the SwiftPM plugins' tool links only them (issue 13, point 4).
+        // A shared-library plugin's checks on its verified bytes (ELF, SONAME, dependencies, ABI);
+        // VigilSharedLibrary maps and runs what they accepted.
+        .target(
+            name: "VigilLibraryCheck",
+            dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
+            swiftSettings: strictSettings),
+        // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
+        .target(
+            name: "VigilHostCheck",
+            dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings"],
+            swiftSettings: strictSettings),
+
+        // MARK: - Plugins: the wrappers they run on, then the plugins
         // The playback layer shared by the audio plugins: ALSA PCMs, and PulseAudio's native
-        // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups.
+        // protocol for the sound server (`pulse`), where the ALSA plugin costs far more wakeups;
+        // the playback keys of their settings (PlaybackSettings).
         .target(
             name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log, "VigilPlugin"],
-            swiftSettings: strictSettings),
-        // First-party plugins.
-        .target(
-            name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
-            swiftSettings: strictSettings),
-        .target(
-            name: "VigilSoundscape",
-            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilCore", "VigilBase", log],
-            swiftSettings: strictSettings),
-        // fork/exec, pidfd, epoll and sd_notify socket calls for the supervisor (async-signal-safe child path).
-        .target(name: "CVigilSpawn"),
-        // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
-        .target(
-            name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", "VigilBase", log],
-            swiftSettings: strictSettings),
-        // The supervisor plugin over it: settings, systemd and desktop channels.
-        .target(
-            name: "VigilSupervisor",
-            dependencies: ["VigilSupervisorEngine", "VigilPlugin", "VigilDBus", "CVigilSpawn", log],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
         // names and exported objects. The only module that imports CSystemd's sd-bus.
@@ -108,12 +140,58 @@ let package = Package(
         // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
         // a bounded buffer. The only module that imports CSndfile.
         .target(name: "VigilSoundFile", dependencies: ["CSndfile", "VigilBase"], swiftSettings: strictSettings),
+        // Text to speech: the one espeak-ng wrapper.
+        .target(
+            name: "VigilSpeech", dependencies: ["CEspeakNG", "CVigilSpeechDevice", "VigilAudio", "VigilBase"],
+            swiftSettings: strictSettings),
+        // The supervisor engine: workers, restarts, the notify protocol (like VigilAudio for audio).
+        .target(
+            name: "VigilSupervisorEngine", dependencies: ["CVigilSpawn", "VigilSupervisorSettings", "VigilBase", log],
+            swiftSettings: strictSettings),
+        // The supervisor plugin over it (its settings come through the engine's re-export): the
+        // systemd channel; no D-Bus (the desktop notification is a notifier given to it).
+        .target(
+            name: "VigilSupervisor",
+            dependencies: ["VigilSupervisorEngine", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+        // The supervisor's desktop notification over the session bus (freedesktop Notifications).
+        .target(
+            name: "VigilSupervisorDesktop", dependencies: ["VigilSupervisor", "VigilDBus", log],
+            swiftSettings: strictSettings),
+        .target(
+            name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
+            swiftSettings: strictSettings),
+        .target(
+            name: "VigilSoundscape",
+            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilBase", log],
+            swiftSettings: strictSettings),
+        // Announcements: espeak-ng and sound files, and the announcer that ducks the other apps
+        // around a prompt.
+        .target(
+            name: "VigilAnnounce",
+            dependencies: [
+                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilPlugin", "VigilBase",
+                log,
+            ],
+            swiftSettings: strictSettings),
+        // Third-party plugins as shared libraries (docs/native-plugins.md). The loader: checks the
+        // verified bytes (ELF, SONAME, dependencies, ABI) before mapping anything, maps them from
+        // sealed memfds, drives the C ABI. The one module with C-ABI code.
+        .target(
+            name: "VigilSharedLibrary",
+            dependencies: [
+                "CVigilPluginABI", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
+            ],
+            swiftSettings: strictSettings),
+
+        // MARK: - Host
         // The library a host app links: keepAlive()/stop(), status, events, Service.
         .target(
             name: "Vigil",
             dependencies: [
-                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSoundscape", "VigilAnnounce",
-                "VigilSharedLibrary", "VigilDBus", "VigilBase", log, lifecycle, "VigilHostCheck", "VigilLibraryCheck",
+                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSupervisorDesktop",
+                "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", "VigilDBus", "VigilBase", log, lifecycle,
+                "VigilHostCheck", "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -121,33 +199,32 @@ let package = Package(
         .target(
             name: "VigilExecutor", dependencies: [.product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings),
-        // Descriptors 0–2 and SIGPIPE for the `vigil` tool, set before the Swift runtime starts.
-        .target(name: "CVigilStartup"),
+
+        // MARK: - CLI and SwiftPM plugins
+        // `vigil check` and `vigil plugin trust` with the CLI's output helpers: the `vigil` CLI's and the tool's.
+        .target(
+            name: "VigilCheckCommands",
+            dependencies: [
+                "VigilHostCheck", "VigilCore", "VigilCrypto", "VigilPlugin",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), "VigilBase",
+            ],
+            swiftSettings: strictSettings),
         // The `vigil` command-line tool.
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisor", "VigilSoundscape",
-                "VigilAnnounce", "VigilSharedLibrary", "VigilAudio", "VigilExecutor", "VigilSupervisorEngine",
-                "CVigilStartup", "VigilBase", log, lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
+                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSoundscape", "VigilAnnounce",
+                "VigilSharedLibrary", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", "VigilBase", log,
+                lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/VigilCLI",
             swiftSettings: strictSettings),
-
-        // A minimal host running silent-engine, for bench/silent-engine.sh and the restart-leak
-        // test (an executable target, not a product).
+        // The tool the SwiftPM plugins run (`vigil check`, `vigil plugin trust`), without the runtime.
         .executableTarget(
-            name: "SilentEngineBench", dependencies: ["VigilSilentEngine", "VigilPlugin", log],
-            swiftSettings: strictSettings),
-
-        // The example host app (Examples/ExampleHost, a package of its own for users to copy),
-        // compiled here too so that it keeps up with the library's API.
-        .executableTarget(
-            name: "ExampleHostSource", dependencies: ["Vigil", log, lifecycle],
-            path: "Examples/ExampleHost/Sources/ExampleHost"),
-
+            name: "vigil-plugin-tool", dependencies: ["VigilCheckCommands", "VigilCore", "CVigilStartup"],
+            path: "Sources/VigilPluginTool", swiftSettings: strictSettings),
         // SwiftPM plugins for host packages.
         .plugin(
             name: "VigilBuildCheck", capability: .buildTool(), dependencies: ["vigil-plugin-tool"]),
@@ -165,72 +242,9 @@ let package = Package(
             capability: .command(
                 intent: .custom(verb: "vigil-check", description: "Check vigil.toml and its plugins."))),
 
-        // Tests.
-        .target(
-            name: "VigilTestSupport",
-            dependencies: [
-                "VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system"), "VigilCore",
-                "VigilCrypto",
-            ],
-            path: "Tests/VigilTestSupport",
-            exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
-            exclude: ["Fixtures"],  // golden files, read through #filePath (no resource bundle)
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilCoreTests", dependencies: ["VigilCore", "VigilCrypto", "VigilTestSupport"],
-            exclude: ["Fixtures"],  // JSONTestSuite's cases, read through #filePath
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilSupervisorTests",
-            dependencies: [
-                "VigilSupervisor", "VigilSupervisorEngine", "VigilPlugin", "VigilTestSupport",
-                "VigilHostCheck", .product(name: "Clocks", package: "swift-clocks"),
-            ],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilTests",
-            dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
-                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-                "VigilDBus", "VigilSoundscape", "VigilHostCheck",
-            ],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilSoundscapeTests",
-            dependencies: ["VigilSoundscape", "VigilAudio", "VigilPlugin", "VigilSoundFile", "VigilTestSupport", log],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
-            swiftSettings: strictSettings),
-
-        // Third-party plugins as shared libraries (docs/native-plugins.md).
-        // The C ABI: vigil_plugin.h, the one header plugin authors build against.
-        .target(name: "CVigilPluginABI"),
-        // memfd_create, file seals and dladdr (need _GNU_SOURCE), imported by VigilLibraryCheck only
-        // (LoaderCalls), through which VigilSharedLibrary maps plugins.
-        .target(name: "CVigilLoader"),
-        // The loader: checks the verified bytes (ELF, SONAME, dependencies, ABI) before mapping
-        // anything, maps them from sealed memfds, drives the C ABI. The one module with C-ABI code.
-        .target(
-            name: "VigilSharedLibrary",
-            dependencies: [
-                "CVigilPluginABI", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
-            ],
-            swiftSettings: strictSettings),
-        // Plugin authors' side: the descriptor and keep-alive table in C (Swift cannot define a C data
-        // symbol), implemented in Swift by VigilPluginSDK; the author writes a class and one @_cdecl.
+        // MARK: - Plugin authors' side and examples
+        // The descriptor and keep-alive table in C (Swift cannot define a C data symbol), implemented
+        // in Swift by VigilPluginSDK; the author writes a class and one @_cdecl.
         .target(name: "CVigilPluginSDK", dependencies: ["CVigilPluginABI"]),
         .target(
             name: "VigilPluginSDK", dependencies: ["CVigilPluginABI", "CVigilPluginSDK"], swiftSettings: strictSettings),
@@ -239,108 +253,32 @@ let package = Package(
             path: "Examples/HeartbeatPlugin/Sources/VigilHeartbeatExample", swiftSettings: strictSettings,
             // SwiftPM gives a dynamic library no SONAME on Linux; Vigil requires a unique one.
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libVigilHeartbeatExample.so"])]),
-        .testTarget(
-            name: "VigilSharedLibraryTests",
-            dependencies: [
-                "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSharedLibrary", "VigilTestSupport", log,
-                "VigilHostCheck", "VigilLibraryCheck",
-            ],
-            exclude: ["Fixtures"],  // C sources the tests compile with cc
-            swiftSettings: strictSettings),
-        // Announcements: espeak-ng (text to speech) through its one wrapper, and the announcer
-        // that ducks the other apps around a prompt.
-        .systemLibrary(
-            name: "CEspeakNG", pkgConfig: "espeak-ng",
-            providers: [.apt(["libespeak-ng-dev"])]),
-        // Keeps espeak-ng from opening an audio device of its own (see its source).
-        .target(name: "CVigilSpeechDevice"),
-        .target(
-            name: "VigilSpeech", dependencies: ["CEspeakNG", "CVigilSpeechDevice", "VigilAudio", "VigilBase"],
-            swiftSettings: strictSettings),
-        .target(
-            name: "VigilAnnounce",
-            dependencies: [
-                "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilCore", "VigilPlugin", "VigilBase",
-                log,
-            ],
-            swiftSettings: strictSettings),
-        // A minimal announcer for bench/announce.sh (an executable target, not a product).
+        // The example host app (Examples/ExampleHost, a package of its own for users to copy),
+        // compiled here too so that it keeps up with the library's API.
         .executableTarget(
-            name: "AnnounceBench", dependencies: ["VigilAnnounce", "VigilAudio", log], swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilAnnounceTests",
-            dependencies: [
-                "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilPlugin", "VigilSpeech", "VigilSilentEngine",
-                "VigilTestSupport", log,
-            ],
-            swiftSettings: strictSettings),
-        // Fuzzing (docs/fuzzing.md): a harness for every parser that sees untrusted bytes, and the
-        // `vigil-fuzz` driver — libFuzzer when scripts/fuzz.sh builds it with `-sanitize=fuzzer`,
-        // a replayer of input files otherwise (not a product).
+            name: "ExampleHostSource", dependencies: ["Vigil", log, lifecycle],
+            path: "Examples/ExampleHost/Sources/ExampleHost"),
+
+        // MARK: - Fixture hosts
+        // A minimal host running silent-engine, in its own process for the restart-leak and ALSA
+        // tests, and the host bench/silent-engine.sh and bench/soundscape.sh measure (Tests/Hosts;
+        // the other benchmark hosts are in the Benchmarks/ package).
+        .executableTarget(
+            name: "SilentEngineBench", dependencies: ["VigilSilentEngine", "VigilPlugin", log],
+            path: "Tests/Hosts/SilentEngineBench", swiftSettings: strictSettings),
+
+        // MARK: - Fuzzing
+        // docs/fuzzing.md: a harness for every parser that sees untrusted bytes (Tests/VigilFuzzTargets),
+        // run on the seeds and regression inputs by VigilFuzzTests, and by the libFuzzer driver of the
+        // nested Fuzz/ package (`vigil-fuzz`, built by scripts/fuzz.sh). The harnesses are here, not
+        // there, because they call `package`-level entry points.
         .target(
             name: "VigilFuzzTargets",
             dependencies: [
                 "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSupervisorEngine", "VigilSoundscape", "VigilAnnounce",
                 "VigilSoundFile", log,
             ],
-            path: "Fuzz/Sources/VigilFuzzTargets", swiftSettings: strictSettings),
-        // libFuzzer's driver, reached through a weak symbol: absent from an ordinary build.
-        .target(name: "CVigilFuzz", path: "Fuzz/Sources/CVigilFuzz"),
-        .executableTarget(
-            name: "vigil-fuzz", dependencies: ["VigilFuzzTargets", "CVigilFuzz"], path: "Fuzz/Sources/vigil-fuzz",
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilFuzzTests", dependencies: ["VigilFuzzTargets", "VigilCore", "VigilTestSupport"],
-            swiftSettings: strictSettings),
-
-        // The checks behind `vigil check`, the build check and `vigil up`, apart from everything that
-        // runs plugins, so that the SwiftPM plugins' tool links only them (issue 13, point 4).
-        // A shared-library plugin's checks on its verified bytes (ELF, SONAME, dependencies, ABI);
-        // VigilSharedLibrary maps and runs what they accepted.
-        .target(
-            name: "VigilLibraryCheck",
-            dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
-            swiftSettings: strictSettings),
-        // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
-        .target(
-            name: "VigilHostCheck", dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck"],
-            swiftSettings: strictSettings),
-        // `vigil check` and `vigil plugin trust` with the CLI's output helpers: the `vigil` CLI's and the tool's.
-        .target(
-            name: "VigilCheckCommands",
-            dependencies: [
-                "VigilHostCheck", "VigilCore", "VigilCrypto", "VigilPlugin",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"), "VigilBase",
-            ],
-            swiftSettings: strictSettings),
-        // The tool the SwiftPM plugins run (`vigil check`, `vigil plugin trust`), without the runtime.
-        .executableTarget(
-            name: "vigil-plugin-tool", dependencies: ["VigilCheckCommands", "VigilCore", "CVigilStartup"],
-            path: "Sources/VigilPluginTool", swiftSettings: strictSettings),
-        // A host timing one cold keepAlive(), for bench/cold-start.sh (an executable target, not a product).
-        .executableTarget(
-            name: "ColdStartBench", dependencies: ["Vigil", "VigilCore", "VigilPlugin", log],
-            swiftSettings: strictSettings),
-        // Manifest verification throughput, for bench/verify.sh (an executable target, not a product).
-        .executableTarget(
-            name: "VerifyBench", dependencies: ["VigilCore", "VigilCrypto"], swiftSettings: strictSettings),
-        .testTarget(name: "VigilPluginTests", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
-        .testTarget(name: "VigilLibraryCheckTests", dependencies: ["VigilLibraryCheck"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilHostCheckTests",
-            dependencies: ["VigilHostCheck", "VigilCore", "VigilPlugin", "VigilTestSupport"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilCheckCommandsTests",
-            dependencies: [
-                "VigilCheckCommands", "VigilHostCheck", "VigilCore", "VigilTestSupport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "VigilBaseTests",
-            dependencies: ["VigilBase", "VigilTestSupport", .product(name: "SystemPackage", package: "swift-system")],
-            swiftSettings: strictSettings),
+            path: "Tests/VigilFuzzTargets", swiftSettings: strictSettings),
     ]
 )
 
@@ -375,6 +313,95 @@ package.targets += [
             "VigilTUF", "VigilTUFHTTP", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ],
         path: "Sources/VigilTUFClient", swiftSettings: strictSettings),
+]
+
+// MARK: - Tests
+// Test targets (Tests/), and VigilTestSupport: the fixtures they share (private PulseAudio,
+// dbus-daemon, notify sockets in temporary directories).
+package.targets += [
+    .target(
+        name: "VigilTestSupport",
+        dependencies: [
+            "VigilPlugin", log, .product(name: "SystemPackage", package: "swift-system"), "VigilCore",
+            "VigilCrypto",
+        ],
+        path: "Tests/VigilTestSupport",
+        exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
+        swiftSettings: strictSettings),
+    .testTarget(name: "VigilPluginTests", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
+    .testTarget(name: "VigilLibraryCheckTests", dependencies: ["VigilLibraryCheck"], swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilHostCheckTests",
+        dependencies: ["VigilHostCheck", "VigilCore", "VigilPlugin", "VigilTestSupport"],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilCheckCommandsTests",
+        dependencies: [
+            "VigilCheckCommands", "VigilHostCheck", "VigilCore", "VigilTestSupport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilBaseTests",
+        dependencies: ["VigilBase", "VigilTestSupport", .product(name: "SystemPackage", package: "swift-system")],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilCryptoTests", dependencies: ["VigilCrypto", "VigilTestSupport"],
+        exclude: ["Fixtures"],  // golden files, read through #filePath (no resource bundle)
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilCoreTests", dependencies: ["VigilCore", "VigilCrypto", "VigilTestSupport"],
+        exclude: ["Fixtures"],  // JSONTestSuite's cases, read through #filePath
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilSupervisorTests",
+        dependencies: [
+            "VigilSupervisor", "VigilSupervisorEngine", "VigilSupervisorSettings", "VigilSupervisorDesktop",
+            "VigilPlugin", "VigilTestSupport", "VigilHostCheck", .product(name: "Clocks", package: "swift-clocks"),
+        ],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilTests",
+        dependencies: [
+            "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+            .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            "VigilDBus", "VigilSoundscape", "VigilHostCheck", "VigilAudio",
+        ],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilSoundscapeTests",
+        dependencies: ["VigilSoundscape", "VigilAudio", "VigilPlugin", "VigilSoundFile", "VigilTestSupport", log],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilSharedLibraryTests",
+        dependencies: [
+            "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log,
+            "VigilHostCheck", "VigilLibraryCheck",
+        ],
+        exclude: ["Fixtures"],  // C sources the tests compile with cc
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilAnnounceTests",
+        dependencies: [
+            "Vigil", "VigilAnnounce", "VigilAudio", "VigilCore", "VigilPlugin",
+            "VigilTestSupport", log,
+        ],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilFuzzTests", dependencies: ["VigilFuzzTargets", "VigilTestSupport"],
+        swiftSettings: strictSettings),
     .testTarget(
         name: "VigilTUFTests",
         dependencies: [
@@ -383,6 +410,7 @@ package.targets += [
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ],
         swiftSettings: strictSettings),
+
 ]
 
 // `VIGIL_TEST_TARGETS=A,B` keeps only those test targets (scripts/sanitize.sh --concurrency sets it),

@@ -27,7 +27,8 @@ source "$(dirname "$0")/lib.sh"
 bench_work
 runs=${1:-30}
 
-[[ -n "${SKIP_BUILD:-}" ]] && bin=$(swift build -c release --show-bin-path) || release_build -- ColdStartBench
+[[ -n "${SKIP_BUILD:-}" ]] && bin=$(swift build --package-path Benchmarks -c release --show-bin-path) ||
+  release_build -- ColdStartBench
 bench=$bin/ColdStartBench
 
 bench_config silent-engine >"$work/silent-engine.toml"

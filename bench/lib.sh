@@ -16,10 +16,14 @@ bench_header() {
 
 # Builds each PRODUCT in release mode quietly, with the FLAGS before `--`, and sets `bin` to the
 # directory holding them:  release_build [FLAGS…] -- PRODUCT…
+# The benchmark hosts are in the nested Benchmarks/ package (built there, in Benchmarks/.build);
+# `vigil` and SilentEngineBench (a fixture host the tests run too) are in the product package.
+# One call builds from one package: the first PRODUCT says which.
 release_build() {
   local flags=()
   while [[ $# -gt 0 && "$1" != -- ]]; do flags+=("$1"); shift; done
   shift
+  [[ -d "Benchmarks/Sources/$1" ]] && flags+=(--package-path Benchmarks)
   local product
   for product in "$@"; do swift build -c release "${flags[@]}" --product "$product" >/dev/null; done
   bin=$(swift build -c release "${flags[@]}" --show-bin-path)

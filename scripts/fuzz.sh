@@ -11,7 +11,7 @@
 # (a hang or an unbounded allocation is a finding like a crash). Findings go to
 # .build-fuzz/findings/TARGET/; reproduce one with
 #   .build-fuzz/debug/vigil-fuzz TARGET FILE
-# (or, without the fuzzer runtime, `swift run vigil-fuzz TARGET FILE`). Prints one line of figures
+# (or, without the fuzzer runtime, `swift run --package-path Fuzz vigil-fuzz TARGET FILE`). Prints one line of figures
 # per target with the date and the machine; exits 1 when any target found something.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,8 @@ scratch=.build-fuzz
 timeout_s=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-2048}
 
-flags=(--scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address)
+# vigil-fuzz is the nested Fuzz/ package's (it depends on this one by path).
+flags=(--package-path Fuzz --scratch-path "$PWD/$scratch" -Xswiftc -sanitize=fuzzer,address)
 mkdir -p "$scratch"
 echo "building vigil-fuzz with libFuzzer and AddressSanitizer (log: $scratch/build.log)…" >&2
 if ! swift build "${flags[@]}" --product vigil-fuzz >"$scratch/build.log" 2>&1; then

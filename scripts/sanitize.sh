@@ -16,8 +16,8 @@
 # first build of each compiles every dependency again, instrumented (many minutes on two cores).
 # The suite runs serially, as scripts/test.sh runs it: the integration tests start real
 # PulseAudio servers, dbus-daemons and crash-looping workers, and under a sanitizer every process
-# is several times slower. Reports from every sanitized process — the test runner and the `vigil`,
-# SilentEngineBench and AnnounceBench children the tests start — are written to
+# is several times slower. Reports from every sanitized process — the test runner and the `vigil`
+# and SilentEngineBench children the tests start — are written to
 # .build-{tsan,asan}/reports/ and summarised at the end. Exit status 0 only when every test
 # passed and no process wrote a report.
 #

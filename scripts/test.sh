@@ -17,9 +17,9 @@ else
 fi
 
 # The house style (.swift-format: 4 spaces, 120 columns), checked by the toolchain's own formatter.
-# `swift format -i -r Sources Tests Plugins Examples Fuzz Package.swift` fixes what it reports.
+# `swift format -i -r Sources Tests Plugins Examples Fuzz Benchmarks Package.swift` fixes what it reports.
 echo "vigil: swift format lint --strict"
-swift format lint --strict -r Sources Tests Plugins Examples Fuzz Package.swift
+swift format lint --strict -r Sources Tests Plugins Examples Fuzz Benchmarks Package.swift
 
 echo "vigil: building (a first build compiles the dependencies: a few minutes)"
 log=$(mktemp)

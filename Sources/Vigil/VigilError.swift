@@ -1,5 +1,5 @@
 @_exported public import VigilBase
-public import VigilCore
+import VigilCore
 
 /// An error from the Vigil host runtime: what went wrong and how to fix it.
 public struct VigilError: StructuredError, Hashable {

@@ -1,5 +1,4 @@
 import VigilBase
-import VigilCore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import VigilAudio
 import VigilBase
-import VigilCore
 
 #if canImport(Glibc)
 import Glibc

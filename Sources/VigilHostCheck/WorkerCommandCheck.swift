@@ -1,5 +1,6 @@
 import FoundationEssentials
 public import VigilPlugin
+import VigilSupervisorSettings
 
 /// Checks that every worker's `command` can be started on this machine, before the host runs:
 /// what `vigil check` reports, so that a missing program is found at check and build time rather
@@ -19,23 +20,16 @@ public enum WorkerCommandCheck {
     }
 
     /// The problems with the commands of the workers in `settings` (the supervisor's settings as
-    /// the host would use them). Workers without a string `command` are skipped: the supervisor's
-    /// settings validation reports those.
+    /// the host would use them, read by the supervisor's own reader, ``SupervisorSettings``).
+    /// Entries that are not valid workers are skipped: the supervisor's settings validation
+    /// reports those.
     public static func problems(in settings: PluginSettings, hostEnvironment: [String: String]) -> [Problem] {
-        guard let workers = try? settings.array("workers") else { return [] }
-        var problems: [Problem] = []
-        for (index, value) in workers.enumerated() {
-            guard case .table(let table) = value, case .string(let command)? = table["command"], !command.isEmpty
-            else { continue }
-            var path = hostEnvironment["PATH"]
-            if case .table(let env)? = table["env"], case .string(let workerPath)? = env["PATH"] { path = workerPath }
-            var directory: String?
-            if case .string(let workingDirectory)? = table["working_directory"] { directory = workingDirectory }
-            if let message = problem(command: command, path: path, relativeTo: directory) {
-                problems.append(Problem(index: index, message: message))
-            }
+        SupervisorSettings.readableWorkers(in: settings).compactMap { index, worker in
+            problem(
+                command: worker.command, path: worker.environment["PATH"] ?? hostEnvironment["PATH"],
+                relativeTo: worker.workingDirectory
+            ).map { Problem(index: index, message: $0) }
         }
-        return problems
     }
 
     /// Why `command` cannot be started, or `nil` when it can: ``ExecutableLookup``'s answer, the

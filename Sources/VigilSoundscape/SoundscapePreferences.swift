@@ -2,7 +2,6 @@ import FoundationEssentials
 import Logging
 import Synchronization
 import VigilBase
-import VigilCore
 
 #if canImport(Glibc)
 import Glibc

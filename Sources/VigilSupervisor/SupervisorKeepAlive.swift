@@ -14,7 +14,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         var supervisor: Supervisor?
         /// The watchdog and refresh pumps, as children of one task made by `start()`.
         var pumps: Task<Void, Never>?
-        var notification: DesktopNotification?
+        var notification: (any SupervisorNotification)?
         /// True from `start()` to `stop()`: a notification shown after a stop is closed, not kept.
         var wantsNotification = false
         var systemdLive = false
@@ -27,16 +27,19 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     let settings: SupervisorSettings
     let environment: [String: String]
     let systemd: SystemdNotifier?
+    /// Shows the desktop notification; `nil`: none is shown.
+    let notifier: (any SupervisorNotifier)?
     private let state = Mutex(State())
     /// Status refreshes (systemd STATUS=, notification body), coalesced: the latest wins.
     private let refreshes: AsyncStream<Void>
     private let refreshSignal: AsyncStream<Void>.Continuation
 
-    init(context: PluginContext, environment: [String: String]) throws {
+    init(context: PluginContext, environment: [String: String], notifier: (any SupervisorNotifier)?) throws {
         self.context = context
         self.settings = try SupervisorSettings(context.settings)
         self.environment = environment
         self.systemd = SystemdNotifier(environment: environment)
+        self.notifier = notifier
         (refreshes, refreshSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -86,17 +89,17 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             watchdogInterval = systemd.watchdogPingInterval
         }
 
-        let firstBody = settings.notification ? notificationBody(supervisor.workers) : nil
+        let firstBody = settings.notification && notifier != nil ? notificationBody(supervisor.workers) : nil
         state.withLock { $0.wantsNotification = firstBody != nil }
         // One task for this run, whose children are the pumps; stop() cancels and awaits it.
-        let pumps = Task { [weak self, refreshes, systemd, environment, context] in
+        let pumps = Task { [weak self, refreshes, systemd, environment, context, notifier] in
             await withTaskGroup(of: Void.self) { group in
-                if let firstBody {
+                if let firstBody, let notifier {
                     // Beside the keep-alive, never in its path: a session bus that does not answer
                     // costs the notification only (its connect has a deadline and ends on a stop).
                     group.addTask {
                         guard
-                            let shown = await DesktopNotification.show(
+                            let shown = await notifier.show(
                                 environment: environment, appName: context.hostName,
                                 summary: "\(context.hostName) is running in background", body: firstBody,
                                 logger: context.logger)
@@ -246,7 +249,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
 
     /// Keeps `notification` (shown beside the keep-alive) unless the plugin stopped meanwhile;
     /// reports the new channel and refreshes its body. False: the caller closes it.
-    private func adopt(_ notification: DesktopNotification) -> Bool {
+    private func adopt(_ notification: any SupervisorNotification) -> Bool {
         let kept = state.withLock { s -> Bool in
             guard s.wantsNotification, s.notification == nil else { return false }
             s.notification = notification

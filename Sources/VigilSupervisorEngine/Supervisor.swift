@@ -71,29 +71,8 @@ public final class Supervisor: Sendable {
     ///
     /// - Throws: ``SupervisorError`` with code `invalidWorker`, naming the worker and the fix.
     public static func validate(_ workers: [WorkerSpec]) throws {
-        var seen = Set<String>()
-        for worker in workers {
-            func bad(_ reason: String) -> SupervisorError {
-                SupervisorError(code: .invalidWorker, message: "worker \"\(worker.name)\": \(reason)")
-            }
-            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-            guard !worker.name.isEmpty, worker.name.count <= 64, worker.name.allSatisfy(allowed.contains) else {
-                throw bad("the name must be 1–64 letters, digits, '.', '_' or '-'")
-            }
-            guard seen.insert(worker.name).inserted else { throw bad("the name is used by two workers; rename one") }
-            guard !worker.command.isEmpty else { throw bad("the command is empty; give a program path or name") }
-            if let w = worker.watchdogSeconds, !(w > 0 && w <= 86_400) {
-                throw bad("watchdog_sec must be more than 0 and at most 86400 seconds")
-            }
-            if let o = worker.oomScoreAdjust, !(-1000...1000).contains(o) {
-                throw bad("oom_score_adj must be from -1000 to 1000")
-            }
-            if let d = worker.workingDirectory, !d.hasPrefix("/") {
-                throw bad("working_directory must be an absolute path")
-            }
-            for key in worker.environment.keys where key.isEmpty || key.contains("=") {
-                throw bad("environment variable name \"\(key)\" is invalid")
-            }
+        if let problem = WorkerSpec.problem(in: workers) {
+            throw SupervisorError(code: .invalidWorker, message: problem)
         }
     }
 

@@ -35,8 +35,6 @@ struct ProcessStateReadTests {
         ("VigilCLI/", all, "the vigil command line: builds CLI.environment once and passes it down"),
         ("VigilCheckCommands/", all, "the CLI's shared commands: CLI.environment = HostEnvironment.current"),
         ("VigilPluginTool/", all, "the SwiftPM plugins' command-line tool"),
-        ("ColdStartBench/", all, "a benchmark's main"),
-        ("SilentEngineBench/", all, "a benchmark's main"),
         (
             "Vigil/VigilHost.swift", ["environment .current"],
             "VigilHost.Options: the documented entry point of a library host"

@@ -1,4 +1,5 @@
 import Testing
+import VigilAudio
 import VigilPlugin
 
 /// The one settings reader every plugin (and `[announce]`) uses: typed getters, range checks,

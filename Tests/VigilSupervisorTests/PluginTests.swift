@@ -3,6 +3,8 @@ import Logging
 import Testing
 import VigilBase
 import VigilPlugin
+import VigilSupervisorDesktop
+import VigilSupervisorSettings
 import VigilTestSupport
 
 @testable import VigilSupervisor
@@ -23,7 +25,7 @@ func makePlugin(
         settings: PluginSettings(pluginName: "supervisor", defaults: manifestDefaults, overrides: overrides),
         logger: testLogger(), reporter: PluginReporter(events.record), stateDirectory: "/nonexistent",
         environment: HostEnvironment(variables: environment))
-    return try SupervisorPlugin.implementation.make(context)
+    return try SupervisorPlugin.implementation(notifier: DesktopNotifier()).make(context)
 }
 
 /// The test environment without any session bus or systemd (tests pass what they need explicitly).
@@ -54,6 +56,31 @@ struct PluginTests {
         var environment = isolatedEnvironment.merging(variables) { _, new in new }
         environment["NOTIFY_SOCKET"] = socket.path
         return (socket, environment)
+    }
+
+    @Test("the checks read the workers with the plugin's own reader: the same specs; entries that do not read skipped")
+    func readableWorkers() throws {
+        let first = worker("a", "/bin/a")
+        let third = worker(
+            "c", "c", extra: ["env": .table(["PATH": .string("/opt/bin")]), "working_directory": .string("/srv")])
+        let settings = PluginSettings(
+            pluginName: "supervisor", defaults: manifestDefaults,
+            overrides: [
+                "workers": .array([
+                    first, .table(["name": .string("b")]), third,
+                    worker("d", "d", extra: ["restart": .string("sometimes")]),
+                ])
+            ])
+        let readable = SupervisorSettings.readableWorkers(in: settings)
+        #expect(readable.map(\.index) == [0, 2])
+        // What the plugin runs for the entries that read, field for field.
+        let plugin = try SupervisorSettings(
+            PluginSettings(
+                pluginName: "supervisor", defaults: manifestDefaults, overrides: ["workers": .array([first, third])]))
+        #expect(readable.map(\.worker) == plugin.workers)
+        #expect(readable.last?.worker.environment["PATH"] == "/opt/bin")
+        #expect(readable.last?.worker.workingDirectory == "/srv")
+        #expect(SupervisorSettings.readableWorkers(in: PluginSettings(pluginName: "supervisor", values: [:])).isEmpty)
     }
 
     @Test("settings from vigil.toml become worker specs; mistakes get clear errors")

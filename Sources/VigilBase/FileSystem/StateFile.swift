@@ -1,5 +1,4 @@
 import Glibc
-import VigilBase
 
 /// The one check the state files Vigil acts on go through (the duck journal and its lock,
 /// soundscape preferences, rollback records, and the runtime files: the hosts' status files,

@@ -1,5 +1,4 @@
 import Glibc
-import VigilBase
 
 /// Reads files the way the verification pipeline needs: once, without following symbolic links,
 /// regular files only, and never more than a cap.
@@ -102,7 +101,7 @@ public enum SafeFile {
     }
 
     /// Reads from an open descriptor after checking that it is a regular file within `cap`.
-    static func read(
+    package static func read(
         fd: Int32, path: String, cap: Int, what: String, plugin: String?, remedy: String? = nil
     ) throws(CoreError) -> [UInt8] {
         var st = stat()
@@ -154,7 +153,7 @@ public enum SafeFile {
                 + (remedy ?? "check that the right file is in place"))
     }
 
-    static func fileKind(_ mode: mode_t) -> String {
+    package static func fileKind(_ mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFDIR: "directory"
         case S_IFIFO: "FIFO"
@@ -169,10 +168,10 @@ public enum SafeFile {
 }
 
 /// Small helpers over libc.
-enum SystemCall {
+package enum SystemCall {
     /// ``FileLock/withExclusiveLock(on:flags:mode:failure:_:)`` with the core's errors; `what`
     /// names the lock in them ("the lock file").
-    static func withExclusiveLock<T>(
+    package static func withExclusiveLock<T>(
         on path: String, flags: Int32, what: String, _ body: () throws(CoreError) -> T
     ) throws(CoreError) -> T {
         try FileLock.withExclusiveLock(
@@ -185,21 +184,21 @@ enum SystemCall {
     }
 
     /// `lstat`'s file type bits, or `nil` when the path does not exist.
-    static func fileType(_ path: String) -> mode_t? {
+    package static func fileType(_ path: String) -> mode_t? {
         var st = stat()
         guard lstat(path, &st) == 0 else { return nil }
         return st.st_mode & S_IFMT
     }
 
     /// True when `path` is a directory (following symbolic links).
-    static func isDirectory(_ path: String) -> Bool {
+    package static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         guard stat(path, &st) == 0 else { return false }
         return (st.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// The running executable's path (`/proc/self/exe`), or `fallback` when it cannot be read.
-    static func executablePath(fallback: String) -> String {
+    package static func executablePath(fallback: String) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return fallback }

@@ -1,6 +1,9 @@
+public import VigilPlugin
+
 /// The playback keys an audio plugin's settings share (`device`, `pulse_server`, `buffer_ms`,
 /// `health_check_s`, `retry_initial_ms`, `retry_max_ms`, `retry_budget`), read and range-checked
-/// once for every audio plugin (silent-engine, soundscape).
+/// once for every audio plugin (silent-engine, soundscape). Part of the playback layer, not of the
+/// third-party plugin contract (VigilPlugin): only audio plugins read these keys.
 public struct PlaybackSettings: Sendable, Hashable {
     /// The output (`nil`: automatic).
     public var device: String?

@@ -1,17 +1,15 @@
-import FoundationEssentials
-import VigilPlugin
-import VigilSupervisorEngine
+public import VigilPlugin
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// The `[supervisor]` table of vigil.toml (over the manifest's defaults), validated.
-struct SupervisorSettings: Sendable, Equatable {
-    var configuration: SupervisorConfiguration
-    var workers: [WorkerSpec]
+/// The `[supervisor]` table of vigil.toml (over the manifest's defaults), validated: the one reader
+/// of the supervisor's settings, used by the plugin (to run the workers) and by the checks (to
+/// check the workers' commands before anything runs).
+public struct SupervisorSettings: Sendable, Equatable {
+    /// Timing and limits for every worker.
+    public var configuration: SupervisorConfiguration
+    /// The workers, in the order of `workers`.
+    public var workers: [WorkerSpec]
     /// Whether to show the desktop notification (key `notification`, default true).
-    var notification: Bool
+    public var notification: Bool
 
     static let keys: Set<String> = [
         "backoff_initial_ms", "backoff_max_ms", "stable_after_s", "start_limit_burst", "start_limit_interval_s",
@@ -22,7 +20,10 @@ struct SupervisorSettings: Sendable, Equatable {
         "failure_action",
     ]
 
-    init(_ settings: PluginSettings) throws {
+    /// Reads and validates `settings`.
+    ///
+    /// - Throws: ``PluginError`` (`invalidSetting`) naming the key, with its path inside `workers`.
+    public init(_ settings: PluginSettings) throws {
         try settings.refuseUnknownKeys(known: Self.keys)
         let initial = try settings.integer("backoff_initial_ms", default: 100, in: 0...3_600_000)
         let cap = try settings.integer("backoff_max_ms", default: 30_000, in: 0...86_400_000)
@@ -46,12 +47,18 @@ struct SupervisorSettings: Sendable, Equatable {
         for (index, value) in (try settings.array("workers") ?? []).enumerated() {
             workers.append(try Self.worker(value, at: "workers[\(index)]", in: settings))
         }
-        do {
-            try Supervisor.validate(workers)
-        } catch let error as SupervisorError {
-            throw settings.invalid("workers", error.message)
-        }
+        if let problem = WorkerSpec.problem(in: workers) { throw settings.invalid("workers", problem) }
         self.workers = workers
+    }
+
+    /// Each entry of `workers` that reads as a worker on its own, with its index: for checks
+    /// that report per worker (the commands), where an entry that does not read is skipped — the
+    /// supervisor's own validation (``init(_:)``) reports it.
+    public static func readableWorkers(in settings: PluginSettings) -> [(index: Int, worker: WorkerSpec)] {
+        guard let entries = try? settings.array("workers") else { return [] }
+        return entries.enumerated().compactMap { index, value in
+            (try? worker(value, at: "workers[\(index)]", in: settings)).map { (index, $0) }
+        }
     }
 
     private static func worker(_ value: SettingValue, at: String, in settings: PluginSettings) throws -> WorkerSpec {

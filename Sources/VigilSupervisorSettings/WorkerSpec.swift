@@ -110,9 +110,33 @@ public struct SupervisorConfiguration: Sendable, Hashable {
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
+extension WorkerSpec {
+    /// What makes `workers` unusable together (an invalid name, a name used twice, an empty
+    /// command, an out-of-range value), naming the worker and the fix; `nil` when they are usable.
+    /// The engine's `Supervisor.validate` and the settings reader both ask this one check.
+    public static func problem(in workers: [WorkerSpec]) -> String? {
+        var seen = Set<String>()
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        for worker in workers {
+            func bad(_ reason: String) -> String { "worker \"\(worker.name)\": \(reason)" }
+            guard !worker.name.isEmpty, worker.name.count <= 64, worker.name.allSatisfy(allowed.contains) else {
+                return bad("the name must be 1–64 letters, digits, '.', '_' or '-'")
+            }
+            guard seen.insert(worker.name).inserted else { return bad("the name is used by two workers; rename one") }
+            guard !worker.command.isEmpty else { return bad("the command is empty; give a program path or name") }
+            if let w = worker.watchdogSeconds, !(w > 0 && w <= 86_400) {
+                return bad("watchdog_sec must be more than 0 and at most 86400 seconds")
+            }
+            if let o = worker.oomScoreAdjust, !(-1000...1000).contains(o) {
+                return bad("oom_score_adj must be from -1000 to 1000")
+            }
+            if let d = worker.workingDirectory, !d.hasPrefix("/") {
+                return bad("working_directory must be an absolute path")
+            }
+            for key in worker.environment.keys where key.isEmpty || key.contains("=") {
+                return bad("environment variable name \"\(key)\" is invalid")
+            }
+        }
+        return nil
     }
 }

@@ -1,6 +1,8 @@
-@_exported public import VigilBase
-
 /// An error from Vigil's core: configuration, manifests, signatures, trust and state.
+///
+/// Declared here, under the core, because the file layer (``SafeFile``, ``AtomicFile``,
+/// ``StateFile``) throws it too, and modules that need only that layer (the audio plugins' state
+/// files) must not link the core's TOMLKit and libsodium; VigilCore re-exports it.
 ///
 /// Every refusal has its own ``Code`` and a ``message`` that names the plugin (when there is
 /// one), states the cause and gives the remedy. The CLI prints ``description``.
@@ -127,7 +129,7 @@ public struct CoreError: StructuredError, Hashable {
     /// The plugin concerned, if any.
     public let plugin: String?
     /// Where in a text file the problem is (a `vigil.toml` key or syntax error), if anywhere.
-    public let location: SourceLocation?
+    public let location: TextLocation?
     /// The cause and the remedy (without the location or the plugin, which are fields).
     public let message: String
     /// The typed error underneath (a failed system call, a crypto refusal), if any.
@@ -135,7 +137,7 @@ public struct CoreError: StructuredError, Hashable {
 
     /// Creates an error; `message` states the cause and the remedy.
     public init(
-        code: Code, plugin: String? = nil, location: SourceLocation? = nil, message: String, cause: ErrorCause? = nil
+        code: Code, plugin: String? = nil, location: TextLocation? = nil, message: String, cause: ErrorCause? = nil
     ) {
         self.code = code
         self.plugin = plugin
@@ -147,7 +149,7 @@ public struct CoreError: StructuredError, Hashable {
 
 extension CoreError {
     /// `call` failed with `errno` while trying to `what` the file at `path`.
-    static func io(_ what: String, path: String, errno code: Int32, call: String) -> CoreError {
+    package static func io(_ what: String, path: String, errno code: Int32, call: String) -> CoreError {
         let failure = SystemCallError(call, errno: code)
         return CoreError(
             code: .ioFailure, message: "cannot \(what) \(path): \(failure.reason)", cause: ErrorCause(failure))

@@ -1,5 +1,4 @@
 import Glibc
-import VigilBase
 
 /// Writes files atomically: a temporary file created with `O_EXCL` in the same directory,
 /// written, `fsync`ed, renamed over the target, then the directory `fsync`ed (no `fsync` for
@@ -83,7 +82,7 @@ public enum AtomicFile {
         syncDirectory(Path.directory(of: path))
     }
 
-    static func writeAll(fd: Int32, bytes: [UInt8], path: String) throws(CoreError) {
+    package static func writeAll(fd: Int32, bytes: [UInt8], path: String) throws(CoreError) {
         do {
             try FileIO.writeAll(fd, bytes)
         } catch {
@@ -91,7 +90,7 @@ public enum AtomicFile {
         }
     }
 
-    static func syncDirectory(_ directory: String) {
+    package static func syncDirectory(_ directory: String) {
         let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 {
             _ = fsync(dfd)
@@ -102,7 +101,7 @@ public enum AtomicFile {
 
 /// Path string helpers (POSIX paths as strings).
 package enum Path {
-    static func join(_ base: String, _ component: String) -> String {
+    package static func join(_ base: String, _ component: String) -> String {
         if component.hasPrefix("/") { return component }
         if base.isEmpty { return component }
         return base.hasSuffix("/") ? base + component : base + "/" + component
@@ -115,7 +114,7 @@ package enum Path {
         return String(path[..<slash])
     }
 
-    static func lastComponent(of path: String) -> String {
+    package static func lastComponent(of path: String) -> String {
         var p = Substring(path)
         while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
         guard let slash = p.lastIndex(of: "/") else { return String(p) }

@@ -1,10 +1,26 @@
-import Logging
+public import Logging
 import VigilDBus
+public import VigilSupervisor
+
+/// The supervisor's notification on the desktop (freedesktop Notifications over the session bus):
+/// give it to ``VigilSupervisor/SupervisorPlugin/implementation(notifier:)``. `Vigil`'s built-in
+/// supervisor uses it.
+public struct DesktopNotifier: SupervisorNotifier {
+    /// Creates the notifier.
+    public init() {}
+
+    public func show(
+        environment: [String: String], appName: String, summary: String, body: String, logger: Logger
+    ) async -> (any SupervisorNotification)? {
+        await DesktopNotification.show(
+            environment: environment, appName: appName, summary: summary, body: body, logger: logger)
+    }
+}
 
 /// The one "running in background" notification (freedesktop Notifications): urgency low,
 /// `resident` when the server advertises `persistence`, never expiring, updated in place through
 /// `replaces_id`, closed on stop.
-actor DesktopNotification {
+actor DesktopNotification: SupervisorNotification {
     private let bus: DBusConnection
     private let appName: String
     private let summary: String

@@ -2,7 +2,7 @@ import Foundation
 
 extension FuzzTarget {
     /// The files under `paths` (each a file or a directory, not descending further), sorted.
-    package static func inputs(_ paths: [String]) throws -> [String] {
+    public static func inputs(_ paths: [String]) throws -> [String] {
         var files: [String] = []
         for path in paths {
             var isDirectory: ObjCBool = false

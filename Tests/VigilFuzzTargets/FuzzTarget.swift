@@ -5,7 +5,7 @@
 /// (`scripts/fuzz.sh`). Where a parser has an invariant (a parsed key prints back to a file that
 /// parses to the same key), the target checks it with `precondition`, so a broken invariant is a
 /// crash too.
-package enum FuzzTarget: String, CaseIterable, Sendable {
+public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A minisign public key file (`plugin.pub`, a trust fingerprint).
     case minisignKey = "minisign-key"
     /// A minisign signature file (`plugin.json.minisig`).
@@ -26,7 +26,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case soundFile = "sound-file"
 
     /// Feeds `bytes` to the parser.
-    package func run(_ bytes: [UInt8]) {
+    public func run(_ bytes: [UInt8]) {
         switch self {
         case .minisignKey: Self.minisignKey(bytes)
         case .minisignSignature: Self.minisignSignature(bytes)

@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+/// The package's target graph as SwiftPM sees it (`swift package describe --type json`, which
+/// loads the manifest only: no dependency is fetched or built), checked for what a host that
+/// links one product pays for, and for dependencies declared but never imported.
+@Suite("package graph: what each product links")
+struct PackageGraphTests {
+    /// One target of the graph.
+    struct Target: Sendable {
+        let name: String
+        let moduleType: String
+        let path: String
+        let sources: [String]
+        let targets: [String]
+        let products: [String]
+    }
+
+    /// The root package's targets by name and its products' targets by product name.
+    struct Graph: Sendable {
+        let targets: [String: Target]
+        let products: [String: [String]]
+
+        /// Every target `roots` need, themselves included (target dependencies, transitively).
+        func closure(_ roots: [String]) -> Set<String> {
+            var seen = Set<String>()
+            var queue = roots
+            while let name = queue.popLast() {
+                guard seen.insert(name).inserted, let target = targets[name] else { continue }
+                queue += target.targets
+            }
+            return seen
+        }
+
+        /// The closure of a product's targets.
+        func closure(product: String) throws -> Set<String> {
+            closure(try #require(products[product], "no product \(product)"))
+        }
+    }
+
+    /// Described once per test process, in a scratch directory of its own (so it never waits for
+    /// the lock of the `.build` the tests run from), with a deadline.
+    static let graph: Result<Graph, any Error> = Result { try describe() }
+
+    static func describe() throws -> Graph {
+        let scratch = try TestDirectory("vigil-describe")
+        defer { scratch.remove() }
+        let output = try ChildProcess.run(
+            "/usr/bin/timeout",
+            [
+                "300", "swift", "package", "--package-path", VigilExecutable.packageRoot, "--scratch-path",
+                scratch.path, "describe", "--type", "json",
+            ])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "not a JSON object")
+        var targets: [String: Target] = [:]
+        for entry in try #require(document["targets"] as? [[String: Any]]) {
+            let target = Target(
+                name: try #require(entry["name"] as? String), moduleType: entry["module_type"] as? String ?? "",
+                path: entry["path"] as? String ?? "", sources: entry["sources"] as? [String] ?? [],
+                targets: entry["target_dependencies"] as? [String] ?? [],
+                products: entry["product_dependencies"] as? [String] ?? [])
+            targets[target.name] = target
+        }
+        var products: [String: [String]] = [:]
+        for entry in try #require(document["products"] as? [[String: Any]]) {
+            products[try #require(entry["name"] as? String)] = entry["targets"] as? [String] ?? []
+        }
+        return Graph(targets: targets, products: products)
+    }
+
+    /// What a host that only supervises workers must not link: audio, speech, sound files, D-Bus
+    /// and the C libraries behind them (each one an -dev package to build and a library to ship).
+    static let notForSupervisorHosts: Set<String> = [
+        "VigilAudio", "CPulse", "CALSA", "VigilSoundFile", "CSndfile", "VigilSpeech", "CEspeakNG",
+        "CVigilSpeechDevice", "VigilDBus", "CSystemd", "VigilAnnounce", "VigilSilentEngine", "VigilSoundscape",
+    ]
+
+    @Test("the supervisor product's closure holds no audio, speech, sound-file or D-Bus module, nor any C library")
+    func supervisorClosure() throws {
+        let graph = try Self.graph.get()
+        let closure = try graph.closure(product: "VigilSupervisor")
+        // The supervisor itself is there, down to its engine and the engine's C.
+        #expect(closure.isSuperset(of: ["VigilSupervisor", "VigilSupervisorEngine", "CVigilSpawn", "VigilPlugin"]))
+        #expect(closure.intersection(Self.notForSupervisorHosts).isEmpty, "\(closure.sorted())")
+        // No system library at all: building a supervisor-only host needs no -dev package.
+        let systemLibraries = closure.filter { graph.targets[$0]?.moduleType == "SystemLibraryTarget" }
+        #expect(systemLibraries.isEmpty, "\(systemLibraries.sorted())")
+        // The checks read the workers' settings with the supervisor's reader, without its engine.
+        let checks = graph.closure(["VigilHostCheck"])
+        #expect(checks.contains("VigilSupervisorSettings"))
+        #expect(!checks.contains("VigilSupervisorEngine") && checks.intersection(Self.notForSupervisorHosts).isEmpty)
+    }
+
+    @Test("the same measure finds D-Bus in the optional desktop notification and everything in the umbrella")
+    func optionalPiecesAndUmbrella() throws {
+        let graph = try Self.graph.get()
+        let desktop = try graph.closure(product: "VigilSupervisorDesktop")
+        #expect(desktop.contains("VigilDBus") && desktop.contains("CSystemd"))
+        #expect(!desktop.contains("VigilAudio"))
+        let umbrella = try graph.closure(product: "Vigil")
+        #expect(umbrella.isSuperset(of: Self.notForSupervisorHosts.union(["VigilSupervisor"])))
+    }
+
+    @Test("the audio plugins and the announcer link neither the core's TOMLKit nor libsodium")
+    func audioPluginsWithoutTheCore() throws {
+        let graph = try Self.graph.get()
+        for product in ["VigilSilentEngine", "VigilSoundscape", "VigilAnnounce", "VigilSupervisor"] {
+            let closure = try graph.closure(product: product)
+            let packages = Set(closure.flatMap { graph.targets[$0]?.products ?? [] })
+            #expect(
+                !closure.contains("VigilCore") && !closure.contains("VigilCrypto"), "\(product): \(closure.sorted())")
+            #expect(!closure.contains("CSodium") && !packages.contains("TOMLKit"), "\(product): \(packages.sorted())")
+        }
+        // The measure sees them where they are: the core itself.
+        let core = try graph.closure(product: "VigilCore")
+        #expect(core.contains("CSodium") && Set(core.flatMap { graph.targets[$0]?.products ?? [] }).contains("TOMLKit"))
+    }
+
+    @Test("every first-party plugin module is a library product of its own")
+    func onePluginOneProduct() throws {
+        let graph = try Self.graph.get()
+        for plugin in ["VigilSupervisor", "VigilSilentEngine", "VigilSoundscape"] {
+            #expect(graph.products[plugin] == [plugin], "no library product \(plugin)")
+        }
+    }
+
+    @Test("the supervisor's `workers` are read in one module, which the plugin and the checks both use")
+    func workersReadOnce() throws {
+        let graph = try Self.graph.get()
+        let read = try Regex(#"\.array\(\s*"workers"\s*\)"#)
+        var readers: Set<String> = []
+        for target in graph.targets.values where target.path.hasPrefix("Sources/") {
+            for file in target.sources where file.hasSuffix(".swift") {
+                let text = try String(
+                    contentsOfFile: VigilExecutable.packageRoot + "/" + target.path + "/" + file, encoding: .utf8)
+                if text.contains(read) { readers.insert(target.name) }
+            }
+        }
+        #expect(readers == ["VigilSupervisorSettings"])
+        #expect(graph.closure(["VigilSupervisor"]).contains("VigilSupervisorSettings"))
+        #expect(graph.closure(["VigilHostCheck"]).contains("VigilSupervisorSettings"))
+    }
+
+    /// Dependencies a target links without importing, each with its reason.
+    static let linkedNotImported: Set<String> = [
+        "vigil-plugin-tool → CVigilStartup",  // its constructor sets up descriptors 0–2 and SIGPIPE
+        "VigilBuildCheck → vigil-plugin-tool",  // the SwiftPM plugin's tool, run, not imported
+    ]
+
+    @Test("every dependency a Swift target declares is imported by one of its files")
+    func noUnusedDependencies() throws {
+        let graph = try Self.graph.get()
+        // `import M`, `public import M`, `@testable import M`, `@_exported public import M`, `import struct M.T`.
+        let importLine = try Regex(
+            #"(?m)^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?(\w+)"#
+        )
+        var unused: [String] = []
+        var checked = 0
+        for target in graph.targets.values.sorted(by: { $0.name < $1.name }) {
+            let files = target.sources.filter { $0.hasSuffix(".swift") }
+            guard !files.isEmpty else { continue }
+            var imported = Set<String>()
+            for file in files {
+                let directory =
+                    target.path.hasPrefix("/") ? target.path : VigilExecutable.packageRoot + "/" + target.path
+                let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+                for match in text.matches(of: importLine) {
+                    if let name = match.output[1].substring { imported.insert(String(name)) }
+                }
+            }
+            for dependency in target.targets + target.products where !imported.contains(dependency) {
+                if !Self.linkedNotImported.contains("\(target.name) → \(dependency)") {
+                    unused.append("\(target.name) → \(dependency)")
+                }
+            }
+            checked += 1
+        }
+        #expect(checked > 30, "only \(checked) targets with Swift sources")
+        #expect(unused.isEmpty, "declared but never imported (remove them, or list them with a reason): \(unused)")
+    }
+}
