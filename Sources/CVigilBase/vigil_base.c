@@ -1,5 +1,9 @@
+#define _GNU_SOURCE
 #include "vigil_base.h"
 
+#include <sys/eventfd.h>
+#include <stddef.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 
 // What `make` (and scripts/package-deb.sh through it) records about a build: it writes
@@ -26,4 +30,12 @@ const char *vigil_build_revision(void) {
 
 int vigil_build_for_install(void) {
     return VIGIL_BUILD_FOR_INSTALL;
+}
+
+int vigil_base_eventfd(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+int vigil_base_accept(int listener) {
+    return accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 }

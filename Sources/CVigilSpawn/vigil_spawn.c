@@ -9,8 +9,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -241,48 +239,6 @@ int vigil_stop_state(int pidfd, int *stop_signal) {
 int vigil_pidfd_signal(int pidfd, int signal) {
     if (syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0) != 0) return -errno;
     return 0;
-}
-
-int vigil_eventfd(void) {
-    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    return fd < 0 ? -errno : fd;
-}
-
-int vigil_eventfd_signal(int fd) {
-    uint64_t one = 1;
-    if (write(fd, &one, sizeof one) != (ssize_t)sizeof one) return errno == EAGAIN ? 0 : -errno;
-    return 0;
-}
-
-void vigil_eventfd_drain(int fd) {
-    uint64_t value;
-    while (read(fd, &value, sizeof value) == (ssize_t)sizeof value) {}
-}
-
-int vigil_epoll_create(void) {
-    int fd = epoll_create1(EPOLL_CLOEXEC);
-    return fd < 0 ? -errno : fd;
-}
-
-int vigil_epoll_add(int epfd, int fd, uint64_t token) {
-    struct epoll_event event;
-    memset(&event, 0, sizeof event);
-    event.events = EPOLLIN;
-    event.data.u64 = token;
-    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : -errno;
-}
-
-int vigil_epoll_remove(int epfd, int fd) {
-    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL) == 0 ? 0 : -errno;
-}
-
-int vigil_epoll_wait(int epfd, uint64_t *tokens, int capacity, int timeout_ms) {
-    struct epoll_event events[32];
-    if (capacity > 32) capacity = 32;
-    int n = epoll_wait(epfd, events, capacity, timeout_ms);
-    if (n < 0) return -errno;
-    for (int i = 0; i < n; i++) tokens[i] = events[i].data.u64;
-    return n;
 }
 
 static int fill_address(const char *address, struct sockaddr_un *sun, socklen_t *length) {

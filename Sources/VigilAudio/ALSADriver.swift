@@ -163,7 +163,7 @@ final class ALSADriver: PlaybackDriver {
             }
             let now = MonotonicClock.nanoseconds()
             delay = min(delay, nextHealthCheck > now ? nextHealthCheck - now : 0)
-            if WakePipe.wait(readFD: wakeFD, nanoseconds: delay) { return .stopped }
+            if WakeDescriptor.wait(wakeFD, nanoseconds: delay) { return .stopped }
             if MonotonicClock.nanoseconds() >= nextHealthCheck {
                 nextHealthCheck = MonotonicClock.nanoseconds() + healthInterval
                 let state = pcm.state

@@ -96,11 +96,12 @@ public final class PlaybackStream: Sendable {
         public var bufferMilliseconds: Int { bufferFrames * 1000 / PlaybackConfiguration.sampleRate }
     }
 
-    private struct Shared {
+    private struct Shared: ~Copyable {
         var status = Status(
             state: .stopped, device: nil, backend: nil, bufferFrames: 0, periodFrames: 0, framesWritten: 0,
             interruptions: 0, underruns: 0, lastError: nil, writerThreadID: nil)
-        var wake: WakePipe?
+        /// How `stop()` wakes the writer (it stays signalled; PulseDriver and ALSADriver watch it).
+        var wake: WakeDescriptor?
         var threadRunning = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -157,29 +158,25 @@ public final class PlaybackStream: Sendable {
     public func start() async throws(AudioError) {
         try configuration.validate()
         let device = resolvedDevice
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
-            let failure = SystemCallError.current("pipe")
+        var wake: WakeDescriptor?
+        do throws(SystemCallError) {
+            wake = try WakeDescriptor()
+        } catch {
             throw AudioError(
-                code: .openFailed, function: failure.call, errno: failure.number,
-                message: "cannot create the writer's wake-up pipe: \(failure.reason) — "
+                code: .openFailed, function: error.call, errno: error.number,
+                message: "cannot create the writer's wake-up descriptor: \(error.reason) — "
                     + "raise the open-files limit (ulimit -n)")
         }
-        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let wake = WakePipe(read: pipeFDs[0], write: pipeFDs[1])
         let alreadyRunning = shared.withLock { shared -> Bool in
             if shared.threadRunning { return true }
             shared.threadRunning = true
-            shared.wake = wake
+            shared.wake = wake.take()
             shared.status = Status(
                 state: .starting, device: device, backend: nil, bufferFrames: 0, periodFrames: 0, framesWritten: 0,
                 interruptions: 0, underruns: 0, lastError: nil, writerThreadID: nil)
             return false
         }
-        if alreadyRunning {
-            wake.close()
-            return
-        }
+        if alreadyRunning { return }  // the unused wake descriptor closes as it goes
         let result: Result<Void, AudioError> = await withCheckedContinuation { continuation in
             let spawned = WriterThread.spawn {
                 self.writerMain(device: device) { continuation.resume(returning: $0) }
@@ -221,8 +218,7 @@ public final class PlaybackStream: Sendable {
 
     private func finishThread(state: State) {
         let waiters = shared.withLock { shared -> [CheckedContinuation<Void, Never>] in
-            shared.wake?.close()
-            shared.wake = nil
+            _ = shared.wake.take()  // closes it
             shared.status.state = state
             shared.status.writerThreadID = nil
             shared.threadRunning = false
@@ -240,7 +236,7 @@ public final class PlaybackStream: Sendable {
         logger[metadataKey: "audio.device"] = "\(device)"
         let wakeFD = shared.withLock { shared in
             shared.status.writerThreadID = KernelThread.currentID()
-            return shared.wake?.read ?? -1
+            return shared.wake?.rawValue ?? -1
         }
         let driver: any PlaybackDriver
         if let sink = PulseDriver.sink(of: device) {
@@ -308,7 +304,7 @@ public final class PlaybackStream: Sendable {
             let maxDelay = UInt64(configuration.retryMaxMilliseconds) * 1_000_000
             var attempts = 0
             while true {
-                if WakePipe.wait(readFD: wakeFD, nanoseconds: delay) { return .stopped }
+                if WakeDescriptor.wait(wakeFD, nanoseconds: delay) { return .stopped }
                 do {
                     try driver.open()
                     update { $0.state = .running }
@@ -316,7 +312,7 @@ public final class PlaybackStream: Sendable {
                     report(.resumed)
                     break
                 } catch {
-                    if WakePipe.wait(readFD: wakeFD, nanoseconds: 0) { return .stopped }
+                    if WakeDescriptor.wait(wakeFD, nanoseconds: 0) { return .stopped }
                     attempts += 1
                     update { $0.lastError = error }
                     logger.debug(
@@ -390,32 +386,4 @@ protocol PlaybackDriver: AnyObject {
     func close()
     /// Closes the output and frees everything; called once, when the writer ends.
     func release()
-}
-
-/// The pipe through which `stop()` wakes the sleeping writer.
-struct WakePipe: Sendable {
-    let read: Int32
-    let write: Int32
-
-    func signal() {
-        var byte: UInt8 = 1
-        _ = Glibc.write(write, &byte, 1)
-    }
-
-    func close() {
-        _ = Glibc.close(read)
-        _ = Glibc.close(write)
-    }
-
-    /// Waits up to `nanoseconds` for a wake-up on `readFD`; returns true if `stop()` signalled.
-    /// The byte is left in the pipe, so every later wait returns at once too.
-    static func wait(readFD: Int32, nanoseconds: UInt64) -> Bool {
-        var fds = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
-        let ms = nanoseconds == 0 ? 0 : Int32(min(nanoseconds / 1_000_000 + 1, UInt64(Int32.max)))
-        while true {
-            let rc = poll(&fds, 1, ms)
-            if rc < 0 && Glibc.errno == EINTR { continue }
-            return rc > 0
-        }
-    }
 }

@@ -1,14 +1,52 @@
 import Dispatch
 import Synchronization
 
-/// A named thread of our own that runs jobs one after another: for blocking C calls (sd-bus,
-/// libpulse, espeak-ng, a plugin's C ABI), which must never run on Swift's cooperative pool.
-package final class DedicatedThread: Sendable {
-    private struct Queue {
-        var jobs: [@Sendable () -> Void] = []
-        var closed = false
+/// Jobs for a thread of ours, in the order they came, and whether the thread still takes more:
+/// the queue ``DedicatedThread`` and ``PollLoop`` share (each guards it with its own lock).
+package struct JobQueue<Job> {
+    private var jobs: [Job] = []
+    /// True once the thread takes no more jobs.
+    package private(set) var closed = false
+
+    package init() {}
+
+    /// Whether jobs wait.
+    package var isEmpty: Bool { jobs.isEmpty }
+
+    /// Adds `job`; false (and nothing added) once closed.
+    package mutating func append(_ job: Job) -> Bool {
+        guard !closed else { return false }
+        jobs.append(job)
+        return true
     }
-    private let queue = Mutex(Queue())
+
+    /// Takes every waiting job, oldest first.
+    package mutating func takeAll() -> [Job] {
+        defer { jobs.removeAll() }
+        return jobs
+    }
+
+    /// Takes the oldest waiting job.
+    package mutating func takeFirst() -> Job? {
+        jobs.isEmpty ? nil : jobs.removeFirst()
+    }
+
+    /// Takes no more jobs; returns true the first time.
+    @discardableResult
+    package mutating func close() -> Bool {
+        defer { closed = true }
+        return !closed
+    }
+}
+
+/// A named thread of our own that runs jobs one after another: for blocking C calls (libpulse,
+/// espeak-ng, a plugin's C ABI), which must never run on Swift's cooperative pool.
+///
+/// It is ``PollLoop``'s job queue without the poll: a thread that never waits for a descriptor
+/// needs none, so it sleeps on a semaphore and starts even when the process is out of
+/// descriptors. A thread that also waits for descriptors is a ``PollLoop``.
+package final class DedicatedThread: Sendable {
+    private let queue = Mutex(JobQueue<@Sendable () -> Void>())
     private let available = DispatchSemaphore(value: 0)
 
     /// Starts the thread; the kernel shows it as `name`.
@@ -19,11 +57,7 @@ package final class DedicatedThread: Sendable {
     /// Queues `job`; returns false once the thread was closed.
     @discardableResult
     package func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
-        let accepted = queue.withLock { q in
-            guard !q.closed else { return false }
-            q.jobs.append(job)
-            return true
-        }
+        let accepted = queue.withLock { $0.append(job) }
         if accepted { available.signal() }
         return accepted
     }
@@ -38,17 +72,14 @@ package final class DedicatedThread: Sendable {
 
     /// Lets the thread finish the queued jobs and exit.
     package func close() {
-        queue.withLock { $0.closed = true }
+        _ = queue.withLock { $0.close() }
         available.signal()
     }
 
     private func loop() {
         while true {
             available.wait()
-            let (job, done) = queue.withLock { q -> ((@Sendable () -> Void)?, Bool) in
-                if q.jobs.isEmpty { return (nil, q.closed) }
-                return (q.jobs.removeFirst(), false)
-            }
+            let (job, done) = queue.withLock { q in (q.takeFirst(), q.closed) }
             if let job { job() } else if done { return }
         }
     }

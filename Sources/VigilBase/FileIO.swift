@@ -41,10 +41,8 @@ package enum FileIO {
     /// text), or `nil` when it cannot be opened or read. Follows symbolic links: not for files
     /// another user could plant (the core's `SafeFile` is for those).
     package static func contents(ofFile path: String, limit: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        return try? read(fd, limit: limit)
+        guard let file = try? OwnedDescriptor("open", { open(path, O_RDONLY | O_CLOEXEC) }) else { return nil }
+        return try? read(file.rawValue, limit: limit)
     }
 
     /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.

@@ -11,11 +11,17 @@ package enum FileLock {
         on path: String, flags: Int32, mode: mode_t = 0o600, failure: (SystemCallError) -> E,
         _ body: () throws(E) -> T
     ) throws(E) -> T {
-        let fd = open(path, flags | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw failure(.current("open")) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw failure(.current("flock")) }
+        let file: OwnedDescriptor
+        do throws(SystemCallError) {
+            file = try OwnedDescriptor("open") { open(path, flags | O_CLOEXEC, mode) }
+        } catch {
+            throw failure(error)
+        }
+        let fd = file.rawValue  // lent to the calls below; `file` closes it as it goes
+        do throws(SystemCallError) {
+            try SystemCallError.check("flock") { flock(fd, LOCK_EX) }
+        } catch {
+            throw failure(error)
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

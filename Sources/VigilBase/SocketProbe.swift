@@ -8,9 +8,13 @@ import Glibc
 package enum SocketProbe {
     /// True when a stream socket at `path` (an abstract name when `abstract`) accepts a connection.
     package static func connectUnix(path: String, abstract: Bool = false) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard
+            let probe = try? OwnedDescriptor(
+                "socket",
+                {
+                    socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                })
+        else { return false }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -26,7 +30,7 @@ package enum SocketProbe {
             ? socklen_t(MemoryLayout<sa_family_t>.size + 1 + bytes.count)
             : socklen_t(MemoryLayout<sockaddr_un>.size)
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe.rawValue, $0, length) }
         }
         return rc == 0
     }
@@ -40,13 +44,12 @@ package enum SocketProbe {
         defer { freeaddrinfo(first) }
         var current: UnsafeMutablePointer<addrinfo>? = first
         while let info = current {
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
-            if fd >= 0 {
+            if let probe = try? OwnedDescriptor(
+                "socket", { socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0) }
+            ) {
                 var timeout = timeval(tv_sec: 1, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                let ok = connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0
-                close(fd)
-                if ok { return true }
+                setsockopt(probe.rawValue, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                if connect(probe.rawValue, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return true }
             }
             current = info.pointee.ai_next
         }

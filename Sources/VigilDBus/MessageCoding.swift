@@ -118,14 +118,14 @@ enum MessageCoding {
         case UInt8(ascii: "g"): return text().map { .signature($0) }
         case UInt8(ascii: "h"):
             return basic(Int32(-1)).flatMap { fd in
-                let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
-                guard copy >= 0 else {
+                do throws(SystemCallError) {
+                    return .success(.unixFD(try SystemCallError.check("fcntl") { fcntl(fd, F_DUPFD_CLOEXEC, 3) }))
+                } catch {
                     return .failure(
                         DBusError(
-                            code: .invalidMessage, cause: .current("fcntl"),
-                            message: "cannot duplicate a received file descriptor"))
+                            code: .invalidMessage, cause: error, message: "cannot duplicate a received file descriptor")
+                    )
                 }
-                return .success(.unixFD(copy))
             }
         case UInt8(ascii: "v"):
             return inside {

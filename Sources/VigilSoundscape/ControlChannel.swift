@@ -13,20 +13,18 @@ import Glibc
 /// Up to ``maxConnections`` clients are served at once, each within ``connectionDeadlineSeconds``.
 package final class ControlChannel: Sendable {
     let path: String
-    private let listenFD: Int32
-    private let wakeWrite: Int32
-    private let done = Mutex(false)
+    private let loop: PollLoop
+    private let stopped = Mutex(false)
 
     /// `control.sock` in `stateDirectory`.
     static func socketPath(stateDirectory: String) -> String { stateDirectory + "/control.sock" }
 
-    private init(path: String, listenFD: Int32, wakeWrite: Int32) {
+    private init(path: String, loop: PollLoop) {
         self.path = path
-        self.listenFD = listenFD
-        self.wakeWrite = wakeWrite
+        self.loop = loop
     }
 
-    /// Binds the socket (replacing a stale one nobody answers on) and serves it on a thread of its own.
+    /// Binds the socket (replacing a stale one nobody answers on) and serves it on a ``PollLoop`` of its own.
     static func start(path: String, controller: SoundscapeController, logger: Logger) throws(SoundscapeError)
         -> ControlChannel
     {
@@ -49,35 +47,41 @@ package final class ControlChannel: Sendable {
             throw SoundscapeError(code: .controlChannel, message: "another host already serves \(path)")
         }
         unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Self.failure(.current("socket"), "cannot create the control socket") }
-        let previous = umask(0o177)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        let listener: OwnedDescriptor
+        let loop: PollLoop
+        do throws(SystemCallError) {
+            listener = try OwnedDescriptor("socket") {
+                socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
             }
+        } catch {
+            throw Self.failure(error, "cannot create the control socket")
         }
-        umask(previous)
-        guard bound == 0, listen(fd, 8) == 0 else {
-            let failure = SystemCallError.current(bound == 0 ? "listen" : "bind")
-            close(fd)
-            throw Self.failure(failure, "cannot listen on \(path)")
+        let listenFD = listener.rawValue
+        do throws(SystemCallError) {
+            let previous = umask(0o177)
+            defer { umask(previous) }
+            try SystemCallError.check("bind", retryingInterrupts: false) {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(listenFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                    }
+                }
+            }
+            try SystemCallError.check("listen") { listen(listenFD, 8) }
+        } catch {
+            throw Self.failure(error, "cannot listen on \(path)")
         }
         chmod(path, 0o600)
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
-            close(fd)
+        do throws(SystemCallError) {
+            loop = try PollLoop(name: "vigil-soundscape-ctl")
+        } catch {
             unlink(path)
-            throw Self.failure(.current("pipe"), "cannot create the control channel's wake-up pipe")
+            throw Self.failure(error, "cannot create the control channel's wake-up descriptor")
         }
-        for p in pipeFDs { _ = fcntl(p, F_SETFD, FD_CLOEXEC) }
-        let channel = ControlChannel(path: path, listenFD: fd, wakeWrite: pipeFDs[1])
-        let wakeRead = pipeFDs[0]
-        KernelThread.start(name: "vigil-soundscape-ctl") {
-            channel.serve(wakeRead: wakeRead, controller: controller, logger: logger)
-            close(wakeRead)
-        }
-        return channel
+        let server = Server(controller: controller, logger: logger)
+        loop.add(listener, events: PollLoop.readable) { loop, ready in server.accept(loop, ready.descriptor) }
+        loop.start()
+        return ControlChannel(path: path, loop: loop)
     }
 
     /// `what` failed in `failure`: a control-channel error with the system call as its cause.
@@ -85,15 +89,16 @@ package final class ControlChannel: Sendable {
         SoundscapeError(code: .controlChannel, message: "\(what): \(failure.reason)", cause: ErrorCause(failure))
     }
 
-    /// Stops serving and removes the socket.
+    /// Removes the socket (before this returns: no one connects from then on) and stops serving;
+    /// the loop then closes the listening socket and every connection. Safe to call twice.
     func stop() {
-        let first = done.withLock { d -> Bool in
-            defer { d = true }
-            return !d
+        if stopped.withLock({ stopped in
+            defer { stopped = true }
+            return !stopped
+        }) {
+            unlink(path)
         }
-        guard first else { return }
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        loop.close()
     }
 
     /// How long a connection may take, from its accept to the last byte of its answer: a client
@@ -107,90 +112,102 @@ package final class ControlChannel: Sendable {
     /// One client connection, served without blocking: its request as it arrives, then its answer
     /// as the socket takes it.
     private struct Connection {
-        let fd: Int32
-        let deadline: Double
         var request: [UInt8] = []
         var answer: [UInt8]?
         var sent = 0
+        var deadline: PollLoop.Token?
     }
 
-    /// The one poll loop of the channel: the listening socket, the wake-up pipe and every open
-    /// connection, each with its own deadline, so that no client can hold up another.
-    private func serve(wakeRead: Int32, controller: SoundscapeController, logger: Logger) {
-        var connections: [Connection] = []
-        defer {
-            for connection in connections { close(connection.fd) }
-            unlink(path)
-            close(listenFD)
-            close(wakeWrite)
-        }
-        _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
-        while true {
-            let now = MonotonicClock.seconds()
-            connections.removeAll { connection in
-                guard connection.deadline <= now else { return false }
-                Self.expire(connection, logger: logger)
-                return true
-            }
-            var fds = [
-                pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-            ]
-            for connection in connections {
-                fds.append(
-                    pollfd(fd: connection.fd, events: Int16(connection.answer == nil ? POLLIN : POLLOUT), revents: 0))
-            }
-            let nearest = connections.map(\.deadline).min().map { max(0, $0 - now) }
-            let timeout = nearest.map { Int32(min(($0 * 1000).rounded(.up), 60_000)) } ?? -1
-            let rc = poll(&fds, nfds_t(fds.count), timeout)
-            if rc < 0 && errno == EINTR { continue }
-            if rc < 0 || fds[1].revents != 0 { return }
-            var open: [Connection] = []
-            for (index, var connection) in connections.enumerated() {
-                if fds[index + 2].revents == 0 || Self.step(&connection, controller: controller) {
-                    open.append(connection)
-                } else {
-                    close(connection.fd)
-                }
-            }
-            connections = open
-            if fds[0].revents != 0 { accept(into: &connections, logger: logger) }
-        }
-    }
+    /// The channel's state on its loop's thread: the listening socket's and every connection's
+    /// handlers, each connection with its own deadline, so that no client can hold up another.
+    private final class Server {
+        let controller: SoundscapeController
+        let logger: Logger
+        var connections: [PollLoop.Token: Connection] = [:]
 
-    /// Accepts every waiting connection: a caller of another user is refused, and one beyond
-    /// ``maxConnections`` is told the host is busy.
-    private func accept(into connections: inout [Connection], logger: Logger) {
-        while true {
-            let client = Glibc.accept(listenFD, nil, nil)
-            guard client >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
-            }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
-            var credentials = PeerCredentials()
-            var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-            guard getsockopt(client, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.uid == getuid()
-            else {
-                logger.warning(
-                    "Soundscape control channel refused a connection from another user",
-                    metadata: ["uid": "\(credentials.uid)"])
-                close(client)
-                continue
-            }
-            guard connections.count < Self.maxConnections else {
-                // Best effort on a fresh socket: a short line fits its buffer, and nothing waits for it.
-                if let busy = Self.encode(Self.busyResponse) {
-                    _ = busy.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        init(controller: SoundscapeController, logger: Logger) {
+            self.controller = controller
+            self.logger = logger
+        }
+
+        /// Accepts every waiting connection on `listener`: a caller of another user is refused,
+        /// and one beyond ``maxConnections`` is told the host is busy.
+        func accept(_ loop: PollLoop, _ listener: Int32) {
+            while true {
+                let client: OwnedDescriptor
+                do throws(SystemCallError) {
+                    client = try OwnedDescriptor.accept(from: listener)
+                } catch  where error.number == ECONNABORTED {
+                    continue
+                } catch {
+                    return  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
                 }
-                logger.warning(
-                    "Soundscape control channel is serving \(Self.maxConnections) connections; told one more to retry")
-                close(client)
-                continue
+                let clientFD = client.rawValue
+                var credentials = PeerCredentials()
+                var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+                guard getsockopt(clientFD, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
+                    credentials.uid == getuid()
+                else {
+                    logger.warning(
+                        "Soundscape control channel refused a connection from another user",
+                        metadata: ["uid": "\(credentials.uid)"])
+                    continue
+                }
+                guard connections.count < ControlChannel.maxConnections else {
+                    // Best effort on a fresh socket: a short line fits its buffer, and nothing waits for it.
+                    if let busy = ControlChannel.encode(ControlChannel.busyResponse) {
+                        _ = busy.withUnsafeBytes {
+                            send(clientFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                        }
+                    }
+                    logger.warning(
+                        "Soundscape control channel is serving \(ControlChannel.maxConnections) connections; told one more to retry"
+                    )
+                    continue
+                }
+                let token = loop.add(client, events: PollLoop.readable) { [self] loop, ready in
+                    serve(loop, ready)
+                }
+                let deadline = MonotonicClock.seconds() + Double(ControlChannel.connectionDeadlineSeconds)
+                connections[token] = Connection(
+                    deadline: loop.schedule(at: deadline) { [self] loop in expire(token, loop) })
             }
-            connections.append(
-                Connection(fd: client, deadline: MonotonicClock.seconds() + Double(Self.connectionDeadlineSeconds)))
+        }
+
+        /// Reads what a connection sent or writes what it is owed; closes it once it is done
+        /// (answered, closed by the client, or a broken request).
+        private func serve(_ loop: PollLoop, _ ready: PollLoop.Ready) {
+            guard var connection = connections[ready.token] else { return }
+            if ControlChannel.step(&connection, ready.descriptor, controller: controller) {
+                connections[ready.token] = connection
+                loop.setEvents(ready.token, connection.answer == nil ? PollLoop.readable : PollLoop.writable)
+            } else {
+                close(ready.token, loop)
+            }
+        }
+
+        /// A connection that ran out of time: told why (best effort), and closed.
+        private func expire(_ token: PollLoop.Token, _ loop: PollLoop) {
+            guard let connection = connections[token], let fd = loop.descriptor(token) else { return }
+            if connection.answer == nil,
+                let late = ControlChannel.encode(
+                    ControlResponse(
+                        ok: false, state: nil,
+                        error: .init(
+                            code: .controlChannel,
+                            message:
+                                "the request did not arrive within \(ControlChannel.connectionDeadlineSeconds) s "
+                                + "of connecting")))
+            {
+                _ = late.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            logger.debug("Soundscape control channel closed a connection that ran out of time")
+            close(token, loop)
+        }
+
+        private func close(_ token: PollLoop.Token, _ loop: PollLoop) {
+            if let deadline = connections.removeValue(forKey: token)?.deadline { loop.remove(deadline) }
+            loop.remove(token)
         }
     }
 
@@ -201,19 +218,19 @@ package final class ControlChannel: Sendable {
             code: .busy,
             message: "the host is busy: it is serving \(maxConnections) other control connections — try again"))
 
-    /// Reads what `connection` sent, or writes what it is owed; false once it is done (answered,
-    /// closed by the client, or a broken request).
-    private static func step(_ connection: inout Connection, controller: SoundscapeController) -> Bool {
+    /// Reads what `connection` sent on `fd`, or writes what it is owed; false once it is done
+    /// (answered, closed by the client, or a broken request).
+    private static func step(_ connection: inout Connection, _ fd: Int32, controller: SoundscapeController) -> Bool {
         if let answer = connection.answer {
             let n = answer[connection.sent...].withUnsafeBytes {
-                send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
             if n < 0 { return errno == EINTR || errno == EAGAIN }
             connection.sent += n
             return connection.sent < answer.count
         }
         var buffer = [UInt8](repeating: 0, count: 512)
-        let n = read(connection.fd, &buffer, buffer.count)
+        let n = read(fd, &buffer, buffer.count)
         if n < 0 { return errno == EINTR || errno == EAGAIN }
         let line: [UInt8]
         if n == 0 {
@@ -228,23 +245,7 @@ package final class ControlChannel: Sendable {
         }
         guard line.count <= maxRequestSize, let answer = answer(line, controller: controller) else { return false }
         connection.answer = answer
-        return step(&connection, controller: controller)
-    }
-
-    /// A connection that ran out of time: told why (best effort), and closed.
-    private static func expire(_ connection: Connection, logger: Logger) {
-        if connection.answer == nil,
-            let late = encode(
-                ControlResponse(
-                    ok: false, state: nil,
-                    error: .init(
-                        code: .controlChannel,
-                        message: "the request did not arrive within \(connectionDeadlineSeconds) s of connecting")))
-        {
-            _ = late.withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        }
-        logger.debug("Soundscape control channel closed a connection that ran out of time")
-        close(connection.fd)
+        return step(&connection, fd, controller: controller)
     }
 
     private static func encode(_ response: ControlResponse) -> [UInt8]? {

@@ -33,16 +33,14 @@ public struct SoundscapeClient: Sendable {
     /// True when something serves `path` (it answers a connection, or its queue is full).
     static func canConnect(_ path: String) -> Bool {
         switch connectSocket(path, until: MonotonicClock.seconds() + 1) {
-        case .connected(let fd):
-            close(fd)
-            return true
+        case .connected: return true  // the socket closes as it goes
         case .queueFull: return true
         case .nobody: return false
         }
     }
 
-    private enum Connection {
-        case connected(Int32)
+    private enum Connection: ~Copyable {
+        case connected(OwnedDescriptor)
         case nobody
         /// The listening socket's queue stayed full until the deadline.
         case queueFull
@@ -53,18 +51,31 @@ public struct SoundscapeClient: Sendable {
     private static func connectSocket(_ path: String, until deadline: Double) -> Connection {
         guard var address = SocketAddress.make(path) else { return .nobody }
         while true {
-            let fd = socket(
-                AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            guard fd >= 0 else { return .nobody }
-            let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            let socket: OwnedDescriptor
+            do throws(SystemCallError) {
+                socket = try OwnedDescriptor("socket") {
+                    Glibc.socket(
+                        AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+                }
+            } catch {
+                return .nobody
+            }
+            let fd = socket.rawValue
+            do throws(SystemCallError) {
+                try SystemCallError.check("connect", retryingInterrupts: false) {
+                    withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                        }
+                    }
+                }
+                return .connected(socket)
+            } catch {
+                // A full queue (EAGAIN) or a signal: try again with a new socket; anything else: nobody.
+                guard error.number == EAGAIN || error.number == EINTR else {
+                    return .nobody
                 }
             }
-            if rc == 0 { return .connected(fd) }
-            let failure = errno
-            close(fd)
-            guard failure == EAGAIN || failure == EINTR else { return .nobody }
             guard MonotonicClock.seconds() < deadline else { return .queueFull }
             usleep(20_000)
         }
@@ -78,9 +89,9 @@ public struct SoundscapeClient: Sendable {
     ///   ``SoundscapeError/Code/controlChannel`` when the answer is not understood.
     public func send(_ request: ControlRequest) throws(SoundscapeError) -> ControlResponse {
         let deadline = MonotonicClock.seconds() + Double(Self.answerDeadlineSeconds)
-        let fd: Int32
+        let socket: OwnedDescriptor
         switch Self.connectSocket(path, until: deadline) {
-        case .connected(let connected): fd = connected
+        case .connected(let connected): socket = connected
         case .nobody:
             throw SoundscapeError(
                 code: .notRunning,
@@ -93,11 +104,11 @@ public struct SoundscapeClient: Sendable {
                 message: "the host is busy: its control socket \(path) took no new connection within "
                     + "\(Self.answerDeadlineSeconds) s — try again")
         }
-        defer { close(fd) }
         guard let body = try? JSONEncoder().encode(request) else {
             throw SoundscapeError(code: .controlChannel, message: "cannot encode the request")
         }
-        let exchange = SocketIO.exchange(fd, Array(body) + [UInt8(ascii: "\n")], limit: 1 << 20, until: deadline)
+        let exchange = SocketIO.exchange(
+            socket.rawValue, Array(body) + [UInt8(ascii: "\n")], limit: 1 << 20, until: deadline)
         guard case .line(let line) = exchange else {
             if case .timedOut = exchange {
                 throw SoundscapeError(

@@ -30,7 +30,8 @@ final class CgroupTree {
     let path: String
     private let workerPaths: [String]
     private var sentinelPID: pid_t = -1
-    private var sentinelPipe: Int32 = -1
+    /// The sentinel's end of its pipe: closing it tells the sentinel to end the tree.
+    private var sentinelPipe: OwnedDescriptor?
     /// The directories the sentinel removes; it reads them from its copy of this memory, so the
     /// list lives as long as the tree.
     private let removals: RemovalList
@@ -63,8 +64,10 @@ final class CgroupTree {
             return value
         }
         let path = "\(parent)/vigil-supervisor.\(getpid()).\(n)"
-        guard mkdir(path, 0o755) == 0 else {
-            return .unavailable("cannot create \(path): \(SystemCallError.current("mkdir").reason)")
+        do throws(SystemCallError) {
+            try SystemCallError.check("mkdir") { mkdir(path, 0o755) }
+        } catch {
+            return .unavailable("cannot create \(path): \(error.reason)")
         }
         var workerPaths: [String] = []
         func undo() {
@@ -73,10 +76,11 @@ final class CgroupTree {
         }
         for index in 0..<workers {
             let worker = "\(path)/w\(index)"
-            guard mkdir(worker, 0o755) == 0 else {
-                let reason = SystemCallError.current("mkdir").reason
+            do throws(SystemCallError) {
+                try SystemCallError.check("mkdir") { mkdir(worker, 0o755) }
+            } catch {
                 undo()
-                return .unavailable("cannot create \(worker): \(reason)")
+                return .unavailable("cannot create \(worker): \(error.reason)")
             }
             workerPaths.append(worker)
         }
@@ -87,16 +91,17 @@ final class CgroupTree {
             return .unavailable("\(path) has no writable cgroup.procs or cgroup.kill (Linux < 5.14?)")
         }
         let removals = RemovalList(workerPaths + [path])
-        let treeKill = open(path + "/cgroup.kill", O_WRONLY | O_CLOEXEC)
-        guard treeKill >= 0 else {
-            let reason = SystemCallError.current("open").reason
+        let treeKill: OwnedDescriptor
+        do throws(SystemCallError) {
+            treeKill = try OwnedDescriptor("open") { open(path + "/cgroup.kill", O_WRONLY | O_CLOEXEC) }
+        } catch {
             undo()
-            return .failed("cannot open \(path)/cgroup.kill for the sentinel: \(reason)")
+            return .failed("cannot open \(path)/cgroup.kill for the sentinel: \(error.reason)")
         }
         var pid: pid_t = -1
         var pipe: Int32 = -1
-        let rc = vigil_sentinel_start(treeKill, removals.pointer, &pid, &pipe)
-        _ = Glibc.close(treeKill)
+        let rc = vigil_sentinel_start(treeKill.rawValue, removals.pointer, &pid, &pipe)
+        try? treeKill.close()  // the sentinel has its own copy
         guard rc == 0 else {
             undo()
             return .failed(
@@ -104,7 +109,7 @@ final class CgroupTree {
         }
         let tree = CgroupTree(path: path, workerPaths: workerPaths, removals: removals)
         tree.sentinelPID = pid
-        tree.sentinelPipe = pipe
+        tree.sentinelPipe = OwnedDescriptor(adopting: pipe)
         return .tree(tree)
     }
 
@@ -118,13 +123,19 @@ final class CgroupTree {
         guard workerPaths.indices.contains(index) else {
             return .failure(CgroupOpenFailure(reason: "it has no cgroup", cgroupFault: true))
         }
-        let directory = open(workerPaths[index], O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { return .failure(.current("cannot open \(workerPaths[index])")) }
-        defer { _ = Glibc.close(directory) }
-        let procs = open(workerPaths[index] + "/cgroup.procs", O_WRONLY | O_CLOEXEC)
-        guard procs >= 0 else { return .failure(.current("cannot open \(workerPaths[index])/cgroup.procs")) }
-        defer { _ = Glibc.close(procs) }
-        return .success(body(directory, procs))
+        let directory: OwnedDescriptor
+        let procs: OwnedDescriptor
+        do throws(SystemCallError) {
+            directory = try OwnedDescriptor("open") { open(workerPaths[index], O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        } catch {
+            return .failure(CgroupOpenFailure("cannot open \(workerPaths[index])", error))
+        }
+        do throws(SystemCallError) {
+            procs = try OwnedDescriptor("open") { open(workerPaths[index] + "/cgroup.procs", O_WRONLY | O_CLOEXEC) }
+        } catch {
+            return .failure(CgroupOpenFailure("cannot open \(workerPaths[index])/cgroup.procs", error))
+        }
+        return .success(body(directory.rawValue, procs.rawValue))
     }
 
     /// Kills every process left in worker `index`'s cgroup: SIGKILL to each pid in its
@@ -146,9 +157,8 @@ final class CgroupTree {
     /// Ends the tree: the sentinel kills whatever is left in it, removes the directories and
     /// exits; this waits for it (it is this process's child).
     func close() {
-        if sentinelPipe >= 0 {
-            _ = Glibc.close(sentinelPipe)
-            sentinelPipe = -1
+        if let pipe = sentinelPipe.take() {
+            try? pipe.close()
             var status: Int32 = 0
             while waitpid(sentinelPID, &status, 0) < 0 && errno == EINTR {}
         }
@@ -190,11 +200,16 @@ struct CgroupOpenFailure: Error {
     /// The cgroup's own fault (gone, refused), as opposed to the process having no descriptor left.
     var cgroupFault: Bool
 
-    static func current(_ what: String) -> CgroupOpenFailure {
-        let error = errno
-        return CgroupOpenFailure(
-            reason: "\(what): \(SystemCallError("open", errno: error).reason)",
-            cgroupFault: error != EMFILE && error != ENFILE && error != ENOMEM)
+    init(reason: String, cgroupFault: Bool) {
+        self.reason = reason
+        self.cgroupFault = cgroupFault
+    }
+
+    /// `what` failed with `error` (its errno read at the call).
+    init(_ what: String, _ error: SystemCallError) {
+        self.init(
+            reason: "\(what): \(error.reason)",
+            cgroupFault: error.number != EMFILE && error.number != ENFILE && error.number != ENOMEM)
     }
 }
 

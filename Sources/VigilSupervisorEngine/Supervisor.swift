@@ -12,8 +12,8 @@ import Glibc
 /// runs in its own process group, is killed as a group, dies with the supervisor
 /// (`PR_SET_PDEATHSIG`) and is always reaped.
 ///
-/// Child watching is event-driven: one dedicated thread sleeps in `epoll_wait` on the workers'
-/// pidfds and notify sockets and wakes only when something happens or a deadline is due.
+/// Child watching is event-driven: one dedicated thread (a `PollLoop`) sleeps in `poll` on the
+/// workers' pidfds and notify sockets and wakes only when something happens or a deadline is due.
 public final class Supervisor: Sendable {
     private enum Phase {
         case idle
@@ -232,10 +232,12 @@ public final class Supervisor: Sendable {
         for (index, base) in bases.enumerated() {
             let shared = runtimeBase == nil && index == bases.count - 1  // /tmp: other users' too
             if !shared {
-                if mkdir(base, 0o700) != 0 && errno != EEXIST {
-                    problems.append("\(base): \(SystemCallError.current("mkdir").reason)")
+                do throws(SystemCallError) {
+                    try SystemCallError.check("mkdir") { mkdir(base, 0o700) }
+                } catch  where error.number != EEXIST {
+                    problems.append("\(base): \(error.reason)")
                     continue
-                }
+                } catch {}
                 if let unsafe = Self.ownershipProblem(base) {
                     // Refused, not skipped: falling back would hide a planted directory.
                     throw SupervisorError(
@@ -246,11 +248,12 @@ public final class Supervisor: Sendable {
             // The pid in the name lets a later supervisor remove it if this process dies hard.
             var template = Array("\(base)/supervisor.\(getpid()).XXXXXX".utf8CString)
             let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+            let failure = made == nil ? SystemCallError.current("mkdtemp") : nil  // right at the call
             if made != nil {
                 if !skipped.isEmpty { logger.warning("\(skipped.joined(separator: "; ")); using \(base)") }
                 return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             }
-            problems.append("\(base): \(SystemCallError.current("mkdtemp").reason)")
+            problems.append("\(base): \(failure?.reason ?? "failed")")
         }
         throw SupervisorError(
             code: .runtimeDirectory,
@@ -263,7 +266,11 @@ public final class Supervisor: Sendable {
     /// other users (who could rename a socket directory and plant their own). Nil when it is safe.
     static func ownershipProblem(_ base: String) -> String? {
         var info = stat()
-        guard lstat(base, &info) == 0 else { return "\(base): \(SystemCallError.current("lstat").reason)" }
+        do throws(SystemCallError) {
+            try SystemCallError.check("lstat") { lstat(base, &info) }
+        } catch {
+            return "\(base): \(error.reason)"
+        }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             return "\(base) is not a directory (a symlink or file?) — remove it; Vigil recreates it with mode 0700"
         }
@@ -302,7 +309,8 @@ public final class Supervisor: Sendable {
 
 /// What the descriptor limit allows: each worker holds ``perWorker`` descriptors while it runs
 /// (its notify socket and its pidfd); a start briefly needs 4 more (its cgroup directory and
-/// `cgroup.procs`, the exec-status pipe), which the ``reserve`` covers with the supervisor's own 3.
+/// `cgroup.procs`, the exec-status pipe), which the ``reserve`` covers with the supervisor's own 2
+/// (its loop's wake eventfd and the sentinel's pipe).
 public struct DescriptorBudget: Sendable, Hashable {
     /// Descriptors each running worker holds in the host.
     public static let perWorker: UInt64 = 2

@@ -13,6 +13,6 @@ public enum SupervisorErrorCode: String, ErrorCode {
     case runtimeDirectory = "runtime-directory"
     /// `start()` was called on a supervisor that is already running or was stopped.
     case alreadyStarted = "already-started"
-    /// A system call the supervisor needs failed (epoll, eventfd, thread).
+    /// A system call the supervisor needs failed (eventfd, thread).
     case system = "system"
 }

@@ -8,11 +8,16 @@ import VigilBase
 import Glibc
 #endif
 
-/// The supervisor's own thread: one `epoll` set with every worker's pidfd and notify socket, an
-/// eventfd for commands, and the nearest deadline (backoff, watchdog, kill) as the wait timeout.
-/// It sleeps until something happens; there is no polling loop. All worker state is confined to
-/// this thread. Workers are forked from it, so it also is the thread their
-/// `PR_SET_PDEATHSIG` watches; it exits only after every worker has been reaped.
+/// The supervisor's own thread, a ``PollLoop``: it watches every worker's pidfd and notify
+/// socket (the loop owns both), wakes for commands through the loop's wake descriptor, and
+/// gives the nearest deadline (backoff, watchdog, kill) as the wait's end. It sleeps until
+/// something happens; there is no polling loop. All worker state is confined to this thread.
+/// Workers are forked from it, so it also is the thread their `PR_SET_PDEATHSIG` watches; it
+/// exits only after every worker has been reaped.
+///
+/// This file is the loop's turn and its commands; the workers' lifecycle (spawn, exit,
+/// restart) is in `SupervisorLoop+Workers.swift`, their notify messages and watchdogs in
+/// `SupervisorLoop+Notify.swift`.
 final class SupervisorLoop: @unchecked Sendable {
     enum Command {
         case start(@Sendable ([StartFailure]) -> Void)
@@ -41,17 +46,18 @@ final class SupervisorLoop: @unchecked Sendable {
     /// Where every deadline's time comes from (injected; see ``SupervisorClock``).
     let clock: SupervisorClock
 
-    private let epollFD: Int32
-    private let wakeFD: Int32
+    let loop: PollLoop
     // Loop-thread state.
-    private let workers: [WorkerRuntime]
-    private var pendingEvents: [SupervisorEvent] = []
+    let workers: [WorkerRuntime]
+    var pendingEvents: [SupervisorEvent] = []
     private var stopReplies: [@Sendable () -> Void] = []
     private var syncReplies: [@Sendable () -> Void] = []
     private var stoppingAll = false
-    private let reader: NotifyReader
+    let reader: NotifyReader
     /// The workers' cgroups and their sentinel, where the kernel allows them (else nil).
-    private var cgroups: CgroupTree?
+    var cgroups: CgroupTree?
+    /// Workers whose pidfd the loop reported this turn.
+    var exited: [WorkerRuntime] = []
     /// When the loop meant to wake up last time (for time the host did not run).
     private var plannedWake: Double?
     /// Whether the workers share the host's terminal: a worker that reads it (or writes with
@@ -88,17 +94,12 @@ final class SupervisorLoop: @unchecked Sendable {
         }
         self.shared = Mutex(Shared(snapshot: workers.map(\.status)))
 
-        let ep = vigil_epoll_create()
-        guard ep >= 0 else { throw Self.systemError("epoll_create1", -ep) }
-        let wake = vigil_eventfd()
-        guard wake >= 0 else {
-            close(ep)
-            throw Self.systemError("eventfd", -wake)
+        do throws(SystemCallError) {
+            loop = try PollLoop(name: "vigil-supervise")
+        } catch {
+            throw Self.systemError(error.call, error.number)
         }
-        epollFD = ep
-        wakeFD = wake
         do {
-            try check(vigil_epoll_add(ep, wake, 0), "epoll_ctl")
             for worker in workers {
                 let fd = vigil_notify_listen(worker.notifyPath)
                 guard fd >= 0 else {
@@ -113,10 +114,11 @@ final class SupervisorLoop: @unchecked Sendable {
                         cause: ErrorCause(failure))
                 }
                 worker.notifyFD = fd
-                try check(vigil_epoll_add(ep, fd, token(worker, notify: true)), "epoll_ctl")
+                // Read in every turn's drainAll, ready or not.
+                worker.notifyToken = loop.add(OwnedDescriptor(adopting: fd), events: PollLoop.readable) { _, _ in }
             }
         } catch {
-            releaseDescriptors()
+            closeNotifySockets()
             throw error
         }
         switch CgroupTree.make(workers: workers.count, logger: logger) {
@@ -144,14 +146,6 @@ final class SupervisorLoop: @unchecked Sendable {
             code: .system, message: "\(call) failed: \(failure.reason) — \(remedy)", cause: ErrorCause(failure))
     }
 
-    private func check(_ rc: Int32, _ call: String) throws {
-        if rc < 0 { throw Self.systemError(call, -rc) }
-    }
-
-    private func token(_ worker: WorkerRuntime, notify: Bool) -> UInt64 {
-        UInt64(worker.index + 1) << 1 | (notify ? 1 : 0)
-    }
-
     // MARK: - Commands from other threads
 
     /// Queues `command` for the loop; returns false once the loop has finished.
@@ -160,7 +154,7 @@ final class SupervisorLoop: @unchecked Sendable {
         shared.withLock { s in
             guard !s.finished else { return false }
             s.commands.append(command)
-            _ = vigil_eventfd_signal(wakeFD)
+            loop.wake()
             return true
         }
     }
@@ -178,46 +172,33 @@ final class SupervisorLoop: @unchecked Sendable {
     }
 
     func startThread() {
-        KernelThread.start(name: "vigil-supervise") { [self] in run() }
+        loop.start(
+            .init(
+                prepare: { [self] _ in nearestDeadline() }, afterPoll: { [self] _ in turn() },
+                shutdown: { [self] _ in finish() }))
     }
 
     // MARK: - The loop
 
-    private func run() {
-        var tokens = [UInt64](repeating: 0, count: 32)
-        while true {
-            let timeout = timeoutMilliseconds()
-            plannedWake = timeout >= 0 ? clock.seconds() + Double(timeout) / 1000 : nil
-            let n = tokens.withUnsafeMutableBufferPointer { vigil_epoll_wait(epollFD, $0.baseAddress, 32, timeout) }
-            if n < 0 && n != -EINTR {
-                logger.error("epoll_wait failed", metadata: ["error": "\(SystemCallError("epoll_wait", errno: n))"])
-            }
-            forgiveStall()
-            var exited: [WorkerRuntime] = []
-            for i in 0..<max(Int(n), 0) {
-                let t = tokens[i]
-                if t == 0 {
-                    vigil_eventfd_drain(wakeFD)
-                    continue
-                }
-                let worker = workers[Int(t >> 1) - 1]
-                if t & 1 == 0 { exited.append(worker) }
-            }
-            // Every socket is read before any exit or deadline is judged: pings that queued up
-            // while this thread did not run (or that epoll did not report this round) count.
-            let behind = drainAll()
-            for worker in exited { handleExit(worker) }
-            processCommands()
-            fireTimers(skippingWatchdogOf: behind)
-            if stoppingAll && !workers.contains(where: \.alive) {
-                finish()
-                return
-            }
-            publish()
-            let synced = syncReplies
-            syncReplies.removeAll()
-            synced.forEach { $0() }
+    /// After the loop's wait: what the workers sent, their exits, the commands, the deadlines.
+    private func turn() {
+        forgiveStall()
+        // Every socket is read before any exit or deadline is judged: pings that queued up
+        // while this thread did not run (or that poll did not report this turn) count.
+        let behind = drainAll()
+        let ended = exited
+        exited.removeAll()
+        for worker in ended { handleExit(worker) }
+        processCommands()
+        fireTimers(skippingWatchdogOf: behind)
+        if stoppingAll && !workers.contains(where: \.alive) {
+            loop.stop()  // finish() runs as the loop ends
+            return
         }
+        publish()
+        let synced = syncReplies
+        syncReplies.removeAll()
+        synced.forEach { $0() }
     }
 
     /// Moves the workers' watchdog deadlines by the time this thread was not scheduled beyond
@@ -304,7 +285,9 @@ final class SupervisorLoop: @unchecked Sendable {
         }
     }
 
-    private func timeoutMilliseconds() -> Int32 {
+    /// The nearest deadline of any worker (nil: none) as a ``MonotonicClock`` time for the
+    /// loop's wait; remembered, on the supervisor's clock, as the planned wake-up.
+    private func nearestDeadline() -> Double? {
         var nearest = Double.infinity
         for worker in workers {
             if let t = worker.restartAt { nearest = min(nearest, t) }
@@ -316,9 +299,13 @@ final class SupervisorLoop: @unchecked Sendable {
             }
         }
         if onTerminal, workers.contains(where: \.alive) { nearest = min(nearest, nextStopCheck) }
-        guard nearest.isFinite else { return -1 }
-        let ms = ((nearest - clock.seconds()) * 1000).rounded(.up)
-        return Int32(max(0, min(ms, 86_400_000)))
+        guard nearest.isFinite else {
+            plannedWake = nil
+            return nil
+        }
+        let now = clock.seconds()
+        plannedWake = max(nearest, now)
+        return MonotonicClock.seconds() + min(max(nearest - now, 0), 86_400)
     }
 
     private func fireTimers(skippingWatchdogOf behind: Set<Int>) {
@@ -356,273 +343,9 @@ final class SupervisorLoop: @unchecked Sendable {
         }
     }
 
-    // MARK: - Spawning
-
-    /// Starts `worker`'s process; returns the reason on failure.
-    private func spawn(_ worker: WorkerRuntime) -> SpawnFailure? {
-        let now = clock.seconds()
-        let started: WorkerSpawner.Started
-        var result: Result<WorkerSpawner.Started, SpawnFailure>
-        if let cgroups, worker.cgroupProblem == nil {
-            switch cgroups.withDescriptors(
-                worker: worker.index,
-                { directory, procs in
-                    spawner.spawn(
-                        worker.spec, notifyPath: worker.notifyPath, cgroupDirectoryFD: directory, cgroupProcsFD: procs)
-                })
-            {
-            case .success(let spawned): result = spawned
-            case .failure(let failure) where failure.cgroupFault:
-                result = .failure(SpawnFailure(cgroupStage: true, failure.reason))
-            case .failure(let failure):
-                return SpawnFailure("cannot start it: \(failure.reason) — raise the host's descriptor limit")
-            }
-            if case .failure(let failure) = result, failure.cgroupStage {
-                // This worker's cgroup refused it (controllers enabled, a policy, removed): this
-                // worker does without, the others keep theirs — and the tree's sentinel.
-                degrade(worker, failure.reason)
-                result = spawner.spawn(worker.spec, notifyPath: worker.notifyPath)
-            }
-        } else {
-            result = spawner.spawn(worker.spec, notifyPath: worker.notifyPath)
-        }
-        switch result {
-        case .success(let s): started = s
-        case .failure(let failure): return failure
-        }
-        worker.pid = started.pid
-        worker.pidfd = started.pidfd
-        worker.startedAt = now
-        worker.watchdogFired = false
-        worker.killAt = nil
-        worker.statusText = nil
-        worker.state = worker.spec.readiness == .notify ? .starting : .running
-        worker.watchdogInterval = worker.spec.watchdogSeconds
-        worker.watchdogDeadline = worker.watchdogInterval.map { now + $0 }
-        if vigil_epoll_add(epollFD, started.pidfd, token(worker, notify: false)) != 0 {
-            logger.error("cannot watch worker's pidfd", metadata: ["worker.name": "\(worker.spec.name)"])
-        }
-        logger.debug(
-            "worker started",
-            metadata: [
-                "worker.name": "\(worker.spec.name)", "process.pid": "\(started.pid)", "worker.path": "\(started.path)",
-            ])
-        emit(.started, worker)
-        return nil
-    }
-
-    /// Marks `worker` as running without its cgroup from now on, and says so once.
-    private func degrade(_ worker: WorkerRuntime, _ reason: String) {
-        worker.cgroupProblem =
-            "\(reason); it runs without its cgroup: processes it starts are cleaned up by process group only"
-        logger.warning(
-            "worker cannot be placed in its cgroup; the other workers keep theirs",
-            metadata: ["worker.name": "\(worker.spec.name)", "error": "\(worker.cgroupProblem!)"])
-        emit(.statusChanged, worker)
-    }
-
-    // MARK: - Exits and restarts
-
-    private func handleExit(_ worker: WorkerRuntime) {
-        guard worker.alive else { return }
-        var code: Int32 = 0
-        var status: Int32 = 0
-        let reaped = vigil_reap(worker.pidfd, &code, &status)
-        if reaped == 0 { return }
-        if reaped < 0 {
-            logger.error("waitid failed", metadata: ["error": "\(SystemCallError("waitid", errno: reaped))"])
-        }
-        let pgid = worker.pid ?? 0
-        _ = vigil_epoll_remove(epollFD, worker.pidfd)
-        close(worker.pidfd)
-        worker.pidfd = -1
-        worker.pid = nil
-        // Whatever the worker left in its process group — and in its cgroup, at any depth — goes with it.
-        if pgid > 0 { kill(-pgid, SIGKILL) }
-        cgroups?.kill(worker: worker.index)
-        worker.killAt = nil
-        worker.watchdogDeadline = nil
-        worker.suspended = nil
-
-        let exit: WorkerExit =
-            switch Int(code) {
-            case Int(CLD_EXITED): .exited(status)
-            case Int(CLD_DUMPED): .signaled(status, coreDumped: true)
-            default: .signaled(status, coreDumped: false)
-            }
-        worker.lastExit = exit
-        logger.debug(
-            "worker exited",
-            metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(pgid)", "worker.exit": "\(exit)"])
-        afterEnd(worker, exit: exit)
-    }
-
-    private func afterEnd(_ worker: WorkerRuntime, exit: WorkerExit) {
-        let now = clock.seconds()
-        if worker.stopRequested {
-            worker.state = .stopped
-            emit(.stopped, worker)
-            return
-        }
-        let decision = worker.policy.afterExit(
-            exit, watchdogFired: worker.watchdogFired, ranFor: now - worker.startedAt, history: &worker.history)
-        switch decision {
-        case .stop(let failed):
-            if failed {
-                worker.state = .failed
-                worker.reason = "\(exit) (restart = \(worker.spec.restart.rawValue))"
-                // An exit under restart = never is the worker's own end, said by whoever shows it.
-                logger.log(
-                    level: worker.spec.restart == .never ? .info : .error, "worker failed",
-                    metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
-                emit(.failed(worker.reason!), worker)
-            } else {
-                worker.state = .stopped
-                worker.reason = "\(exit)"
-                emit(.stopped, worker)
-            }
-        case .restart(let delay):
-            worker.state = .backingOff
-            worker.reason = worker.watchdogFired ? "watchdog timeout" : "\(exit)"
-            emit(.crashed(exit, restartIn: .nanoseconds(Int64(delay * 1e9))), worker)
-            if delay <= 0 {
-                restart(worker, now: now)
-            } else {
-                worker.restartAt = now + delay
-            }
-        }
-    }
-
-    private func restart(_ worker: WorkerRuntime, now: Double) {
-        if case .limitHit(let starts) = worker.policy.mayStart(at: now, history: &worker.history) {
-            worker.state = .failed
-            worker.reason =
-                "start limit hit: \(starts) starts within \(formatSeconds(worker.policy.startLimitInterval)); "
-                + "last run \(worker.lastExit.map(String.init(describing:)) ?? "unknown")"
-            logger.error(
-                "worker failed: start limit hit",
-                metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
-            emit(.failed(worker.reason!), worker)
-            return
-        }
-        worker.restarts += 1
-        if let failure = spawn(worker) {
-            logger.warning(
-                "worker restart failed", metadata: ["worker.name": "\(worker.spec.name)", "error": "\(failure.reason)"])
-            worker.lastExit = .spawnFailed(failure.reason)
-            afterEnd(worker, exit: .spawnFailed(failure.reason))
-        }
-    }
-
-    /// Looks for workers stopped (or continued) since the last look, and says what a stop by the
-    /// terminal means: a worker waiting silently for input it cannot get would look alive.
-    private func checkStops() {
-        for worker in workers where worker.alive {
-            var signal: Int32 = 0
-            guard vigil_stop_state(worker.pidfd, &signal) == 1 else { continue }
-            let before = worker.suspended
-            worker.suspended = signal == 0 ? nil : Self.stopDescription(signal)
-            guard worker.suspended != before else { continue }
-            if let text = worker.suspended {
-                logger.warning("worker \(worker.spec.name) \(text)", metadata: ["worker.name": "\(worker.spec.name)"])
-            } else {
-                logger.notice("worker \(worker.spec.name) continues", metadata: ["worker.name": "\(worker.spec.name)"])
-            }
-            emit(.statusChanged, worker)
-        }
-    }
-
-    static func stopDescription(_ signal: Int32) -> String {
-        switch signal {
-        case SIGTTIN:
-            "is stopped by SIGTTIN: it tried to read the terminal, which belongs to the shell, not to it — "
-                + "give it its input another way (redirect its standard input, e.g. < /dev/null or < FILE); "
-                + "Ctrl-C or SIGTERM stops it"
-        case SIGTTOU:
-            "is stopped by SIGTTOU: it tried to set up (or, with `stty tostop`, write to) the terminal, which "
-                + "belongs to the shell, not to it — redirect its input and output away from the terminal; "
-                + "Ctrl-C or SIGTERM stops it"
-        default:
-            "is stopped by \(signalName(signal)); send it SIGCONT (kill -CONT PID) to let it run again"
-        }
-    }
-
-    private func signalGroup(_ worker: WorkerRuntime, _ signal: Int32) {
-        guard let pid = worker.pid else { return }
-        kill(-pid, signal)
-        _ = vigil_pidfd_signal(worker.pidfd, signal)
-    }
-
-    // MARK: - Notify messages and watchdog
-
-    private func apply(_ message: NotifyMessage, to worker: WorkerRuntime, now: Double) {
-        if let status = message.status, status != worker.statusText {
-            // The latest text wins; events about it are spaced out (more so for a flooding worker).
-            worker.statusText = status
-            let gap = worker.flooding ? Self.floodingStatusEventGap : Self.statusEventGap
-            if worker.statusEventAt == nil {
-                if now - worker.lastStatusEvent >= gap {
-                    worker.lastStatusEvent = now
-                    emit(.statusChanged, worker)
-                } else {
-                    worker.statusEventAt = worker.lastStatusEvent + gap
-                }
-            }
-        }
-        if let usec = message.watchdogUsec, usec > 0 {
-            worker.watchdogInterval = Double(usec) / 1_000_000
-            worker.watchdogDeadline = now + worker.watchdogInterval!
-        }
-        if message.watchdogPing, let interval = worker.watchdogInterval {
-            worker.watchdogDeadline = now + interval
-        }
-        if message.ready && (worker.state == .starting || worker.state == .running) {
-            worker.state = .ready
-            if worker.history.quickFailures > 0 && worker.restarts > 0 { worker.reason = nil }
-            emit(.ready, worker)
-        }
-        if message.stopping && worker.state != .stopping {
-            worker.state = .stopping
-            emit(.statusChanged, worker)
-        }
-        if message.watchdogTrigger { watchdogExpired(worker) }
-    }
-
-    /// Marks a worker `flooding` once it sends more than ``NotifyReader/floodThreshold``
-    /// datagrams within a second, and clears it after a quiet second.
-    private func updateFlooding(_ worker: WorkerRuntime, now: Double) {
-        if !worker.flooding, worker.notifyCount > NotifyReader.floodThreshold {
-            worker.flooding = true
-            logger.warning(
-                """
-                worker floods its notify socket (more than \(NotifyReader.floodThreshold) datagrams a second); \
-                its STATUS= is taken at most once a second until it calms down
-                """,
-                metadata: ["worker.name": "\(worker.spec.name)"])
-            emit(.floodingChanged, worker)
-        } else if worker.flooding, now - worker.notifyWindowStart >= 1 {
-            // The window is over: it calmed down unless a new window fills up again.
-            worker.notifyWindowStart = now
-            worker.notifyCount = 0
-            worker.flooding = false
-            logger.notice("worker stopped flooding its notify socket", metadata: ["worker.name": "\(worker.spec.name)"])
-            emit(.floodingChanged, worker)
-        }
-    }
-
-    private func watchdogExpired(_ worker: WorkerRuntime) {
-        worker.watchdogDeadline = nil
-        worker.watchdogFired = true
-        logger.warning(
-            "worker missed its watchdog deadline; killing its process group",
-            metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(worker.pid ?? 0)"])
-        emit(.watchdogTimeout, worker)
-        signalGroup(worker, SIGKILL)
-    }
-
     // MARK: - Publishing
 
-    private func emit(_ kind: SupervisorEvent.Kind, _ worker: WorkerRuntime) {
+    func emit(_ kind: SupervisorEvent.Kind, _ worker: WorkerRuntime) {
         pendingEvents.append(SupervisorEvent(kind: kind, worker: worker.status))
     }
 
@@ -642,6 +365,8 @@ final class SupervisorLoop: @unchecked Sendable {
         events.forEach(onEvent)
     }
 
+    /// As the loop ends (its descriptors closed): the runtime directory and the cgroups go, and
+    /// every waiter and command still queued is answered.
     private func finish() {
         closeNotifySockets()  // the directory must be empty to go
         rmdir(runtimeDirectory)
@@ -658,7 +383,6 @@ final class SupervisorLoop: @unchecked Sendable {
             }
             return (s.settledWaiters, s.commands)
         }
-        releaseDescriptors()
         let snapshot = workers.map(\.status)
         waiters.forEach { $0.resume(returning: snapshot) }
         for command in pendingCommands {
@@ -673,43 +397,13 @@ final class SupervisorLoop: @unchecked Sendable {
         syncReplies.forEach { $0() }
     }
 
-    private func releaseDescriptors() {
-        closeNotifySockets()
-        close(epollFD)
-        close(wakeFD)
-    }
-
     /// Closes and removes the workers' notify sockets that are still open.
     private func closeNotifySockets() {
         for worker in workers where worker.notifyFD >= 0 {
-            close(worker.notifyFD)
+            if let token = worker.notifyToken { loop.remove(token) }
+            worker.notifyToken = nil
             worker.notifyFD = -1
             unlink(worker.notifyPath)
         }
-    }
-}
-
-func formatSeconds(_ seconds: Double) -> String {
-    seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
-}
-
-/// A worker that could not be started (`worker` nil: none could, the supervisor was stopped).
-struct StartFailure: Sendable {
-    var worker: String?
-    var reason: String
-
-    /// `workers "a", "b": reason; worker "c": other reason` — workers with the same reason on one clause.
-    static func describe(_ failures: [StartFailure]) -> String {
-        var reasons: [String] = []
-        var names: [String: [String]] = [:]
-        for failure in failures {
-            if names[failure.reason] == nil { reasons.append(failure.reason) }
-            names[failure.reason, default: []] += failure.worker.map { ["\"\($0)\""] } ?? []
-        }
-        return reasons.map { reason in
-            let workers = names[reason] ?? []
-            if workers.isEmpty { return reason }
-            return (workers.count == 1 ? "worker " : "workers ") + workers.joined(separator: ", ") + ": " + reason
-        }.joined(separator: "; ")
     }
 }

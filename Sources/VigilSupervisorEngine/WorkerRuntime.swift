@@ -1,14 +1,20 @@
+import VigilBase
+
 /// The supervisor thread's bookkeeping for one worker (confined to that thread).
 final class WorkerRuntime {
     let index: Int
     let spec: WorkerSpec
     let notifyPath: String
     let policy: RestartPolicy
+    /// The notify socket's number while the loop owns it (`notifyToken`), else -1.
     var notifyFD: Int32 = -1
+    var notifyToken: PollLoop.Token?
 
     var state: WorkerState = .stopped
     var pid: Int32?
+    /// The pidfd's number while the loop owns it (`pidToken`), else -1.
     var pidfd: Int32 = -1
+    var pidToken: PollLoop.Token?
     var restarts = 0
     var lastExit: WorkerExit?
     var statusText: String?

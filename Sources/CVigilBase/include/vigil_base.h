@@ -10,4 +10,12 @@ const char *vigil_build_revision(void);
 /// 1 when `make` built this binary for an install layout (PREFIX/bin beside PREFIX/share/vigil), else 0.
 int vigil_build_for_install(void);
 
+/// A new eventfd, close-on-exec and non-blocking from its creation (one atomic call, so a
+/// concurrent fork+exec never inherits it); -1 with errno set on failure.
+int vigil_base_eventfd(void);
+
+/// accept4(2) of a connection on `listener`, close-on-exec and non-blocking from its creation;
+/// -1 with errno set on failure.
+int vigil_base_accept(int listener);
+
 #endif

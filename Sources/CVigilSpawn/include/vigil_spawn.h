@@ -83,21 +83,6 @@ int vigil_stop_state(int pidfd, int *stop_signal);
 /// pidfd_send_signal(2). Returns 0 or -errno.
 int vigil_pidfd_signal(int pidfd, int signal);
 
-/// A non-blocking, close-on-exec eventfd. Returns the fd or -errno.
-int vigil_eventfd(void);
-/// Adds 1 to an eventfd. Returns 0 or -errno.
-int vigil_eventfd_signal(int fd);
-/// Drains an eventfd.
-void vigil_eventfd_drain(int fd);
-
-/// epoll helpers (the epoll_event struct is packed and awkward to use from Swift).
-int vigil_epoll_create(void);
-int vigil_epoll_add(int epfd, int fd, uint64_t token);
-int vigil_epoll_remove(int epfd, int fd);
-/// Waits for up to `capacity` events; returns how many tokens were written, 0 on timeout,
-/// -errno on error (EINTR included).
-int vigil_epoll_wait(int epfd, uint64_t *tokens, int capacity, int timeout_ms);
-
 /// Creates an AF_UNIX datagram socket bound to `path` (unlinked first), mode 0600, SO_PASSCRED
 /// on, non-blocking, close-on-exec. Returns the fd or -errno.
 int vigil_notify_listen(const char *path);
