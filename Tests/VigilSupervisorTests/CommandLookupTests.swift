@@ -10,8 +10,10 @@ import VigilTestSupport
 /// `vigil check` (``WorkerCommandCheck``), the requirement probe (`HostEnvironment.executablePath`)
 /// and the supervisor starting the worker answer "which program is this command" with one lookup:
 /// for each case where they used to disagree, the check passes exactly when the worker starts, and
-/// the program that starts is the one the rule names.
-@Suite("One PATH lookup: check and spawn agree")
+/// the program that starts is the one the rule names. Serialized: a case writes executables while
+/// another would fork, and a child forked between a write's open and close makes the exec of that
+/// file fail with "Text file busy" (ETXTBSY).
+@Suite("One PATH lookup: check and spawn agree", .serialized)
 struct CommandLookupTests {
     /// A layout of files, a worker's `command` (and `working_directory`), a `PATH`, and the
     /// program that should run (relative to the test directory), or `nil` when none may.
