@@ -328,7 +328,8 @@ package.targets += [
         path: "Tests/VigilTestSupport",
         exclude: ["Fixtures"],  // the D-Bus stand-in scripts, run through #filePath
         swiftSettings: strictSettings),
-    .testTarget(name: "VigilPluginTests", dependencies: ["VigilPlugin"], swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilPluginTests", dependencies: ["VigilPlugin", "VigilTestSupport"], swiftSettings: strictSettings),
     .testTarget(name: "VigilLibraryCheckTests", dependencies: ["VigilLibraryCheck"], swiftSettings: strictSettings),
     .testTarget(
         name: "VigilHostCheckTests",

@@ -1,21 +1,10 @@
 import Testing
 import VigilAudio
 import VigilPlugin
+import VigilTestSupport
 
 /// The playback keys every audio plugin reads through one reader (``PlaybackSettings``).
 @Suite struct PlaybackSettingsTests {
-    static func reason(_ body: () throws -> Void) -> String? {
-        do {
-            try body()
-            return nil
-        } catch let error as PluginError {
-            #expect(error.code == .invalidSetting && error.plugin == "p")
-            return error.message
-        } catch {
-            return "\(error)"
-        }
-    }
-
     @Test func playbackKeysAreReadOnceForEveryAudioPlugin() throws {
         let defaults = PlaybackSettings.Defaults(bufferMilliseconds: 1000, retryMaxMilliseconds: 2000)
         let read = try PlaybackSettings(PluginSettings(pluginName: "p", values: [:]), defaults: defaults)
@@ -27,11 +16,11 @@ import VigilPlugin
         let order = PluginSettings(
             pluginName: "p", values: ["retry_initial_ms": .integer(5000), "retry_max_ms": .integer(100)])
         #expect(
-            Self.reason { _ = try PlaybackSettings(order, defaults: defaults) }?.hasPrefix("setting `retry_max_ms`")
+            settingRefusal { _ = try PlaybackSettings(order, defaults: defaults) }?.hasPrefix("setting `retry_max_ms`")
                 == true)
         let quote = PluginSettings(pluginName: "p", values: ["pulse_server": .string("a\"b")])
         #expect(
-            Self.reason { _ = try PlaybackSettings(quote, defaults: defaults) }?.contains(
+            settingRefusal { _ = try PlaybackSettings(quote, defaults: defaults) }?.contains(
                 "not a PulseAudio server address") == true)
     }
 }

@@ -1,5 +1,6 @@
 import Testing
 import VigilCore
+import VigilTestSupport
 
 @Suite struct SemanticVersionTests {
     func v(_ s: String) -> SemanticVersion { SemanticVersion(s)! }
@@ -150,18 +151,5 @@ import VigilCore
             }
             return pa.count == pb.count ? 0 : pa.count < pb.count ? -1 : 1
         }
-    }
-}
-
-/// A small deterministic generator, so a failure can be reproduced.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

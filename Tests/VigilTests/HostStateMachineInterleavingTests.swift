@@ -1,6 +1,7 @@
 import Testing
 import VigilCore
 import VigilPlugin
+import VigilTestSupport
 
 @testable import Vigil
 
@@ -10,22 +11,10 @@ import VigilPlugin
 /// promises after every step and at the end.
 @Suite("Host state machine: seeded random interleavings")
 struct HostStateMachineInterleavingTests {
-    /// SplitMix64: a small seeded generator, so a failing seed can be replayed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The executor, simulated: what it owes the machine, and what it saw.
     struct Simulation {
         var machine: HostStateMachine
-        var random: SeededGenerator
+        var random: SplitMix64
         /// Outcomes still owed (a ready, an end, sleep handling settled or closed), answered in random order.
         var owed: [HostStateMachine.Event] = []
         /// The instance whose `run()` runs, per plugin.
@@ -46,7 +35,7 @@ struct HostStateMachineInterleavingTests {
                     HostStateMachine.Plugin(
                         name: "p\($0)", usesAudio: audio.contains($0), unavailable: nil, state: .idle)
                 })
-            random = SeededGenerator(state: seed)
+            random = SplitMix64(seed: seed)
         }
 
         mutating func roll(_ sides: UInt64) -> UInt64 { random.next() % sides }
