@@ -87,7 +87,9 @@ public final class SoundFile {
         }
         _ = fcntl(file.rawValue, F_SETFL, fcntl(file.rawValue, F_GETFL) & ~O_NONBLOCK)
         var sfInfo = SF_INFO()
-        guard let handle = sf_open_fd(file.rawValue, Int32(SFM_READ), &sfInfo, 1) else {
+        // With close_desc set libsndfile owns the descriptor from here: sf_close closes it, and so
+        // does a failed sf_open_fd (closing it again here could close another thread's new file).
+        guard let handle = sf_open_fd(file.take(), Int32(SFM_READ), &sfInfo, 1) else {
             let number = sf_error(nil)
             let detail = String(cString: sf_strerror(nil))
             let code: SoundFileError.Code =
@@ -101,7 +103,6 @@ public final class SoundFile {
                 code: code, path: path,
                 message: "\(detail) — use WAV, FLAC, Ogg Vorbis, Opus or MP3")
         }
-        _ = file.take()  // libsndfile owns the descriptor now (close_desc), closed by sf_close
         self.handle = handle
         let major = Int(sfInfo.format) & Int(SF_FORMAT_TYPEMASK)
         let minor = Int(sfInfo.format) & Int(SF_FORMAT_SUBMASK)
