@@ -24,10 +24,7 @@ struct FileStoreTests {
         let dir = try TestDirectory("vigil-tuf-store")
         defer { dir.remove() }
         let store = FileStore(directory: dir.url("missing"))
-        let error = #expect(throws: TUFError.self) { try store.write("root.json", [0x7B, 0x7D]) }
-        #expect(error?.code == .storage)
-        #expect(error?.cause?.systemCall == SystemCallError("mkstemp", errno: ENOENT))
-        #expect(error?.message.contains("mkstemp: No such file or directory (errno 2)") == true)
+        expectRefusal(SystemCallError("mkstemp", errno: ENOENT)) { try store.write("root.json", [0x7B, 0x7D]) }
     }
 
     @Test func readOfASymbolicLinkNamesOpenAndELOOP() throws {
@@ -35,19 +32,27 @@ struct FileStoreTests {
         defer { dir.remove() }
         try dir.write("target.json", "{}")
         #expect(symlink(dir.url("target.json"), dir.url("root.json")) == 0)
-        let error = #expect(throws: TUFError.self) { try FileStore(directory: dir.path).read("root.json", limit: 16) }
-        #expect(error?.code == .storage)
-        #expect(error?.cause?.systemCall == SystemCallError("open", errno: ELOOP))
-        #expect(error?.message.contains("(errno \(ELOOP))") == true)
+        expectRefusal(SystemCallError("open", errno: ELOOP)) {
+            _ = try FileStore(directory: dir.path).read("root.json", limit: 16)
+        }
     }
 
     @Test func removeOfADirectoryNamesUnlinkAndEISDIR() throws {
         let dir = try TestDirectory("vigil-tuf-store")
         defer { dir.remove() }
         #expect(mkdir(dir.url("root.json"), 0o700) == 0)
-        let error = #expect(throws: TUFError.self) { try FileStore(directory: dir.path).remove("root.json") }
-        #expect(error?.code == .storage)
-        #expect(error?.cause?.systemCall == SystemCallError("unlink", errno: EISDIR))
-        #expect(error?.message.contains("(errno \(EISDIR))") == true)
+        expectRefusal(SystemCallError("unlink", errno: EISDIR)) {
+            try FileStore(directory: dir.path).remove("root.json")
+        }
+    }
+
+    /// `body` fails with a storage error whose cause is `failure` and whose message names it.
+    func expectRefusal(
+        _ failure: SystemCallError, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    ) {
+        let error = #expect(throws: TUFError.self, sourceLocation: sourceLocation) { try body() }
+        #expect(error?.code == .storage, sourceLocation: sourceLocation)
+        #expect(error?.cause?.systemCall == failure, sourceLocation: sourceLocation)
+        #expect(error?.message.contains(failure.description) == true, sourceLocation: sourceLocation)
     }
 }
