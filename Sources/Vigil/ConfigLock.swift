@@ -14,11 +14,12 @@ import Musl
 public final class ConfigLock: Sendable {
     /// The lock file.
     public let path: String
-    private let fd: Int32
+    /// The lock file, open while this value lives (closing it releases the lock).
+    private let file: OwnedDescriptor
 
-    private init(path: String, fd: Int32) {
+    private init(path: String, file: consuming OwnedDescriptor) {
         self.path = path
-        self.fd = fd
+        self.file = file
     }
 
     /// Takes the lock of `configPath` (an absolute path) in `directory`.
@@ -39,11 +40,11 @@ public final class ConfigLock: Sendable {
             throw VigilError(
                 code: .runtimeDirectory, message: "cannot open the lock file \(path): \(error.message)", cause: error)
         }
+        let file = OwnedDescriptor(adopting: fd)
         var rc: Int32
-        repeat { rc = flock(fd, LOCK_EX | LOCK_NB) } while rc != 0 && errno == EINTR
+        repeat { rc = flock(file.rawValue, LOCK_EX | LOCK_NB) } while rc != 0 && errno == EINTR
         guard rc == 0 else {
-            let holder = readPID(fd)
-            close(fd)
+            let holder = readPID(file.rawValue)  // `file` closes itself as this throws
             throw VigilError(
                 code: .configInUse,
                 message: "another Vigil host already runs \(configPath)"
@@ -53,14 +54,13 @@ public final class ConfigLock: Sendable {
         }
         // The pid, then the configuration (for `vigil status` when the host's status file is missing).
         let text = Array("\(getpid())\n\(configPath)\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return ConfigLock(path: path, fd: fd)
+        _ = ftruncate(file.rawValue, 0)
+        _ = text.withUnsafeBytes { pwrite(file.rawValue, $0.baseAddress, $0.count, 0) }
+        return ConfigLock(path: path, file: file)
     }
 
     deinit {
-        _ = ftruncate(fd, 0)
-        close(fd)
+        _ = ftruncate(file.rawValue, 0)  // then `file` closes itself
     }
 
     /// A running host, seen through the lock it holds.
@@ -88,17 +88,17 @@ public final class ConfigLock: Sendable {
         for name in (Directory.names(in: directory.path) ?? []).sorted() where name.hasPrefix("lock-") {
             let path = directory.path + "/" + name
             // Read through the same checks as the status files; a lock file that fails them is not a host's.
-            guard let opened = try? StateFile.open(path, what: "the lock file") else { continue }
-            defer { close(opened) }
+            guard let descriptor = try? StateFile.open(path, what: "the lock file") else { continue }
+            let file = OwnedDescriptor(adopting: descriptor)
             var info = stat()
-            guard fstat(opened, &info) == 0 else { continue }
+            guard fstat(file.rawValue, &info) == 0 else { continue }
             let major = (info.st_dev >> 8) & 0xfff | (info.st_dev >> 32) & ~0xfff
             let minor = info.st_dev & 0xff | (info.st_dev >> 12) & ~0xff
             let key =
                 String(major, radix: 16).leftPadded(2) + ":" + String(minor, radix: 16).leftPadded(2) + ":"
                 + String(info.st_ino)
             guard let pid = locked[key] else { continue }
-            let lines = ((try? FileIO.read(opened, limit: 8192)) ?? []).split(separator: UInt8(ascii: "\n"))
+            let lines = ((try? FileIO.read(file.rawValue, limit: 8192)) ?? []).split(separator: UInt8(ascii: "\n"))
             let config = lines.count >= 2 ? String(validating: lines[1], as: UTF8.self) : nil
             holders.append(Holder(pid: pid, configPath: config))
         }

@@ -52,19 +52,22 @@ public struct RuntimeDirectory: Sendable, Hashable {
             ? "set XDG_RUNTIME_DIR to an absolute path of a directory you own (usually /run/user/\(getuid())), "
                 + "or ask root to remove \(directory.path)"
             : "remove it"
-        if create, mkdir(directory.path, 0o700) != 0, errno != EEXIST {
-            let reason = SystemCallError.current("mkdir").reason
-            throw VigilError(
-                code: .runtimeDirectory,
-                message: "cannot create the runtime directory \(directory.path): \(reason) — "
-                    + "check that XDG_RUNTIME_DIR points at a writable directory you own")
+        if create, mkdir(directory.path, 0o700) != 0 {
+            let failure = SystemCallError.current("mkdir")  // read once, right at the call
+            if failure.number != EEXIST {
+                throw VigilError(
+                    code: .runtimeDirectory,
+                    message: "cannot create the runtime directory \(directory.path): \(failure.reason) — "
+                        + "check that XDG_RUNTIME_DIR points at a writable directory you own")
+            }
         }
         var info = stat()
         guard lstat(directory.path, &info) == 0 else {
-            if errno == ENOENT, !create { return nil }
-            let reason = SystemCallError.current("lstat").reason
+            let failure = SystemCallError.current("lstat")  // read once, right at the call
+            if failure.number == ENOENT, !create { return nil }
             throw VigilError(
-                code: .runtimeDirectory, message: "cannot inspect the runtime directory \(directory.path): \(reason)")
+                code: .runtimeDirectory,
+                message: "cannot inspect the runtime directory \(directory.path): \(failure.reason)")
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw VigilError(

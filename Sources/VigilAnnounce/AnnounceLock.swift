@@ -23,11 +23,12 @@ final class AnnounceLock {
     static let fallbackSeconds = Announcement.maxFileSeconds + setupSeconds
 
     let path: String
-    private let fd: Int32
+    /// The lock file, closed with this object.
+    private let file: OwnedDescriptor
 
-    private init(path: String, fd: Int32) {
+    private init(path: String, file: consuming OwnedDescriptor) {
         self.path = path
-        self.fd = fd
+        self.file = file
     }
 
     /// Waits (within the holder's deadline) for the lock in `directory` and takes it, declaring
@@ -40,12 +41,14 @@ final class AnnounceLock {
         } catch {
             throw DuckJournal.failure(error, consequence: "nothing was lowered")
         }
-        guard let fd = opened else {
+        guard let opened else {
             throw AnnounceError(code: .journal, message: "cannot create the announce lock \(path)")
         }
+        let file = OwnedDescriptor(adopting: opened)  // closed on every throw below
         let start = MonotonicClock.nanoseconds()
         var holder: Holder?
         do {
+            let fd = file.rawValue  // `file` lives on: it is handed to the lock below
             try FileLock.acquire(fd: fd) {
                 holder = Holder.read(fd) ?? holder
                 let now = MonotonicClock.nanoseconds()
@@ -55,7 +58,6 @@ final class AnnounceLock {
                 return now > start &+ UInt64(fallbackSeconds * 1e9)
             }
         } catch {
-            close(fd)
             switch error {
             case .timedOut:
                 let who = holder.map { "process \($0.pid)\(processName($0.pid).map { " (\($0))" } ?? "")" }
@@ -69,7 +71,7 @@ final class AnnounceLock {
                     code: .journal, message: "cannot lock \(path): \(failure.reason)", cause: ErrorCause(failure))
             }
         }
-        let lock = AnnounceLock(path: path, fd: fd)
+        let lock = AnnounceLock(path: path, file: file)
         lock.declare(budgetSeconds: budgetSeconds)
         return lock
     }
@@ -78,15 +80,14 @@ final class AnnounceLock {
     func declare(budgetSeconds: Double) {
         let deadline = MonotonicClock.nanoseconds() &+ UInt64(max(0, min(budgetSeconds, 86_400)) * 1e9)
         let record = Array("\(getpid()) \(deadline)\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = record.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        _ = ftruncate(file.rawValue, 0)
+        _ = record.withUnsafeBytes { pwrite(file.rawValue, $0.baseAddress, $0.count, 0) }
     }
 
-    /// Clears the record and releases the lock.
+    /// Clears the record and releases the lock (the descriptor closes with this object).
     func release() {
-        _ = ftruncate(fd, 0)
-        flock(fd, LOCK_UN)
-        close(fd)
+        _ = ftruncate(file.rawValue, 0)
+        flock(file.rawValue, LOCK_UN)
     }
 
     /// What a holder declared: its process id and deadline.

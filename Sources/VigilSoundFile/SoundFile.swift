@@ -73,25 +73,25 @@ public final class SoundFile {
                 code: missing ? .notFound : .unreadable, path: path,
                 message: missing ? "no such file; check the path" : "cannot open: \(failure.reason)", cause: failure)
         }
+        let file = OwnedDescriptor(adopting: fd)  // closed on every throw below
         var st = stat()
-        guard fstat(fd, &st) == 0 else {
+        guard fstat(file.rawValue, &st) == 0 else {
             let failure = SystemCallError.current("fstat")
-            Glibc.close(fd)
             throw SoundFileError(
                 code: .unreadable, path: path, message: "cannot inspect: \(failure.reason)", cause: failure)
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            Glibc.close(fd)
             throw SoundFileError(
                 code: .unreadable, path: path,
                 message: "is \(Self.kind(st.st_mode)), not a regular file; name an audio file")
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        _ = fcntl(file.rawValue, F_SETFL, fcntl(file.rawValue, F_GETFL) & ~O_NONBLOCK)
         var sfInfo = SF_INFO()
-        guard let handle = sf_open_fd(fd, Int32(SFM_READ), &sfInfo, 1) else {
+        // With close_desc set libsndfile owns the descriptor from here: sf_close closes it, and so
+        // does a failed sf_open_fd (closing it again here could close another thread's new file).
+        guard let handle = sf_open_fd(file.take(), Int32(SFM_READ), &sfInfo, 1) else {
             let number = sf_error(nil)
             let detail = String(cString: sf_strerror(nil))
-            Glibc.close(fd)
             let code: SoundFileError.Code =
                 switch Int(number) {
                 case Int(SF_ERR_UNRECOGNISED_FORMAT): .unrecognisedFormat

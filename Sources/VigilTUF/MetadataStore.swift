@@ -39,14 +39,15 @@ public struct FileStore: Sendable {
     /// The bytes of `name`, or nil when it does not exist. More than `limit` bytes is an error.
     public func read(_ name: String, limit: Int) throws(TUFError) -> [UInt8]? {
         let path = directory + "/" + name
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw .storage("open \(path)", .current("open"))
+        let file: OwnedDescriptor
+        do {
+            file = try OwnedDescriptor("open") { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        } catch {
+            if error.number == ENOENT { return nil }
+            throw .storage("open \(path)", error)
         }
-        defer { close(fd) }
         let bytes: [UInt8]
-        do { bytes = try FileIO.read(fd, limit: limit + 1) } catch { throw .storage("read \(path)", error) }
+        do { bytes = try FileIO.read(file.rawValue, limit: limit + 1) } catch { throw .storage("read \(path)", error) }
         guard bytes.count <= limit else {
             throw TUFError(
                 code: .tooLarge,
@@ -58,32 +59,55 @@ public struct FileStore: Sendable {
     /// Replaces `name` with `bytes` atomically.
     public func write(_ name: String, _ bytes: [UInt8]) throws(TUFError) {
         let path = directory + "/" + name
-        var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        if fd < 0 { throw .storage("create a file in \(directory)", .current("mkstemp")) }
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let temporary = try writeTemporaryFile(bytes)
         var committed = false
         defer {
             if !committed { unlink(temporary) }
         }
-        do {
-            defer { close(fd) }
-            do { try FileIO.writeAll(fd, bytes) } catch { throw TUFError.storage("write \(temporary)", error) }
-            if fchmod(fd, 0o644) != 0 { throw TUFError.storage("chmod \(temporary)", .current("fchmod")) }
-            if fsync(fd) != 0 { throw TUFError.storage("fsync \(temporary)", .current("fsync")) }
+        // errno is read inside `check`, right at the failing call, before the message is built.
+        do { try SystemCallError.check("rename") { rename(temporary, path) } } catch {
+            throw .storage("rename to \(path)", error)
         }
-        if rename(temporary, path) != 0 { throw .storage("rename to \(path)", .current("rename")) }
         committed = true
-        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirfd >= 0 {
-            _ = fsync(dirfd)
-            close(dirfd)
+        if let directoryFile = try? OwnedDescriptor("open", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
+            _ = fsync(directoryFile.rawValue)
         }
+    }
+
+    /// A new file in the directory holding `bytes`, mode 0644, flushed and closed: its path.
+    /// Removed again when any step fails.
+    private func writeTemporaryFile(_ bytes: [UInt8]) throws(TUFError) -> String {
+        var template = Array((directory + "/.tmp-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        if fd < 0 {
+            let failure = SystemCallError.current("mkstemp")  // before the message's interpolation runs
+            throw .storage("create a file in \(directory)", failure)
+        }
+        let file = OwnedDescriptor(adopting: fd)
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var written = false
+        defer {
+            if !written { unlink(temporary) }
+        }
+        do { try FileIO.writeAll(file.rawValue, bytes) } catch { throw .storage("write \(temporary)", error) }
+        // errno is read on the line after the failing call, before the message is built.
+        if fchmod(file.rawValue, 0o644) != 0 {
+            let failure = SystemCallError.current("fchmod")
+            throw .storage("chmod \(temporary)", failure)
+        }
+        if fsync(file.rawValue) != 0 {
+            let failure = SystemCallError.current("fsync")
+            throw .storage("fsync \(temporary)", failure)
+        }
+        written = true
+        return temporary  // `file` closes as this returns; a close error after fsync is not reported, as before
     }
 
     /// Removes `name` if it exists.
     public func remove(_ name: String) throws(TUFError) {
         let path = directory + "/" + name
-        if unlink(path) != 0 && errno != ENOENT { throw .storage("remove \(path)", .current("unlink")) }
+        do { try SystemCallError.check("unlink") { unlink(path) } } catch {
+            if error.number != ENOENT { throw .storage("remove \(path)", error) }
+        }
     }
 }

@@ -96,12 +96,13 @@ struct TUFClientCommand: AsyncParsableCommand {
     }
 
     func readFile(_ path: String) throws(TUFError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw TUFError.storage("open \(path)", .current("open")) }
-        defer { close(fd) }
+        let file: OwnedDescriptor
+        do { file = try OwnedDescriptor("open") { open(path, O_RDONLY | O_CLOEXEC) } } catch {
+            throw .storage("open \(path)", error)
+        }
         let limit = UpdaterConfig().rootMaxLength
         let bytes: [UInt8]
-        do { bytes = try FileIO.read(fd, limit: limit + 1) } catch { throw .storage("read \(path)", error) }
+        do { bytes = try FileIO.read(file.rawValue, limit: limit + 1) } catch { throw .storage("read \(path)", error) }
         guard bytes.count <= limit else {
             throw TUFError(code: .tooLarge, message: "\(path) is more than \(limit) bytes: not a TUF root")
         }

@@ -32,13 +32,16 @@ public enum AtomicFile {
         let base = Path.lastComponent(of: path)
         var tempPath = ""
         var fd: Int32 = -1
+        var openError: Int32 = 0  // read right after each open, not after the loop's own code
         for attempt in 0..<100 {
             tempPath = directory + "/." + base + ".tmp-\(getpid())-\(attempt)-\(UInt32.random(in: 0...UInt32.max))"
             fd = open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            if fd >= 0 || errno != EEXIST { break }
+            if fd >= 0 { break }
+            openError = errno
+            if openError != EEXIST { break }
         }
         guard fd >= 0 else {
-            throw CoreError.io("create a temporary file next to", path: path, errno: errno, call: "open")
+            throw CoreError.io("create a temporary file next to", path: path, errno: openError, call: "open")
         }
         var committed = false
         defer {
@@ -51,8 +54,9 @@ public enum AtomicFile {
         try writeAll(fd: fd, bytes: bytes, path: tempPath)
         if durable, fsync(fd) != 0 { throw CoreError.io("flush", path: tempPath, errno: errno, call: "fsync") }
         if close(fd) != 0 {
+            let e = errno
             fd = -1
-            throw CoreError.io("close", path: tempPath, errno: errno, call: "close")
+            throw CoreError.io("close", path: tempPath, errno: e, call: "close")
         }
         fd = -1
         if rename(tempPath, path) != 0 { throw CoreError.io("replace", path: path, errno: errno, call: "rename") }

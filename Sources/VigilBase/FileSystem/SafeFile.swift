@@ -106,7 +106,8 @@ public enum SafeFile {
     ) throws(CoreError) -> [UInt8] {
         var st = stat()
         guard fstat(fd, &st) == 0 else {
-            throw ioFailure("stat the \(what) \(path)", .current("fstat"), plugin: plugin)
+            let failure = SystemCallError.current("fstat")  // before the message's interpolation runs
+            throw ioFailure("stat the \(what) \(path)", failure, plugin: plugin)
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw CoreError(

@@ -158,8 +158,9 @@ public enum StateFile {
 
     /// Removes the state file `path` and makes the removal durable (the directory is fsynced).
     public static func remove(_ path: String, what: String) throws(CoreError) {
-        if unlink(path) != 0 && errno != ENOENT {
-            throw CoreError.io("remove \(what)", path: path, errno: errno, call: "unlink")
+        if unlink(path) != 0 {
+            let e = errno  // before the message's interpolation runs
+            if e != ENOENT { throw CoreError.io("remove \(what)", path: path, errno: e, call: "unlink") }
         }
         AtomicFile.syncDirectory(Path.directory(of: path))
     }

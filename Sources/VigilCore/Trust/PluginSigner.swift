@@ -160,8 +160,9 @@ public enum PluginSigner {
         for file in files.signatures
         where file.number != number && !stillValid.contains(where: { $0.number == file.number }) {
             let name = PluginLoader.signatureFileName(file.number)
-            if unlink(Path.join(directory, name)) != 0 {
-                throw CoreError.io("remove", path: Path.join(directory, name), errno: errno, call: "unlink")
+            let signaturePath = Path.join(directory, name)
+            if unlink(signaturePath) != 0 {
+                throw CoreError.io("remove", path: signaturePath, errno: errno, call: "unlink")
             }
             removed.append(name)
         }
