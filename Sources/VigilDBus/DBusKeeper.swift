@@ -1,4 +1,5 @@
 public import Logging
+import VigilBase
 
 /// The decisions for a connection to an optional bus that is kept up (MPRIS on the session bus,
 /// sleep handling on the system bus): when to say it is off (once per outage), when it is back,
@@ -126,13 +127,15 @@ public struct DBusKeeper: Sendable {
                 do throws(DBusError) {
                     try await session(connection)
                 } catch {
-                    await Self.uncancelled { await withdraw(connection) }
+                    // Withdrawing (giving a bus name back) must reach the bus on a stop too, bounded
+                    // by its own call timeouts: shielded from the stop's cancellation.
+                    await runUncancelled { await withdraw(connection) }
                     await connection.close()
                     throw error
                 }
                 for action in state.connected() { await perform(action, report: report) }
                 await connection.disconnection()
-                await Self.uncancelled { await withdraw(connection) }
+                await runUncancelled { await withdraw(connection) }
                 await connection.close()
                 if Task.isCancelled { return }
                 actions = state.lost(reason: "the \(bus) at \(connection.address) closed the connection")
@@ -148,12 +151,6 @@ public struct DBusKeeper: Sendable {
                 }
             }
         }
-    }
-
-    /// Runs `body` in a task of its own, which a stop has not cancelled: withdrawing (giving a bus
-    /// name back) must reach the bus on a stop too, bounded by its own call timeouts.
-    private static func uncancelled(_ body: @escaping @Sendable () async -> Void) async {
-        await Task { await body() }.value
     }
 
     private func perform(_ action: DBusLinkState.Action, report: @Sendable (DBusLinkEvent) async -> Void) async {

@@ -1,4 +1,5 @@
 public import ServiceLifecycle
+import VigilBase
 
 /// A keep-alive plugin implementation: the code behind a signed manifest's `entry`.
 ///
@@ -87,8 +88,6 @@ public enum PluginLifetime {
     /// release at the end of a cancelled `run()` (closing a notification, giving a bus name back,
     /// stopping workers) must not be cut short by the cancellation that asked for it.
     public static func uncancelled(_ body: @escaping @Sendable () async -> Void) async {
-        // The one unstructured task of the plugin contract: awaited at once, so it never outlives
-        // the caller; it only shields `body` from the caller's cancellation.
-        await Task { await body() }.value
+        await runUncancelled(body)
     }
 }

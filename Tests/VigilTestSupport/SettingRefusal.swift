@@ -1,5 +1,5 @@
 import Testing
-public import VigilPlugin
+import VigilPlugin
 
 /// The message of the ``PluginError`` that `body` throws for a refused setting of plugin `plugin`
 /// (expected to be `invalid-setting`), `nil` when it throws nothing, or any other error's text.

@@ -12,17 +12,15 @@ struct UnstructuredTaskScanTests {
             1,
             "the loop of a library host (Vigil.keepAlive() without a ServiceGroup); run() runs the same loop as its child"
         ),
-        "VigilPlugin/KeepAlivePlugin.swift": (
-            1, "PluginLifetime.uncancelled: a cancelled run()'s release runs to its end; awaited at once"
+        "VigilBase/Uncancelled.swift": (
+            1,
+            "runUncancelled: a release a stop asked for (plugin run()'s, a bus name given back) runs to its end; awaited at once"
         ),
         "VigilCLI/Up.swift": (
             3, "the CLI's display tasks, cancelled by `defer` when `vigil up` returns; no plugin work runs in them"
         ),
         "VigilCLI/Run.swift": (
             1, "a graceful-shutdown handler is synchronous: it hops to the async worker stop, which the group awaits"
-        ),
-        "VigilDBus/DBusKeeper.swift": (
-            1, "withdrawing (giving a bus name back) must reach the bus on a stop too: an awaited, uncancelled call"
         ),
     ]
 
