@@ -6,13 +6,56 @@
 #   scripts/check-api.sh          the baseline is VIGIL_API_BASELINE, else the revision .api-baseline
 #                                 names, else the newest v* tag reachable from HEAD
 #   scripts/check-api.sh REV      the baseline is REV (a tag, a commit, HEAD~5)
+#   scripts/check-api.sh --self-test
+#                                 shows that the check catches a break: in a scratch clone of HEAD, a
+#                                 temporary commit adds a public function to VigilPlugin and the next
+#                                 removes it; the check against the first must fail naming the removal,
+#                                 and pass once the allow-list holds the digester's message (two full
+#                                 builds: not part of scripts/test.sh)
 #
 # With no baseline (no release yet) it says so and exits 0. The baseline is built once in a
 # temporary worktree; its API files are kept in .build-api-baseline/ for the next run.
+#
+# The baseline must have Vigil's C targets' module maps written out (include/module.modulemap,
+# from commit d34d89f on): SwiftPM generates one per build of a C target, and one built for the
+# host too (for the SwiftPM plugins' tool) is then defined twice on the digester's search path
+# ("redefinition of module"; SwiftPM issues 8103 and 9254), so an older revision cannot be a
+# baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-products=(Vigil VigilPlugin VigilPluginSDK VigilExecutor)
+products=(Vigil VigilHostCore VigilPlugin VigilPluginSDK VigilExecutor VigilSupervisor)
+
+if [[ "${1:-}" == --self-test ]]; then
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  git clone -q . "$scratch/vigil"
+  cd "$scratch/vigil"
+  commit() { git -c user.name=check-api -c user.email=check-api@localhost commit -q -m "$1"; }
+  probe=Sources/VigilPlugin/APISelfTest.swift
+  printf '/// Temporary: scripts/check-api.sh --self-test removes it in the next commit.
+public func vigilAPISelfTest() {}
+' >"$probe"
+  git add "$probe" && commit "check-api self-test: a public function"
+  git rm -q "$probe" && commit "check-api self-test: the function removed (a breaking change)"
+  : >.api-breakage-allowlist
+  status=0
+  scripts/check-api.sh HEAD~1 >"$scratch/first.log" 2>&1 || status=$?
+  message="API breakage: func vigilAPISelfTest() has been removed"
+  if ((status == 0)) || ! grep -qF "${message#API breakage: }" "$scratch/first.log"; then
+    cat "$scratch/first.log" >&2
+    echo "check-api: self-test FAILED: the removal of a public function was not reported (exit $status)" >&2
+    exit 1
+  fi
+  echo "$message" >.api-breakage-allowlist
+  if ! scripts/check-api.sh HEAD~1 >"$scratch/second.log" 2>&1; then
+    cat "$scratch/second.log" >&2
+    echo "check-api: self-test FAILED: the allow-listed break still fails the check" >&2
+    exit 1
+  fi
+  echo "check-api: self-test passed: the removal was reported (exit $status) and, allow-listed, accepted"
+  exit 0
+fi
 baseline=${1:-${VIGIL_API_BASELINE:-}}
 from="the command line"
 if [[ -z "$baseline" && -f .api-baseline ]]; then
