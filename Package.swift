@@ -437,3 +437,28 @@ package.targets += [
 if let only = Context.environment["VIGIL_TEST_TARGETS"]?.split(separator: ",").map(String.init) {
     package.targets.removeAll { $0.type == .test && !only.contains($0.name) }
 }
+
+// `VIGIL_API_CHECK=P1,P2,…` (scripts/check-api.sh sets it, for the baseline's manifest and this one)
+// keeps only those library products and the targets they need: no SwiftPM plugin, whose tool is
+// compiled for the host too, with its C modules (ours and TOMLKit's CTOML), which
+// `swift package diagnose-api-breaking-changes` then hands the API digester twice ("redefinition
+// of module"; SwiftPM issues 8103, 9254); and nothing else to build for the baseline.
+if let checked = Context.environment["VIGIL_API_CHECK"]?.split(separator: ",").map(String.init) {
+    var needed = Set<String>()
+    var queue = package.products.filter { checked.contains($0.name) }.flatMap {
+        ($0 as? Product.Library)?.targets ?? []
+    }
+    while let name = queue.popLast() {
+        guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else {
+            continue
+        }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): queue.append(name)
+            default: break
+            }
+        }
+    }
+    package.products.removeAll { !checked.contains($0.name) }
+    package.targets.removeAll { !needed.contains($0.name) }
+}

@@ -16,11 +16,13 @@
 # With no baseline (no release yet) it says so and exits 0. The baseline is built once in a
 # temporary worktree; its API files are kept in .build-api-baseline/ for the next run.
 #
-# The baseline must have Vigil's C targets' module maps written out (include/module.modulemap,
-# from commit d34d89f on): SwiftPM generates one per build of a C target, and one built for the
-# host too (for the SwiftPM plugins' tool) is then defined twice on the digester's search path
-# ("redefinition of module"; SwiftPM issues 8103 and 9254), so an older revision cannot be a
-# baseline.
+# Why VIGIL_API_CHECK=PRODUCTS: the SwiftPM plugins' tool (vigil-plugin-tool) is compiled for the
+# host too, with the C modules it needs (Vigil's and TOMLKit's CTOML), and SwiftPM hands the API
+# digester the module maps of both copies ("redefinition of module 'CTOML'", "Failed to load
+# module: Vigil"; SwiftPM issues 8103 and 9254). With it, Package.swift declares only the checked
+# products and the targets they need (no plugin, nothing compiled twice, and the baseline's build
+# is no bigger than it must be). The baseline's manifest must know the variable too: a revision
+# from before the commit that added it cannot be a baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,7 +81,7 @@ fi
 echo "check-api: comparing the API of ${products[*]} with $baseline ($commit, from $from)"
 start=$SECONDS
 status=0
-swift package diagnose-api-breaking-changes "$commit" --products "${products[@]}" \
+VIGIL_API_CHECK=$(IFS=,; echo "${products[*]}") swift package diagnose-api-breaking-changes "$commit" --products "${products[@]}" \
   --breakage-allowlist-path .api-breakage-allowlist --baseline-dir .build-api-baseline || status=$?
 echo "check-api: took $((SECONDS - start))s"
 if ((status != 0)); then
