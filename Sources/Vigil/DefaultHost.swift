@@ -1,6 +1,7 @@
 public import Logging
 import Synchronization
 import VigilCore
+import VigilHostCore
 
 /// The process-wide host behind ``keepAlive(configPath:logger:)`` and ``stop()``.
 private let defaultHost = Mutex<VigilHost?>(nil)

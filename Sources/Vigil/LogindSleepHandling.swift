@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import VigilDBus
+import VigilHostCore
 import VigilPlugin
 
 /// Sleep handling through systemd-logind on the system bus (the default ``SleepHandling``): a
@@ -21,9 +22,12 @@ final class LogindSleepHandling: SleepHandling {
     }
     private let state = Mutex(State())
     private let setup: SleepHandlingSetup
+    /// The system bus connection's deadline and reconnection backoff.
+    private let systemBus: DBusKeeper
 
-    init(_ setup: SleepHandlingSetup) {
+    init(_ setup: SleepHandlingSetup, systemBus: DBusKeeper) {
         self.setup = setup
+        self.systemBus = systemBus
     }
 
     var status: (locks: [String], off: String?) {
@@ -35,7 +39,7 @@ final class LogindSleepHandling: SleepHandling {
     }
 
     func run(report: @escaping @Sendable (SleepReport) async -> Void) async {
-        var keeper = setup.systemBus
+        var keeper = systemBus
         keeper.bus = .system
         keeper.environment = setup.environment
         let (who, inhibitSleep, logger) = (setup.hostName, setup.inhibitSleep, setup.logger)

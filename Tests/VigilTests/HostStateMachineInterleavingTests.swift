@@ -4,6 +4,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// The interleavings the 2,000-call `VigilHost` tests exercise, on the pure machine: a seeded
 /// simulation of its executor answers every action in a random order, among random requests,

@@ -1,13 +1,12 @@
 import Logging
-import VigilDBus
 
 /// System sleep handling, an injected and optional component of the host: while the host is up
 /// it runs as a structured child of the host's loop and reports what the host's state machine
 /// needs; the host asks it to let the system sleep once the audio plugins stopped. The host core
-/// knows only this protocol: ``LogindSleepHandling`` (logind on the system bus) is the default,
-/// and a host without one (``VigilHost/Options/makeSleepHandling`` returning `nil`) has no sleep
-/// handling and no `sleep` in its status.
-protocol SleepHandling: Sendable {
+/// knows only this protocol and has none of its own: `Vigil` adds logind's (on the system bus),
+/// and a host without one (``VigilHost/Options/makeSleepHandling`` unset or returning `nil`) has no
+/// sleep handling and no `sleep` in its status.
+package protocol SleepHandling: Sendable {
     /// Runs until cancelled, then releases every lock. `report` is called in order.
     func run(report: @escaping @Sendable (SleepReport) async -> Void) async
 
@@ -19,7 +18,7 @@ protocol SleepHandling: Sendable {
 }
 
 /// What sleep handling tells the host.
-enum SleepReport: Sendable, Equatable {
+package enum SleepReport: Sendable, Equatable {
     /// Its first attempt ended (on or off): `keepAlive()` may return.
     case settled
     /// The system is going to sleep (the delay lock is held).
@@ -33,11 +32,10 @@ enum SleepReport: Sendable, Equatable {
 }
 
 /// What a sleep handling is made from: the host's name, `[host] inhibit_sleep`, its environment
-/// and logger, and the system bus keeper's deadline and backoff.
-struct SleepHandlingSetup: Sendable {
-    var hostName: String
-    var inhibitSleep: Bool
-    var environment: [String: String]
-    var systemBus: DBusKeeper
-    var logger: Logger
+/// and logger.
+package struct SleepHandlingSetup: Sendable {
+    package var hostName: String
+    package var inhibitSleep: Bool
+    package var environment: [String: String]
+    package var logger: Logger
 }

@@ -1,6 +1,5 @@
 import FoundationEssentials
 public import Logging
-import VigilAnnounce
 import VigilCore
 import VigilHostCheck
 import VigilLibraryCheck
@@ -18,16 +17,19 @@ extension VigilHost {
     /// A plugin that does not verify, or whose `entry` is not in `registry`, never gets an
     /// instance: it shows `failed` with the reason and the remedy, and the others run normally.
     /// Versions accepted are recorded for rollback protection under the state directory of
-    /// `options.environment`.
+    /// `options.environment`. The host core adds no optional part (no sleep handling, no
+    /// announcer); `Vigil`'s `init(configPath:registry:options:logger:)` is this one with its
+    /// built-in plugins and parts.
     ///
     /// - Parameters:
     ///   - configPath: the `vigil.toml` (relative to `options.environment`'s working directory);
     ///     `nil` finds the nearest one from that directory upward.
-    ///   - registry: the plugin implementations this host provides (default: Vigil's built-ins).
+    ///   - registry: the plugin implementations this host runs (a supervisor-only host:
+    ///     `PluginRegistry([SupervisorPlugin.implementation])`).
     /// - Throws: ``VigilError/Code/configuration`` when the file is missing or invalid (the message
     ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published.
     public init(
-        configPath: String? = nil, registry: PluginRegistry = .builtin, options: Options = Options(), logger: Logger
+        configPath: String? = nil, running registry: PluginRegistry, options: Options = Options(), logger: Logger
     ) throws(VigilError) {
         let path = try Self.resolveConfigPath(configPath, environment: options.environment)
         let configuration: HostConfiguration
@@ -45,13 +47,7 @@ extension VigilHost {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         var options = options
-        if let table = configuration.pluginSettings["announce"] {
-            do throws(AnnounceError) {
-                options.announce = try AnnounceSettings(table: table)
-            } catch {
-                throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
-            }
-        }
+        for read in options.parts.readConfiguration { try read(configuration, &options) }
         let entries = plan.items.map { Self.entry(for: $0, registry: registry) }
         for case .unavailable(let plugin) in entries {
             logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(plugin.name)"])
@@ -63,7 +59,9 @@ extension VigilHost {
 
     /// The `vigil.toml` to use: `configPath`, else the nearest one from the environment's working
     /// directory upward.
-    static func resolveConfigPath(_ configPath: String?, environment: HostEnvironment) throws(VigilError) -> String {
+    package static func resolveConfigPath(_ configPath: String?, environment: HostEnvironment) throws(VigilError)
+        -> String
+    {
         do throws(CoreError) {
             return try HostPlan.resolveConfigPath(configPath, environment: environment)
         } catch {

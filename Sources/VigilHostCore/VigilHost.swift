@@ -1,9 +1,7 @@
 import FoundationEssentials
 public import Logging
 public import ServiceLifecycle
-public import VigilAnnounce
 public import VigilCore
-import VigilDBus
 import VigilLibraryCheck
 public import VigilPlugin
 import VigilSharedLibrary
@@ -13,6 +11,11 @@ import Glibc
 #endif
 
 /// Runs a host's keep-alive plugins: `keepAlive()`, `stop()`, `status()`, `events`.
+///
+/// The host core runs the plugins of the registry it is given and nothing else; the `Vigil`
+/// umbrella's initialisers (`init(configPath:registry:options:logger:)`,
+/// `init(plugins:declarations:hostName:options:logger:)`) add its built-in plugins, logind sleep
+/// handling and the announcer.
 ///
 /// ## Semantics
 /// - ``keepAlive()`` starts every activated plugin whose host requirements are met; ``stop()``
@@ -49,16 +52,15 @@ public actor VigilHost: Service {
         public var environment: RequirementChecker.Environment
         /// How often a host running as a `Service` re-probes plugins blocked by their environment.
         public var retryInterval: Duration
-        /// How ``VigilHost/announce(_:)`` plays prompts (`[announce]` in `vigil.toml`).
-        public var announce: AnnounceSettings
         /// Called (on the status writer's thread) when the status file cannot be written, with the
         /// problem — once, while the writer retries with a growing delay — and with nil once it is
         /// written again: the way to show it where the logs are not read (as `vigil up` does).
         public var statusFileProblem: (@Sendable (_ problem: String?) -> Void)?
-        /// The system bus connection's deadline and reconnection backoff (sleep handling).
-        var systemBus = DBusKeeper(bus: .system, environment: [:])
-        /// Makes the host's sleep handling (logind on the system bus); `nil` for none.
-        var makeSleepHandling: @Sendable (SleepHandlingSetup) -> (any SleepHandling)? = { LogindSleepHandling($0) }
+        /// Makes the host's sleep handling; unset (the host core's default) or returning `nil`: none.
+        /// `Vigil`'s initialisers set logind's when it is unset.
+        package var makeSleepHandling: (@Sendable (SleepHandlingSetup) -> (any SleepHandling)?)?
+        /// The optional parts' hooks and settings (see ``HostParts``).
+        package var parts = HostParts()
 
         /// Creates options.
         ///
@@ -69,13 +71,11 @@ public actor VigilHost: Service {
         public init(
             publishStatus: Bool = true,
             environment: RequirementChecker.Environment = .current,
-            retryInterval: Duration = .seconds(5),
-            announce: AnnounceSettings = AnnounceSettings()
+            retryInterval: Duration = .seconds(5)
         ) {
             self.publishStatus = publishStatus
             self.environment = environment
             self.retryInterval = retryInterval
-            self.announce = announce
         }
     }
 
@@ -142,12 +142,12 @@ public actor VigilHost: Service {
     public nonisolated let unsafePlugins: [String]
     /// The runtime directory status is published in, when publishing is on.
     public nonisolated let runtimeDirectory: RuntimeDirectory?
-    /// Plays the host's announcements (``announce(_:)``).
-    public nonisolated let announcer: Announcer
+    /// The optional parts made for this host (as `Vigil`'s announcer), each once.
+    package nonisolated let madeParts = MadeParts()
 
     let declarations: HostDeclarations
-    let options: Options
-    let logger: Logger
+    package nonisolated let options: Options
+    package nonisolated let logger: Logger
     let hub = EventHub()
     let publisher: StatusPublisher?
     let unsafeBanner: String?
@@ -171,12 +171,14 @@ public actor VigilHost: Service {
     /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
     private(set) var requestCount: UInt64 = 0
 
-    /// Creates a host for plugins that are already prepared: no manifests, no verification.
+    /// Creates a host for plugins that are already prepared: no manifests, no verification, and
+    /// no optional part (no sleep handling, no announcer).
     ///
     /// Meant for tests and for hosts that embed their own plugins; a `vigil.toml` host uses
-    /// ``init(configPath:registry:options:logger:)``.
+    /// ``init(configPath:running:options:logger:)``. `Vigil`'s `init(plugins:…)` is this one with
+    /// its parts added.
     public init(
-        plugins: [PreparedPlugin],
+        preparedPlugins plugins: [PreparedPlugin],
         declarations: HostDeclarations = HostDeclarations(),
         hostName: String? = nil,
         options: Options = Options(),
@@ -232,11 +234,10 @@ public actor VigilHost: Service {
         self.unsafeBanner = unsafeBanner
         self.options = options
         self.logger = logger
-        self.announcer = Self.makeAnnouncer(options: options, logger: logger)
-        self.sleepHandling = options.makeSleepHandling(
+        self.sleepHandling = options.makeSleepHandling?(
             SleepHandlingSetup(
                 hostName: self.hostName, inhibitSleep: declarations.inhibitSleep,
-                environment: options.environment.variables, systemBus: options.systemBus, logger: logger))
+                environment: options.environment.variables, logger: logger))
         if options.publishStatus {
             guard let directory = try RuntimeDirectory.resolve(environment: options.environment.variables, create: true)
             else {
@@ -269,7 +270,7 @@ public actor VigilHost: Service {
     /// Idempotent: running plugins are left alone; `failed` and `blocked` ones are retried.
     @discardableResult
     public func keepAlive() async -> HostStatus {
-        await recoverAnnouncements()
+        for hook in options.parts.beforeStart { await hook(self) }
         await request(up: true)
         let current = await status()
         // The status file is current when keepAlive() returns (later changes are rate-limited).

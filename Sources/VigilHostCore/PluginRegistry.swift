@@ -2,8 +2,9 @@ public import VigilPlugin
 
 /// Maps a manifest's `entry` to the ``VigilPlugin/PluginImplementation`` that runs it.
 ///
-/// ``builtin`` holds the first-party implementations compiled into this build of Vigil; a host
-/// can add its own in-process implementations with ``registering(_:)``.
+/// The host core has no plugin of its own: a host registers the implementations it runs (a
+/// supervisor-only host, the supervisor's), and `Vigil`'s `PluginRegistry.builtin` holds every
+/// first-party one; a host can add its own in-process implementations with ``registering(_:)``.
 public struct PluginRegistry: Sendable {
     private var implementations: [String: PluginImplementation]
 
@@ -13,9 +14,6 @@ public struct PluginRegistry: Sendable {
         for implementation in implementations { map[implementation.entry] = implementation }
         self.implementations = map
     }
-
-    /// The implementations built into Vigil (see `BuiltinPlugins.swift`).
-    public static var builtin: PluginRegistry { PluginRegistry(BuiltinPlugins.all) }
 
     /// A copy of this registry that also holds `implementation`.
     public func registering(_ implementation: PluginImplementation) -> PluginRegistry {
