@@ -1,6 +1,7 @@
 import FoundationEssentials
 public import Logging
 import VigilAnnounce
+import VigilBase
 import VigilCore
 import VigilHostCheck
 import VigilLibraryCheck
@@ -54,7 +55,11 @@ extension VigilHost {
         }
         let entries = plan.items.map { Self.entry(for: $0, registry: registry) }
         for case .unavailable(let plugin) in entries {
-            logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(plugin.name)"])
+            logger.error(
+                "\(plugin.failure.message)",
+                metadata: [
+                    "plugin.name": "\(plugin.name)", OperatorEvent.metadataKey: "\(plugin.failure.operatorEvent)",
+                ])
         }
         try self.init(
             entries: entries, declarations: configuration.host, hostName: nil, configPath: configuration.path,
