@@ -131,6 +131,30 @@ struct JournalLogTests {
             !lines.contains { $0.contains("start limit hit") && $0.contains("[VigilSupervisorEngine]") }, "\(lines)")
     }
 
+    @Test("vigil run without a vigil.toml under journald: its command giving up is the same entry, as `vigil`")
+    func runGivesUp() async throws {
+        let (s, _, environment) = try await Self.sandbox()
+        defer { s.remove() }
+        try FileManager.default.removeItem(atPath: s.dir.url("work/vigil.toml"))
+        let journal = try PrivateJournal(
+            running: [
+                "/usr/bin/env", "-C", s.work, VigilExecutable.path, "run", "--restart", "always",
+                "--restart-delay-ms", "1", "--max-restart-delay-ms", "1", "--start-limit-burst", "2", "--",
+                "/bin/sh", "-c", "exit 4",
+            ], environment: environment, in: s.dir)
+        let gaveUp = try await journal.waitForEntries(["MESSAGE_ID=\(Self.workerGaveUp)"], timeout: 30)
+        #expect(await journal.stop() == 0, "\(journal.output)")
+        let everything = try await journal.entries([]).compactMap { $0["MESSAGE"] }
+        let entry = try #require(gaveUp.first, "\(everything)")
+        #expect(entry["MESSAGE"] == "worker failed: start limit hit")
+        #expect(entry["PRIORITY"] == "3")
+        // No host: the executable's name, as systemd would name the unit's lines.
+        #expect(entry["SYSLOG_IDENTIFIER"] == "vigil")
+        #expect(entry["VIGIL_WORKER_NAME"] == "sh")
+        #expect(entry["VIGIL_WORKER_REASON"]?.contains("exited with status 4") == true, "\(entry)")
+        #expect(entry["_TRANSPORT"] == "journal")
+    }
+
     /// `vigil up --verbose` of the sandbox with standard error to a file and `environment`
     /// (through `wrapper`, an argv prefix); its standard error once it logged the worker's end.
     static func textLines(
