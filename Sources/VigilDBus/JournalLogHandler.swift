@@ -11,7 +11,7 @@ import VigilBase
 /// terminal escaping: `journalctl` prints them to terminals). An entry the journal does not take
 /// is given to `fallback` (the text line).
 ///
-/// The `vigil` CLI bootstraps it; a host app may too (`LoggingSystem.bootstrap`). Libraries never do.
+/// The `vigil` CLI bootstraps it (`LogOutput`); libraries never do.
 public struct JournalLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
