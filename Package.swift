@@ -138,7 +138,8 @@ let package = Package(
             name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log, "VigilPlugin"],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
-        // names and exported objects. The only module that imports CSystemd's sd-bus.
+        // names and exported objects; and the journal's native logging (sd-journal,
+        // JournalLogHandler). The only module that imports CSystemd.
         .target(name: "VigilDBus", dependencies: ["CSystemd", "VigilBase", log], swiftSettings: strictSettings),
         // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
         // a bounded buffer. The only module that imports CSndfile.
@@ -228,7 +229,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSoundscape", "VigilAnnounce",
                 "VigilSharedLibrary", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", "VigilBase", log,
-                lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
+                lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilDBus",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -391,7 +392,7 @@ package.targets += [
         ],
         swiftSettings: strictSettings),
     .testTarget(
-        name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
+        name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log, "VigilBase"],
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],

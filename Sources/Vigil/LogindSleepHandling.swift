@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import VigilBase
 import VigilDBus
 import VigilHostCore
 import VigilPlugin
@@ -138,7 +139,9 @@ final class LogindSleepHandling: SleepHandling {
                 "the audio plugins are not stopped before system sleep"
                 + (setup.inhibitSleep ? " and inhibit_sleep has no effect" : "")
                 + (retrying ? "; trying again with backoff" : "")
-            setup.logger.notice("sleep handling is off: \(reason) — \(effect)", metadata: ["vigil.sleep": "off"])
+            setup.logger.notice(
+                "sleep handling is off: \(reason) — \(effect)",
+                metadata: ["vigil.sleep": "off", OperatorEvent.metadataKey: "\(OperatorEvent.sleepHandlingOff)"])
         }
     }
 }

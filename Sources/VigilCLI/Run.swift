@@ -82,7 +82,8 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "vigil.run", factory: { TerminalLogHandler(label: $0) })
+        let identifier = VigilHost.name(configPath: options.config, environment: CLI.environment)
+        var logger = Logger(label: "vigil.run", factory: { LogOutput.handler(label: $0, identifier: identifier) })
         logger.logLevel = .notice
         // A relative path (`./signerd`) names a file in the directory vigil run started in: the
         // spawner resolves relative commands only against a directory it is told (ExecutableLookup).

@@ -37,10 +37,13 @@ struct Up: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Plugin state changes are shown by the display below; logs repeat them, so they are opt-in.
-        let level: Logger.Level = verbose ? .info : .critical
+        // Plugin state changes are shown by the display below; logs repeat them, so they are opt-in,
+        // except in the journal: there the events an operator alerts on (notice and above) are
+        // entries of their own, with their MESSAGE_ID (docs/logs.md).
+        let level: Logger.Level = verbose ? .info : LogOutput.toJournal ? .notice : .critical
+        let identifier = VigilHost.name(configPath: options.config, environment: CLI.environment)
         LoggingSystem.bootstrap { label in
-            var handler = TerminalLogHandler(label: label)
+            var handler = LogOutput.handler(label: label, identifier: identifier)
             handler.logLevel = level
             return handler
         }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 public import Logging
+import VigilBase
 import VigilCore
 import VigilHostCheck
 import VigilLibraryCheck
@@ -50,7 +51,11 @@ extension VigilHost {
         for read in options.parts.readConfiguration { try read(configuration, &options) }
         let entries = plan.items.map { Self.entry(for: $0, registry: registry) }
         for case .unavailable(let plugin) in entries {
-            logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(plugin.name)"])
+            logger.error(
+                "\(plugin.failure.message)",
+                metadata: [
+                    "plugin.name": "\(plugin.name)", OperatorEvent.metadataKey: "\(plugin.failure.operatorEvent)",
+                ])
         }
         try self.init(
             entries: entries, declarations: configuration.host, hostName: nil, configPath: configuration.path,

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Logging
 import Synchronization
+import VigilBase
 import VigilCore
 import VigilLibraryCheck
 import VigilPlugin
@@ -221,7 +222,10 @@ extension VigilHost {
         switch event {
         case .started: logger.info("[\(name)] running", metadata: metadata)
         case .stopped: logger.info("[\(name)] stopped", metadata: metadata)
-        case .failed(let failure): logger.error("\(failure)", metadata: metadata)
+        case .failed(let failure):
+            logger.error(
+                "\(failure)", metadata: metadata.merging([OperatorEvent.metadataKey: "\(failure.operatorEvent)"]) { $1 }
+            )
         case .blocked:
             if case .blocked(let unmet) = state {
                 for item in unmet { logger.warning("[\(name)] blocked: \(item)", metadata: metadata) }
@@ -230,7 +234,10 @@ extension VigilHost {
             logger.info("[\(name)] stopped for system sleep", metadata: metadata)
         case .interrupted(let reason): logger.warning("[\(name)] interrupted: \(reason)", metadata: metadata)
         case .resumed: logger.info("[\(name)] resumed", metadata: metadata)
-        case .resumeFailed(let reason): logger.error("[\(name)] gave up: \(reason)", metadata: metadata)
+        case .resumeFailed(let reason):
+            logger.error(
+                "[\(name)] gave up: \(reason)",
+                metadata: metadata.merging([OperatorEvent.metadataKey: "\(OperatorEvent.pluginFailed)"]) { $1 })
         case .detailsChanged: break
         }
     }

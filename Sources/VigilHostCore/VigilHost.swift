@@ -257,7 +257,7 @@ public actor VigilHost: Service {
         }
     }
 
-    private static func executableName() -> String {
+    static func executableName() -> String {
         let path = CommandLine.arguments.first ?? "vigil-host"
         return path.split(separator: "/").last.map(String.init) ?? path
     }
