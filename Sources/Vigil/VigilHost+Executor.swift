@@ -50,6 +50,8 @@ extension VigilHost {
             continuation.resume()
         case .publishStatus:
             publish()
+        case .revocations(let findings):
+            await applyWatched(findings)
         case .wake:
             break
         }
@@ -231,6 +233,8 @@ extension VigilHost {
         case .interrupted(let reason): logger.warning("[\(name)] interrupted: \(reason)", metadata: metadata)
         case .resumed: logger.info("[\(name)] resumed", metadata: metadata)
         case .resumeFailed(let reason): logger.error("[\(name)] gave up: \(reason)", metadata: metadata)
+        case .revoked(let failure):
+            logger.error("[\(name)] revoked, stopping it: \(failure.message)", metadata: metadata)
         case .detailsChanged: break
         }
     }
@@ -245,9 +249,11 @@ extension VigilHost {
             pid: getpid(), hostName: hostName, configPath: configPath,
             plugins: slots.indices.map { index in
                 let slot = slots[index]
-                return PluginStatus(
+                var status = PluginStatus(
                     name: slot.name, version: slot.version, state: machine.plugins[index].state, since: slot.since,
                     details: slot.details)
+                status.signature = slot.signature
+                return status
             },
             // Shown once its first attempt ended (before that nothing is known of the locks).
             sleep: machine.sleepOpen && machine.sleepSettled
