@@ -67,6 +67,11 @@ public struct HostCheck: Sendable {
         public var waiting: [String: String] = [:]
         /// Activated plugins that will not start: `[host]` lacks a declaration they require.
         public var blocked: Set<String> = []
+        /// How long each verified plugin's signature stays fresh, for those whose signed manifest
+        /// carries `expires`, by name.
+        public var signatures: [String: SignatureFreshness] = [:]
+        /// The time the freshness was judged at (seconds since the epoch).
+        public var checkedAt: Int64 = Freshness.systemNow()
         /// True when any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
@@ -198,7 +203,7 @@ public struct HostCheck: Sendable {
                     ))
             }
         }
-        return Report(
+        var report = Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
                 if case .ready = item.outcome {
@@ -207,6 +212,13 @@ public struct HostCheck: Sendable {
                     (item.name, false, item.directory)
                 }
             }, waiting: waiting, blocked: blocked)
+        for item in plan.items {
+            if let expires = item.expires {
+                report.signatures[item.name] = SignatureFreshness(
+                    expires: expires, grace: configuration.freshnessGrace)
+            }
+        }
+        return report
     }
 
     /// A found file's path as a compiler would print it: relative when below `workingDirectory`.
