@@ -30,6 +30,18 @@ struct RevocationHostTests {
         return project
     }
 
+    /// The project, a ledger of the test plugin's instances and a host of the project's vigil.toml.
+    func setUp() throws -> (HostProject, InstanceLedger, VigilHost) {
+        let project = try makeProject()
+        let ledger = InstanceLedger()
+        do {
+            return (project, ledger, try makeHost(project, ledger: ledger))
+        } catch {
+            project.remove()
+            throw error
+        }
+    }
+
     func makeHost(_ project: HostProject, ledger: InstanceLedger) throws -> VigilHost {
         try VigilHost(
             configPath: project.configPath, registry: PluginRegistry([TestPlugins.implementation(ledger: ledger)]),
@@ -42,6 +54,13 @@ struct RevocationHostTests {
     func sha(_ project: HostProject) throws -> String {
         Digest.hex(
             Digest.sha256(Array(try Data(contentsOf: URL(fileURLWithPath: alphaDirectory(project) + "/plugin.json")))))
+    }
+
+    /// Publishes a revocation list for alpha's manifest, signed by `key`.
+    func revokeAlphasManifest(_ project: HostProject, signedBy key: MinisignSecretKey) throws {
+        try PluginRevoker.revoke(
+            directory: alphaDirectory(project), keys: [], manifests: [try sha(project)], versionFloor: nil,
+            expires: nil, signers: [key])
     }
 
     /// Records the host's events from now on.
@@ -66,10 +85,8 @@ struct RevocationHostTests {
         "reevaluateRevocations() stops a running plugin revoked by digest, floor or key, with a revoked event",
         arguments: Revocation.allCases)
     func reevaluateStopsARevokedPlugin(_ revocation: Revocation) async throws {
-        let project = try makeProject()
+        let (project, ledger, host) = try setUp()
         defer { project.remove() }
-        let ledger = InstanceLedger()
-        let host = try makeHost(project, ledger: ledger)
         let (events, task) = record(host)
         defer { task.cancel() }
         let status = await host.keepAlive()
@@ -112,15 +129,11 @@ struct RevocationHostTests {
 
     @Test("a list not signed by the plugin's key stops nothing: the plugin keeps running")
     func anUnverifiedListStopsNothing() async throws {
-        let project = try makeProject()
+        let (project, ledger, host) = try setUp()
         defer { project.remove() }
-        let ledger = InstanceLedger()
-        let host = try makeHost(project, ledger: ledger)
         _ = await host.keepAlive()
         // Signed by beta's key, not alpha's.
-        try PluginRevoker.revoke(
-            directory: alphaDirectory(project), keys: [], manifests: [try sha(project)], versionFloor: nil,
-            expires: nil, signers: [betaKey])
+        try revokeAlphasManifest(project, signedBy: betaKey)
         #expect(await host.reevaluateRevocations() == [])
         #expect(await host.status()[plugin: "alpha"]?.state == .running)
         #expect(ledger.snapshot.liveByPlugin["alpha"] == 1)
@@ -129,10 +142,8 @@ struct RevocationHostTests {
 
     @Test("running as a Service, the host sees a new list through inotify and stops the revoked plugin")
     func theWatchStopsARevokedPlugin() async throws {
-        let project = try makeProject()
+        let (project, ledger, host) = try setUp()
         defer { project.remove() }
-        let ledger = InstanceLedger()
-        let host = try makeHost(project, ledger: ledger)
         let (events, task) = record(host)
         defer { task.cancel() }
         let before = Self.watchThreads()
@@ -154,9 +165,7 @@ struct RevocationHostTests {
             let switches = threads.map(Self.contextSwitches)
             try await Task.sleep(for: .seconds(1))
             #expect(threads.map(Self.contextSwitches) == switches, "the idle watch woke up")
-            try PluginRevoker.revoke(
-                directory: alphaDirectory(project), keys: [], manifests: [try sha(project)], versionFloor: nil,
-                expires: nil, signers: [alphaKey])
+            try revokeAlphasManifest(project, signedBy: alphaKey)
             let revoked = await events.wait(timeout: 10) { list in
                 list.contains { if $0.plugin == "alpha", case .revoked = $0.kind { true } else { false } }
             }
