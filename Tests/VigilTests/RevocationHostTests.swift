@@ -98,11 +98,11 @@ struct RevocationHostTests {
             manifests: revocation == .manifest ? [try sha(project)] : [],
             versionFloor: revocation == .floor ? SemanticVersion("2.0.0") : nil, expires: nil, signers: [alphaKey])
         #expect(await host.reevaluateRevocations() == ["alpha"])
-        let stopped = await RuntimeFixtures.waitUntil(timeout: 10) {
+        let stopped = await RuntimeFixtures.waitUntil(timeout: 30) {
             ledger.snapshot.liveByPlugin["alpha", default: 0] == 0
         }
         #expect(stopped, "alpha's instance is released")
-        let revoked = await events.wait(timeout: 10) { list in
+        let revoked = await events.wait(timeout: 30) { list in
             list.contains { event in
                 if event.plugin == "alpha", case .revoked(let failure) = event.kind {
                     return failure.code == .refused(.revoked)
@@ -149,16 +149,16 @@ struct RevocationHostTests {
         let before = Self.watchThreads()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await host.run() }
-            let up = await RuntimeFixtures.waitUntil(timeout: 10) { ledger.snapshot.live == 2 }
-            try #require(up, "both plugins run")
-            // The watch is the Service's child: wait until it watches before writing the list.
+            // The watch is a child of run() started once keepAlive() settled: wait until it
+            // watches (the deadline is generous for a loaded machine) before writing the list.
             var watching = false
-            let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+            let deadline = ContinuousClock.now.advanced(by: .seconds(30))
             while !watching, ContinuousClock.now < deadline {
                 watching = await host.watchingRevocations
                 if !watching { try await Task.sleep(for: .milliseconds(20)) }
             }
             try #require(watching, "the revocation watch runs")
+            #expect(ledger.snapshot.live == 2, "both plugins run")
             // Idle, the watch's thread sleeps in poll(2) without a timeout: not one wakeup in a second.
             let threads = Self.watchThreads().subtracting(before)
             #expect(!threads.isEmpty, "the watch has its own thread")
@@ -166,11 +166,11 @@ struct RevocationHostTests {
             try await Task.sleep(for: .seconds(1))
             #expect(threads.map(Self.contextSwitches) == switches, "the idle watch woke up")
             try revokeAlphasManifest(project, signedBy: alphaKey)
-            let revoked = await events.wait(timeout: 10) { list in
+            let revoked = await events.wait(timeout: 30) { list in
                 list.contains { if $0.plugin == "alpha", case .revoked = $0.kind { true } else { false } }
             }
             #expect(revoked, "the watch saw the new list")
-            let stopped = await RuntimeFixtures.waitUntil(timeout: 10) {
+            let stopped = await RuntimeFixtures.waitUntil(timeout: 30) {
                 ledger.snapshot.liveByPlugin["alpha", default: 0] == 0
             }
             #expect(stopped)
