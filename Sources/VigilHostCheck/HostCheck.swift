@@ -155,14 +155,15 @@ public struct HostCheck: Sendable {
             if let expires = item.expires {
                 let now = Freshness.systemNow()
                 let until = Freshness.formatRFC3339(expires)
-                if expires <= now {
+                let stage = SignatureFreshness(expires: expires, grace: configuration.freshnessGrace).stage(now: now)
+                if stage == .expired {
                     diagnostics.append(
                         .init(
                             severity: .warning, location: location, plugin: item.name,
                             message: "its signed manifest expired at \(until): the accepted version keeps running, but "
                                 + "updating, re-trusting and key rotations are refused (`expired`) — ask the publisher "
                                 + "for a release signed with a later \"expires\""))
-                } else if expires - now <= configuration.freshnessGrace {
+                } else if stage == .expiring {
                     diagnostics.append(
                         .init(
                             severity: .warning, location: location, plugin: item.name,
