@@ -168,7 +168,8 @@ final class RevocationWatch: Sendable {
         loop.start()
     }
 
-    /// Reads every queued event; true when one named a revocation list or its signatures.
+    /// Reads every queued event; true when one named a revocation list or its signatures (or the
+    /// kernel's queue overflowed).
     static func drain(_ fd: Int32) -> Bool {
         var touched = false
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -178,11 +179,19 @@ final class RevocationWatch: Sendable {
             var offset = 0
             // struct inotify_event: wd, mask, cookie, len (4 bytes each), then len bytes of name.
             while offset + 16 <= count {
-                let length = buffer.withUnsafeBytes {
-                    Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                let (mask, length) = buffer.withUnsafeBytes {
+                    (
+                        $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                        Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    )
                 }
                 let name = buffer[(offset + 16)..<min(offset + 16 + length, count)].prefix { $0 != 0 }
-                if String(decoding: name, as: UTF8.self).hasPrefix(RevocationList.fileName) { touched = true }
+                // A full queue lost events: re-check, as if a list had changed.
+                if mask & UInt32(IN_Q_OVERFLOW) != 0
+                    || String(decoding: name, as: UTF8.self).hasPrefix(RevocationList.fileName)
+                {
+                    touched = true
+                }
                 offset += 16 + length
             }
         }

@@ -232,3 +232,29 @@ struct StatusFreshnessHostTests {
         await host.stop()
     }
 }
+
+/// The revocation watch's reading of inotify events, on a real inotify descriptor.
+@Suite("Revocation watch: which changes count")
+struct RevocationWatchEventTests {
+    @Test("only a revocation list or one of its signatures written or moved in counts")
+    func onlyRevocationFilesCount() throws {
+        let dir = try TestDirectory("vigil-revwatch")
+        defer { dir.remove() }
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(inotify_add_watch(fd, dir.path, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) >= 0)
+        #expect(!RevocationWatch.drain(fd), "nothing happened")
+        try dir.write("plugin.json", "{}")
+        try dir.write("revocations.json", "x")
+        #expect(RevocationWatch.drain(fd), "the list written in place counts")
+        try dir.write("plugin.json.minisig", "x")
+        try dir.write("revocations", "x")
+        #expect(!RevocationWatch.drain(fd), "other files do not count")
+        try dir.write("staged", "{}")
+        try #require(rename(dir.path + "/staged", dir.path + "/revocations.json") == 0)
+        #expect(RevocationWatch.drain(fd), "a list moved into place (an atomic write) counts")
+        try dir.write("revocations.json.2.minisig", "x")
+        #expect(RevocationWatch.drain(fd), "a co-signature counts")
+    }
+}
