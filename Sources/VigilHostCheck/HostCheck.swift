@@ -172,6 +172,28 @@ public struct HostCheck: Sendable {
                                 + "re-signed release ([freshness] grace decides when this warning starts)"))
                 }
             }
+            if let expires = item.revocationsExpire {
+                let now = Freshness.systemNow()
+                let until = Freshness.formatRFC3339(expires)
+                switch SignatureFreshness(expires: expires, grace: configuration.freshnessGrace).stage(now: now) {
+                case .fresh: break
+                case .expiring:
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed revocation list stays fresh for "
+                                + "\(Freshness.formatDuration(expires - now)) (until \(until)); after that, updates and "
+                                + "re-trusting are refused (`revocation-expired`) — ask the publisher to re-sign it with a "
+                                + "later \"expires\" (`vigil plugin revoke --expires`)"))
+                case .expired:
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed revocation list expired at \(until): the accepted version keeps "
+                                + "running, but updating, re-trusting and key rotations are refused "
+                                + "(`revocation-expired`) — ask the publisher to re-sign it with a later \"expires\""))
+                }
+            }
             if let rotation = item.rotation, let keys = rotation.keys {
                 diagnostics.append(
                     .init(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Testing
 import VigilCore
+import VigilCrypto
 import VigilTestSupport
 
 @testable import VigilCheckCommands
@@ -87,6 +88,35 @@ struct CheckCommandTests {
         #expect(plugins[1]["freshness"] as? String == "fresh")
         #expect(plugins[2]["expires"] is NSNull && plugins[2]["fresh_for_seconds"] is NSNull)
         #expect(plugins[2]["freshness"] is NSNull)
+    }
+
+    @Test("check warns while a plugin's revocation list is within [freshness] grace of its expiry")
+    func revocationListFreshness() throws {
+        let project = try HostProject()
+        defer { project.remove() }
+        let key = MinisignSecretKey.generate()
+        let other = MinisignSecretKey.generate()
+        try project.signedPlugin("alpha", key: key)
+        try project.signedPlugin("beta", key: other)
+        let now = Freshness.systemNow()
+        for (name, signer, days) in [("alpha", key, Int64(2)), ("beta", other, Int64(30))] {
+            try PluginRevoker.revoke(
+                directory: project.dir.path + "/manifests/\(name)", keys: [], manifests: [], versionFloor: nil,
+                expires: now + days * 86400, signers: [signer])
+        }
+        try project.config(
+            """
+            plugins = ["alpha", "beta"]
+            [trusted_plugins]
+            alpha = "\(key.publicKey.fingerprint)"
+            beta = "\(other.publicKey.fingerprint)"
+            """)
+        let report = HostCheck(entries: ["ledger"], environment: project.environment, probeEnvironment: false)
+            .run(configPath: project.configPath)
+        #expect(!report.hasErrors, "\(report.diagnostics)")
+        let warnings = report.diagnostics.filter { $0.message.contains("revocation list stays fresh for") }
+        #expect(warnings.map(\.plugin) == ["alpha"], "\(report.diagnostics)")
+        #expect(warnings.first?.message.contains("revocation-expired") == true)
     }
 
     @Test("the summary counts each plugin once: failed, blocked, waiting (by what for), else ready")

@@ -30,6 +30,8 @@ public struct LoadedPlugin: Sendable {
     /// The distinct trusted keys whose signatures over the manifest counted toward the threshold
     /// (empty for an unsigned plugin).
     public var signers: [Fingerprint] = []
+    /// When the revocation list that applied stops being fresh (seconds since the epoch), if it says.
+    public var revocationsExpire: Int64? = nil
 }
 
 /// Which key a verification uses.
@@ -381,7 +383,8 @@ public struct PluginLoader: Sendable {
         }
         return LoadedPlugin(
             manifest: manifest, directory: directory, trust: keys.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,
-            manifestSHA256: sha, resourceContents: contents, rotation: rotation?.state, signers: signers)
+            manifestSHA256: sha, resourceContents: contents, rotation: rotation?.state, signers: signers,
+            revocationsExpire: revocations?.expires)
     }
 
     /// The revocation list that applies to a plugin with `keys` in `directory`: the one it ships
