@@ -49,6 +49,20 @@ struct CheckCommandTests {
         #expect(diagnostic["file"] is NSNull && diagnostic["line"] is NSNull && diagnostic["column"] is NSNull)
     }
 
+    /// Checks `project` with a vigil.toml activating and trusting `keys` (name → fingerprint, in
+    /// that order), expecting no error.
+    static func checkTrusting(_ project: HostProject, _ keys: KeyValuePairs<String, String>) throws
+        -> HostCheck.Report
+    {
+        let names = keys.map { "\"\($0.key)\"" }.joined(separator: ", ")
+        try project.config(
+            "plugins = [\(names)]\n[trusted_plugins]\n" + keys.map { "\($0.key) = \"\($0.value)\"\n" }.joined())
+        let report = HostCheck(entries: ["ledger"], environment: project.environment, probeEnvironment: false)
+            .run(configPath: project.configPath)
+        #expect(!report.hasErrors, "\(report.diagnostics)")
+        return report
+    }
+
     @Test("check shows how long each plugin's signature stays fresh (text and --json), with the grace warning")
     func signatureFreshness() throws {
         let project = try HostProject()
@@ -59,17 +73,7 @@ struct CheckCommandTests {
         let soonKey = try project.signedPlugin("soon", extra: #", "expires": "\#(soon)""#)
         let laterKey = try project.signedPlugin("later", extra: #", "expires": "\#(later)""#)
         let neverKey = try project.signedPlugin("never")
-        try project.config(
-            """
-            plugins = ["soon", "later", "never"]
-            [trusted_plugins]
-            soon = "\(soonKey)"
-            later = "\(laterKey)"
-            never = "\(neverKey)"
-            """)
-        let report = HostCheck(entries: ["ledger"], environment: project.environment, probeEnvironment: false)
-            .run(configPath: project.configPath)
-        #expect(!report.hasErrors, "\(report.diagnostics)")
+        let report = try Self.checkTrusting(project, ["soon": soonKey, "later": laterKey, "never": neverKey])
         // The [freshness] grace warning (default 7 days) for the one expiring soon only.
         let warnings = report.diagnostics.filter { $0.message.contains("stays fresh for") }
         #expect(warnings.map(\.plugin) == ["soon"])
@@ -104,16 +108,8 @@ struct CheckCommandTests {
                 directory: project.dir.path + "/manifests/\(name)", keys: [], manifests: [], versionFloor: nil,
                 expires: now + days * 86400, signers: [signer])
         }
-        try project.config(
-            """
-            plugins = ["alpha", "beta"]
-            [trusted_plugins]
-            alpha = "\(key.publicKey.fingerprint)"
-            beta = "\(other.publicKey.fingerprint)"
-            """)
-        let report = HostCheck(entries: ["ledger"], environment: project.environment, probeEnvironment: false)
-            .run(configPath: project.configPath)
-        #expect(!report.hasErrors, "\(report.diagnostics)")
+        let report = try Self.checkTrusting(
+            project, ["alpha": "\(key.publicKey.fingerprint)", "beta": "\(other.publicKey.fingerprint)"])
         let warnings = report.diagnostics.filter { $0.message.contains("revocation list stays fresh for") }
         #expect(warnings.map(\.plugin) == ["alpha"], "\(report.diagnostics)")
         #expect(warnings.first?.message.contains("revocation-expired") == true)
