@@ -154,6 +154,7 @@ struct Status: AsyncParsableCommand {
             var line = "  " + TextFormat.padded(safe(plugin.name), to: width)
             line += "  " + safe(plugin.state.description)
             line += "  (since \(Self.duration(now - plugin.since)) ago)"
+            if let signature = plugin.signature { line += "\n    " + signature.summary(now: Int64(now)) }
             let (plain, tables) = Self.tables(in: plugin.details)
             let details = plain.sorted { $0.key < $1.key }.map { "\(safe($0.key))=\(safe($0.value))" }
             if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }

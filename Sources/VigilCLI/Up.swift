@@ -283,6 +283,7 @@ actor StatusDisplay {
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
         case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"
+        case .revoked(let failure): "\(event.plugin): revoked: " + failure.message
         // The state with its reason (an interruption's, a failure's), never a bare "interrupted".
         case .detailsChanged: "\(event.plugin): \(event.state.description)"
         }

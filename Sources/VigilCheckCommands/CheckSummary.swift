@@ -1,3 +1,4 @@
+import VigilCore
 import VigilHostCheck
 
 /// The plugin counts of `vigil check`'s summary line: what each activated plugin will do at start.
@@ -24,5 +25,16 @@ enum CheckSummary {
         if blocked > 0 { parts.append("\(blocked) blocked by a missing declaration") }
         if failed > 0 { parts.append("\(failed) failed") }
         return parts.joined(separator: ", ")
+    }
+}
+
+extension CheckSummary {
+    /// One plugin's line under the summary: `  alpha: ready, from DIR; signature fresh for 3d 4h (until …)`.
+    static func pluginLine(_ plugin: (name: String, ready: Bool, directory: String?), _ report: HostCheck.Report)
+        -> String
+    {
+        "  \(plugin.name): \(plugin.ready ? "ready" : "not ready")"
+            + (plugin.directory.map { ", from \($0)" } ?? "")
+            + (report.signatures[plugin.name].map { "; " + $0.summary(now: report.checkedAt) } ?? "")
     }
 }

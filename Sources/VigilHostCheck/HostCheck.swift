@@ -67,6 +67,11 @@ public struct HostCheck: Sendable {
         public var waiting: [String: String] = [:]
         /// Activated plugins that will not start: `[host]` lacks a declaration they require.
         public var blocked: Set<String> = []
+        /// How long each verified plugin's signature stays fresh, for those whose signed manifest
+        /// carries `expires`, by name.
+        public var signatures: [String: SignatureFreshness] = [:]
+        /// The time the freshness was judged at (seconds since the epoch).
+        public var checkedAt: Int64 = Freshness.systemNow()
         /// True when any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
@@ -150,20 +155,43 @@ public struct HostCheck: Sendable {
             if let expires = item.expires {
                 let now = Freshness.systemNow()
                 let until = Freshness.formatRFC3339(expires)
-                if expires <= now {
+                let stage = SignatureFreshness(expires: expires, grace: configuration.freshnessGrace).stage(now: now)
+                if stage == .expired {
                     diagnostics.append(
                         .init(
                             severity: .warning, location: location, plugin: item.name,
                             message: "its signed manifest expired at \(until): the accepted version keeps running, but "
                                 + "updating, re-trusting and key rotations are refused (`expired`) — ask the publisher "
                                 + "for a release signed with a later \"expires\""))
-                } else if expires - now <= configuration.freshnessGrace {
+                } else if stage == .expiring {
                     diagnostics.append(
                         .init(
                             severity: .warning, location: location, plugin: item.name,
                             message: "its signature stays fresh for \(Freshness.formatDuration(expires - now)) (until "
                                 + "\(until)); after that, updates and re-trusting are refused — ask the publisher for a "
                                 + "re-signed release ([freshness] grace decides when this warning starts)"))
+                }
+            }
+            if let expires = item.revocationsExpire {
+                let now = Freshness.systemNow()
+                let until = Freshness.formatRFC3339(expires)
+                switch SignatureFreshness(expires: expires, grace: configuration.freshnessGrace).stage(now: now) {
+                case .fresh: break
+                case .expiring:
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed revocation list stays fresh for "
+                                + "\(Freshness.formatDuration(expires - now)) (until \(until)); after that, updates and "
+                                + "re-trusting are refused (`revocation-expired`) — ask the publisher to re-sign it with a "
+                                + "later \"expires\" (`vigil plugin revoke --expires`)"))
+                case .expired:
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed revocation list expired at \(until): the accepted version keeps "
+                                + "running, but updating, re-trusting and key rotations are refused "
+                                + "(`revocation-expired`) — ask the publisher to re-sign it with a later \"expires\""))
                 }
             }
             if let rotation = item.rotation, let keys = rotation.keys {
@@ -198,7 +226,7 @@ public struct HostCheck: Sendable {
                     ))
             }
         }
-        return Report(
+        var report = Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
             plugins: plan.items.map { item in
                 if case .ready = item.outcome {
@@ -207,6 +235,13 @@ public struct HostCheck: Sendable {
                     (item.name, false, item.directory)
                 }
             }, waiting: waiting, blocked: blocked)
+        for item in plan.items {
+            if let expires = item.expires {
+                report.signatures[item.name] = SignatureFreshness(
+                    expires: expires, grace: configuration.freshnessGrace)
+            }
+        }
+        return report
     }
 
     /// A found file's path as a compiler would print it: relative when below `workingDirectory`.

@@ -62,6 +62,8 @@ package struct HostPlan: Sendable {
         package var rotation: RotationState?
         /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
         package var expires: Int64?
+        /// When its signed revocation list stops being fresh, if it has one that says.
+        package var revocationsExpire: Int64? = nil
     }
 
     package var configuration: HostConfiguration
@@ -109,7 +111,7 @@ package struct HostPlan: Sendable {
                 Item(
                     name: name, outcome: .unavailable(version: "\(manifest.version)", refusal: refusal),
                     trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                    rotation: loaded.rotation, expires: manifest.expires)
+                    rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire)
             }
             if manifest.sharedLibrary != nil {
                 // A third-party library: every check that needs no mapping runs now (so `vigil check`
@@ -128,7 +130,7 @@ package struct HostPlan: Sendable {
             return Item(
                 name: name, outcome: .ready(Ready(version: "\(manifest.version)", settings: settings, loaded: loaded)),
                 trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                rotation: loaded.rotation, expires: manifest.expires)
+                rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire)
         }
         return HostPlan(configuration: configuration, items: items)
     }

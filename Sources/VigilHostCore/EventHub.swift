@@ -56,6 +56,8 @@ final class HostInbox: Sendable {
         case refreshDetails(CheckedContinuation<Void, Never>)
         /// Publish the status (sleep handling's locks changed).
         case publishStatus
+        /// The revocation watch re-checked the plugins: stop the revoked ones.
+        case revocations(VigilHost.RevocationFindings)
         /// Nothing: the loop checks whether it may end.
         case wake
     }

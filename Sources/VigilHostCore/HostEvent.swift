@@ -18,6 +18,10 @@ public struct HostEvent: Sendable, Hashable {
         case resumeFailed(reason: String)
         /// The plugin's details changed.
         case detailsChanged
+        /// The plugin's publisher revoked it (a signed revocation list): a running instance was
+        /// stopped, and it stays `failed` with this failure (code `revoked`) until a release that
+        /// is not revoked is installed and the host restarts.
+        case revoked(PluginFailure)
     }
 
     /// The plugin's name.

@@ -20,8 +20,9 @@ struct HostStateMachine: Sendable {
         let name: String
         /// Holds an audio stream: stopped for system sleep, started again after it.
         let usesAudio: Bool
-        /// Set for a plugin that can never run (did not verify, unknown entry).
-        let unavailable: PluginFailure?
+        /// Set for a plugin that can never run (did not verify, unknown entry, revoked while the
+        /// host ran).
+        var unavailable: PluginFailure?
         var state: PluginState
         /// The live `run()` child's instance number, from its start until it ended.
         var instance: UInt64?
@@ -65,6 +66,10 @@ struct HostStateMachine: Sendable {
         case startAbandoned
         /// Time to probe the environment again for the plugins waiting on it.
         case recheckRequirements
+        /// The plugin's publisher revoked it (a new signed revocation list): a live instance is
+        /// stopped and the plugin stays `failed` with `failure` (code `revoked`) — the only case
+        /// where trust data stops something already running.
+        case revoked(plugin: Int, PluginFailure)
     }
 
     /// What the executor does.
@@ -195,6 +200,8 @@ struct HostStateMachine: Sendable {
             closeSleep(&actions)
         case .recheckRequirements:
             if hasEnvironmentBlocked { generation &+= 1 }
+        case .revoked(let index, let failure):
+            revoke(index, failure, &actions)
         }
         reconcile(&actions)
         return actions
@@ -252,6 +259,25 @@ struct HostStateMachine: Sendable {
         case .idle, .failed, .blocked:
             plugins[index].releasing = false
             actions.append(.changed(plugin: index, event: nil))
+        }
+    }
+
+    private mutating func revoke(_ index: Int, _ failure: PluginFailure, _ actions: inout [Action]) {
+        guard plugins[index].unavailable == nil else { return }
+        plugins[index].unavailable = failure
+        plugins[index].pending = nil
+        plugins[index].resuming = false
+        plugins[index].stoppingForSleep = false
+        plugins[index].stoppedForSleep = false
+        let wasStarting = plugins[index].state == .starting
+        set(index, .failed(failure), .revoked(failure), &actions)
+        guard let instance = plugins[index].instance else { return }
+        if wasStarting && busy == index {
+            // Its start is the step in flight: it becomes this cancellation (answered by `ended`).
+            actions.append(.cancel(plugin: index, instance: instance))
+        } else if busy != index {
+            // Cancelled as soon as nothing else is in flight (a cancellation in flight just ends).
+            plugins[index].releasing = true
         }
     }
 

@@ -138,6 +138,8 @@ public struct PluginStatus: Sendable, Hashable {
     public let since: Double
     /// The plugin's own details (``VigilPlugin/KeepAlivePlugin/details()``); empty without a live instance.
     public let details: [String: String]
+    /// How long its signature stays fresh, when its signed manifest carries `expires`.
+    public internal(set) var signature: SignatureFreshness? = nil
 
     /// Creates a status value.
     public init(name: String, version: String?, state: PluginState, since: Double, details: [String: String]) {

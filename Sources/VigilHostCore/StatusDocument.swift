@@ -31,6 +31,12 @@ struct StatusDocument: Codable {
         var error: Failure?
         var unmet: [Unmet]?
         var details: [String: Detail]
+        /// The signed manifest's `expires` and the host's `[freshness] grace` (seconds), when it has one.
+        var signature: Signature?
+    }
+    struct Signature: Codable {
+        var expires: Timestamp
+        var grace: Int64
     }
 
     /// A point in time written as RFC 3339 (`2026-11-23T04:05:06.789Z`), read from that or
@@ -162,6 +168,9 @@ extension HostStatus {
                 var entry = StatusDocument.Plugin(
                     name: plugin.name, version: plugin.version, state: plugin.state.name,
                     since: .init(plugin.since), details: plugin.details.mapValues(StatusDocument.Detail.init))
+                entry.signature = plugin.signature.map {
+                    .init(expires: .init(Double($0.expires)), grace: $0.grace)
+                }
                 switch plugin.state {
                 case .interrupted(let reason): entry.reason = reason
                 case .failed(let failure):
@@ -233,9 +242,13 @@ extension HostStatus {
                     case "blocked": .blocked((plugin.unmet ?? []).map(Self.unmet(from:)))
                     default: .idle
                     }
-                return PluginStatus(
+                var status = PluginStatus(
                     name: plugin.name, version: plugin.version, state: state, since: plugin.since.secondsSince1970,
                     details: plugin.details.mapValues(\.text))
+                status.signature = plugin.signature.map {
+                    SignatureFreshness(expires: Int64($0.expires.secondsSince1970.rounded(.down)), grace: $0.grace)
+                }
+                return status
             },
             sleep: document.sleep.map { SleepStatus(locks: $0.locks, off: $0.off) })
         vigilVersion = document.vigil?.version

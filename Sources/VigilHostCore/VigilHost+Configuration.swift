@@ -49,7 +49,9 @@ extension VigilHost {
         }
         var options = options
         for read in options.parts.readConfiguration { try read(configuration, &options) }
-        let entries = plan.items.map { Self.entry(for: $0, registry: registry) }
+        let entries = plan.items.map {
+            Self.entry(for: $0, registry: registry, grace: configuration.freshnessGrace)
+        }
         for case .unavailable(let plugin) in entries {
             logger.error(
                 "\(plugin.failure.message)",
@@ -76,7 +78,7 @@ extension VigilHost {
 
     /// A planned plugin with the implementation that runs it: the registry's for its `entry`, or
     /// for a shared library one over its verified bytes (checked again; mapped when it starts).
-    private static func entry(for item: HostPlan.Item, registry: PluginRegistry) -> Entry {
+    private static func entry(for item: HostPlan.Item, registry: PluginRegistry, grace: Int64) -> Entry {
         switch item.outcome {
         case .unavailable(let version, let refusal):
             let failure: PluginFailure =
@@ -104,10 +106,12 @@ extension VigilHost {
                 let failure = PluginFailure(error, plugin: item.name)
                 return .unavailable(.init(name: item.name, version: ready.version, failure: failure))
             }
-            return .ready(
-                PreparedPlugin(
-                    name: item.name, version: ready.version, requirements: item.requirements,
-                    settings: ready.settings, implementation: implementation))
+            var prepared = PreparedPlugin(
+                name: item.name, version: ready.version, requirements: item.requirements,
+                settings: ready.settings, implementation: implementation)
+            prepared.loaded = ready.loaded
+            prepared.signature = item.expires.map { SignatureFreshness(expires: $0, grace: grace) }
+            return .ready(prepared)
         }
     }
 }

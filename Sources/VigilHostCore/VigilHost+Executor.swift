@@ -51,6 +51,8 @@ extension VigilHost {
             continuation.resume()
         case .publishStatus:
             publish()
+        case .revocations(let findings):
+            await applyWatched(findings)
         case .wake:
             break
         }
@@ -238,6 +240,10 @@ extension VigilHost {
             logger.error(
                 "[\(name)] gave up: \(reason)",
                 metadata: metadata.merging([OperatorEvent.metadataKey: "\(OperatorEvent.pluginFailed)"]) { $1 })
+        case .revoked(let failure):
+            logger.error(
+                "[\(name)] revoked, stopping it: \(failure.message)",
+                metadata: metadata.merging([OperatorEvent.metadataKey: "\(OperatorEvent.pluginFailed)"]) { $1 })
         case .detailsChanged: break
         }
     }
@@ -252,9 +258,11 @@ extension VigilHost {
             pid: getpid(), hostName: hostName, configPath: configPath,
             plugins: slots.indices.map { index in
                 let slot = slots[index]
-                return PluginStatus(
+                var status = PluginStatus(
                     name: slot.name, version: slot.version, state: machine.plugins[index].state, since: slot.since,
                     details: slot.details)
+                status.signature = slot.signature
+                return status
             },
             // Shown once its first attempt ended (before that nothing is known of the locks).
             sleep: machine.sleepOpen && machine.sleepSettled

@@ -91,6 +91,11 @@ public actor VigilHost: Service {
         public var settings: PluginSettings
         /// Its implementation.
         public var implementation: PluginImplementation
+        /// The verified plugin it came from (a `vigil.toml` host), re-checked when its publisher's
+        /// revocation list changes.
+        var loaded: LoadedPlugin?
+        /// How long its signature stays fresh, when its signed manifest says (for status).
+        var signature: SignatureFreshness?
 
         /// Creates a prepared plugin.
         public init(
@@ -132,6 +137,9 @@ public actor VigilHost: Service {
         /// Ends the instance's `run()` child (the host's "cancel child X").
         var stop: AsyncStream<Void>.Continuation?
         var details: [String: String] = [:]
+        /// The verified plugin, for re-checking revocations and showing its signature's freshness.
+        var loaded: LoadedPlugin? = nil
+        var signature: SignatureFreshness? = nil
     }
 
     /// The host application's name given to plugins.
@@ -168,6 +176,8 @@ public actor VigilHost: Service {
     let sleepHandling: (any SleepHandling)?
     /// Sleep handling's child while it runs: finishing this ends it.
     var sleepStop: AsyncStream<Void>.Continuation?
+    /// True while the `Service`'s revocation watch is established (for tests).
+    var watchingRevocations = false
     /// How many `keepAlive()`/`stop()` calls have entered the host so far (for tests).
     private(set) var requestCount: UInt64 = 0
 
@@ -208,7 +218,8 @@ public actor VigilHost: Service {
                 slots.append(
                     Slot(
                         name: plugin.name, version: plugin.version, requirements: plugin.requirements,
-                        settings: plugin.settings, implementation: plugin.implementation, since: now))
+                        settings: plugin.settings, implementation: plugin.implementation, since: now,
+                        loaded: plugin.loaded, signature: plugin.signature))
                 plugins.append(
                     HostStateMachine.Plugin(
                         name: plugin.name, usesAudio: plugin.requirements.contains { $0.kind == .audioOutput },
@@ -336,6 +347,8 @@ public actor VigilHost: Service {
             group.addTask {
                 try? await gracefulShutdown()
             }
+            // Never ends before it is cancelled: a new revocation list stops a revoked plugin.
+            group.addTask { await self.watchRevocations(inbox) }
             group.addTask { [options] in
                 for await _ in blocked {
                     repeat {

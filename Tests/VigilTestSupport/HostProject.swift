@@ -21,10 +21,12 @@ public struct HostProject {
 
     /// Writes `manifests/NAME/plugin.json` and signs it with a fresh key (the signer fills in the
     /// resource digests); returns the key's fingerprint. Unsigned plugins get no resources.
+    /// `key` signs instead of a fresh key; `extra` adds members to the manifest (`"expires": …`).
     @discardableResult
     public func signedPlugin(
         _ name: String, entry: String? = nil, requirements: String = "[]",
-        settings: String = #"{"mode": "zero", "level": 3}"#, sign: Bool = true
+        settings: String = #"{"mode": "zero", "level": 3}"#, sign: Bool = true, key: MinisignSecretKey? = nil,
+        extra: String = ""
     ) throws -> String {
         try dir.write("manifests/\(name)/payload.txt", "payload of \(name)\n")
         try dir.write(
@@ -32,10 +34,10 @@ public struct HostProject {
             """
             {"schema": "vigil.plugin-manifest/v1", "name": "\(name)", "version": "1.2.3",
              "description": "test plugin \(name)", "entry": "\(entry ?? "ledger")",
-             "host_requirements": \(requirements), "resources": \(sign ? #"[{"path": "payload.txt"}]"# : "[]"), "settings": \(settings)}
+             "host_requirements": \(requirements), "resources": \(sign ? #"[{"path": "payload.txt"}]"# : "[]"), "settings": \(settings)\(extra)}
             """)
         guard sign else { return "" }
-        let key = MinisignSecretKey.generate()
+        let key = key ?? MinisignSecretKey.generate()
         _ = try PluginSigner.sign(directory: dir.path + "/manifests/\(name)", with: key)
         return key.publicKey.fingerprint.description
     }

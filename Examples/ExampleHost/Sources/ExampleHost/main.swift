@@ -20,6 +20,7 @@ func describe(_ kind: HostEvent.Kind) -> String {
     case .resumed: "resumed"
     case .resumeFailed(let reason): "gave up: \(reason)"
     case .detailsChanged: "details changed"
+    case .revoked(let failure): "revoked: \(failure.message)"
     }
 }
 
