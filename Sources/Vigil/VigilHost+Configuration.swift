@@ -44,6 +44,11 @@ extension VigilHost {
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
+        // `vigil check` and the build call these errors; a running host says so and goes on.
+        for stray in plan.strayTables {
+            let location = configuration.location(of: [stray.name]).map { "\($0): " } ?? "\(configuration.path): "
+            logger.warning("\(location)\(stray.message)")
+        }
         var options = options
         if let table = configuration.pluginSettings["announce"] {
             do throws(AnnounceError) {
