@@ -49,7 +49,7 @@ struct ExamplePluginTests {
         for round in 1...2 {
             let status = try #require(await host.keepAlive()[plugin: "heartbeat-example"])
             #expect(status.state == .running, "round \(round): \(status.state)")
-            #expect(status.version == "0.1.1")
+            #expect(status.version == "0.2.0")
             #expect(status.details["file"] == beat)
             #expect(status.details["interval_ms"] == "100")
             let start = beats(beat) ?? 0
@@ -58,5 +58,38 @@ struct ExamplePluginTests {
             await host.stop()
             #expect(await host.status()[plugin: "heartbeat-example"]?.state == .idle)
         }
+    }
+
+    @Test(
+        "a shared-library plugin's table is checked against its signed schema before the library is mapped",
+        arguments: [
+            ("interval_ms = 5", "setting `interval_ms`: 5 is out of range; use an integer from 100 to 3600000"),
+            ("intervall_ms = 500", "setting `intervall_ms`: unknown setting; did you mean `interval_ms`?"),
+            ("file = 3", "setting `file`: expected a non-empty string, found integer 3"),
+        ])
+    func settingsCheckedBeforeMapping(_ example: (String, String)) async throws {
+        let dir = try TestDirectory("vigil-example-settings")
+        defer { dir.remove() }
+        try dir.write(
+            "vigil.toml",
+            """
+            plugins = ["heartbeat-example"]
+            plugin_paths = ["\(Self.directory)"]
+            [trusted_plugins]
+            heartbeat-example = "\(Self.fingerprint)"
+            [heartbeat-example]
+            \(example.0)
+            """)
+        let host = try VigilHost(
+            configPath: dir.path + "/vigil.toml",
+            options: VigilHost.Options(publishStatus: false, environment: dir.environment()),
+            logger: Logger(label: "example-test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        guard case .failed(let failure) = await host.status()[plugin: "heartbeat-example"]?.state else {
+            Issue.record("expected heartbeat-example to be failed")
+            return
+        }
+        #expect(failure.code == .plugin(.invalidSetting))
+        #expect(failure.message.contains(example.1), "\(failure.message)")
+        #expect(failure.message.contains(dir.path + "/vigil.toml:6:"), "\(failure.message)")
     }
 }
