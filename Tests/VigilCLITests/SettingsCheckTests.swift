@@ -8,24 +8,9 @@ import VigilTestSupport
 /// real signed first-party manifests.
 @Suite("Plugin settings in vigil check and the build check", .timeLimit(.minutes(2)))
 struct SettingsCheckTests {
-    /// A `vigil.toml` activating the supervisor and the soundscape, declaring what they need and
-    /// trusting their first-party keys, then `extra`.
-    static func config(_ extra: String, plugins: String = #"["supervisor", "soundscape"]"#) -> String {
-        """
-        plugins = \(plugins)
-
-        [host]
-        name = "settings-test"
-        background_modes = ["audio"]
-        services = ["supervisor"]
-
-        [trusted_plugins]
-        supervisor = "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk="
-        soundscape = "ed25519:QaLGlZoeYW/jvbHckvjgkjV1ImF3vfGrW3ZB/9Ln8sI="
-        silent-engine = "ed25519:JQZlvvSz54g2JyAymbg4TFDYnSCgJgID8VRXRsRBfX4="
-
-        \(extra)
-        """
+    /// A `vigil.toml` activating the supervisor and the soundscape, then `extra`.
+    static func config(_ extra: String) -> String {
+        FirstPartyConfig.text(plugins: ["supervisor", "soundscape"], extra)
     }
 
     /// One bad configuration: the table text, the line (1-based, in the whole file) and the

@@ -13,6 +13,19 @@ struct ExamplePluginTests {
     static let directory = VigilExecutable.packageRoot + "/Examples/HeartbeatPlugin"
     static let fingerprint = "ed25519:Sb9NX1s1bgYEwpovUvJPjgv2VSn85ffOQPgktfl3XcY="
 
+    /// A `vigil.toml` activating and trusting the example, with `table` as its `[heartbeat-example]`
+    /// table (line 6 onwards).
+    static func config(_ table: String) -> String {
+        """
+        plugins = ["heartbeat-example"]
+        plugin_paths = ["\(directory)"]
+        [trusted_plugins]
+        heartbeat-example = "\(fingerprint)"
+        [heartbeat-example]
+        \(table)
+        """
+    }
+
     private func beats(_ path: String) -> Int? {
         guard let text = try? TextFile.read(path), text.hasPrefix("beat ") else { return nil }
         return Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -25,17 +38,7 @@ struct ExamplePluginTests {
         try FileManager.default.createDirectory(
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let beat = dir.path + "/beat"
-        try dir.write(
-            "vigil.toml",
-            """
-            plugins = ["heartbeat-example"]
-            plugin_paths = ["\(Self.directory)"]
-            [trusted_plugins]
-            heartbeat-example = "\(Self.fingerprint)"
-            [heartbeat-example]
-            file = "\(beat)"
-            interval_ms = 100
-            """)
+        try dir.write("vigil.toml", Self.config("file = \"\(beat)\"\ninterval_ms = 100"))
         let host = try VigilHost(
             configPath: dir.path + "/vigil.toml",
             options: VigilHost.Options(
@@ -70,16 +73,7 @@ struct ExamplePluginTests {
     func settingsCheckedBeforeMapping(_ example: (String, String)) async throws {
         let dir = try TestDirectory("vigil-example-settings")
         defer { dir.remove() }
-        try dir.write(
-            "vigil.toml",
-            """
-            plugins = ["heartbeat-example"]
-            plugin_paths = ["\(Self.directory)"]
-            [trusted_plugins]
-            heartbeat-example = "\(Self.fingerprint)"
-            [heartbeat-example]
-            \(example.0)
-            """)
+        try dir.write("vigil.toml", Self.config(example.0))
         let host = try VigilHost(
             configPath: dir.path + "/vigil.toml",
             options: VigilHost.Options(publishStatus: false, environment: dir.environment()),

@@ -1,3 +1,4 @@
+import Testing
 import VigilPlugin
 
 /// Proves that a plugin's settings code and its manifest's settings schema agree:
@@ -34,6 +35,27 @@ public struct SchemaAgreement {
         self.companions = companions
         self.samples = samples
         self.read = read
+    }
+
+    /// The rules between the playback keys of the audio plugins (`retry_max_ms` at least
+    /// `retry_initial_ms`), as ``companions``.
+    public static let playbackCompanions: [String: [String: SettingValue]] = [
+        "retry_initial_ms": ["retry_max_ms": .integer(600_000)],
+        "retry_max_ms": ["retry_initial_ms": .integer(10)],
+    ]
+
+    /// Expects the keys read to be the schema's and the code's defaults to be the schema's.
+    public func expectSameKeysAndDefaults(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(try keysRead() == schemaKeys, sourceLocation: sourceLocation)
+        let compared = try defaultsCompared()
+        #expect(compared.withSchemaDefaults == compared.withCodeDefaults, sourceLocation: sourceLocation)
+    }
+
+    /// Expects no disagreement over at least `minimumProbes` probes.
+    public func expectSameVerdicts(minimumProbes: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        let (disagreements, probes) = disagreements()
+        #expect(probes >= minimumProbes, sourceLocation: sourceLocation)
+        #expect(disagreements.isEmpty, "\(disagreements)", sourceLocation: sourceLocation)
     }
 
     /// The keys the reader reads from `base` over the schema's defaults, array indices as `[]`.

@@ -15,23 +15,6 @@ struct SettingsStartTests {
     static let firstParty = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../manifests").standardized.path
 
-    static func config(plugins: String, _ extra: String) -> String {
-        """
-        plugins = \(plugins)
-
-        [host]
-        name = "settings-start"
-        background_modes = ["audio"]
-        services = ["supervisor"]
-
-        [trusted_plugins]
-        supervisor = "ed25519:ioJy7E9uRlLYcMlKTGdQlzdNRh9asTxdtsoQBInw4sk="
-        soundscape = "ed25519:QaLGlZoeYW/jvbHckvjgkjV1ImF3vfGrW3ZB/9Ln8sI="
-
-        \(extra)
-        """
-    }
-
     /// A host of `text` with the built-in plugins and the shipped manifests, and its warnings.
     static func host(_ text: String) throws -> (VigilHost, RecordingLogHandler, HostProject) {
         let project = try HostProject()
@@ -80,7 +63,7 @@ struct SettingsStartTests {
         "a plugin whose table its schema refuses is failed with a located invalid-setting, never instantiated",
         arguments: cases)
     func refusedAtStart(_ example: Case) async throws {
-        let text = Self.config(plugins: "[\"\(example.plugin)\"]", example.table)
+        let text = FirstPartyConfig.text(plugins: [example.plugin], example.table)
         let (host, _, project) = try Self.host(text)
         defer { project.remove() }
         let status = await host.status()
@@ -99,8 +82,8 @@ struct SettingsStartTests {
     @Test("the other plugins start; a refused one stays failed through keepAlive")
     func othersStart() async throws {
         let (host, _, project) = try Self.host(
-            Self.config(
-                plugins: #"["supervisor", "soundscape"]"#,
+            FirstPartyConfig.text(
+                plugins: ["supervisor", "soundscape"],
                 "[supervisor]\nnotification = false\n\n[soundscape]\npresett = \"high\""))
         defer { project.remove() }
         let status = await host.keepAlive()
@@ -116,7 +99,7 @@ struct SettingsStartTests {
             ("[supervisr]\nworkers = []", "unknown table [supervisr]", "did you mean [supervisor]?"),
         ])
     func strayTableLogged(_ example: (String, String, String)) async throws {
-        let text = Self.config(plugins: #"["supervisor"]"#, "[supervisor]\nnotification = false\n\n" + example.0)
+        let text = FirstPartyConfig.text(plugins: ["supervisor"], "[supervisor]\nnotification = false\n\n" + example.0)
         let (_, handler, project) = try Self.host(text)
         defer { project.remove() }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
