@@ -48,6 +48,7 @@ extension VigilHost {
         for stray in plan.strayTables {
             let location = configuration.location(of: [stray.name]).map { "\($0): " } ?? "\(configuration.path): "
             logger.warning("\(location)\(stray.message)")
+            options.configurationWarning?("\(location)\(stray.message)")
         }
         var options = options
         if let table = configuration.pluginSettings["announce"] {

@@ -55,6 +55,10 @@ public actor VigilHost: Service {
         /// problem — once, while the writer retries with a growing delay — and with nil once it is
         /// written again: the way to show it where the logs are not read (as `vigil up` does).
         public var statusFileProblem: (@Sendable (_ problem: String?) -> Void)?
+        /// Called for each problem of `vigil.toml` that does not stop the host (a table nothing
+        /// reads, which `vigil check` calls an error), located, besides the log's warning: the way
+        /// to show it where the logs are not read (as `vigil up` does).
+        public var configurationWarning: (@Sendable (_ warning: String) -> Void)?
         /// The system bus connection's deadline and reconnection backoff (sleep handling).
         var systemBus = DBusKeeper(bus: .system, environment: [:])
         /// Makes the host's sleep handling (logind on the system bus); `nil` for none.

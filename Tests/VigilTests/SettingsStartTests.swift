@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import VigilCore
 import VigilPlugin
@@ -16,15 +17,19 @@ struct SettingsStartTests {
         .appendingPathComponent("../../manifests").standardized.path
 
     /// A host of `text` with the built-in plugins and the shipped manifests, and its warnings.
-    static func host(_ text: String) throws -> (VigilHost, RecordingLogHandler, HostProject) {
+    static func host(
+        _ text: String, configurationWarnings: RecordingLogHandler? = nil
+    ) throws -> (VigilHost, RecordingLogHandler, HostProject) {
         let project = try HostProject()
         try project.config(text)
         let handler = RecordingLogHandler()
         let logger = Logger(label: "settings-start") { _ in handler }
         let environment = project.dir.environment(["VIGIL_FIRST_PARTY_MANIFESTS": firstParty, "PATH": "/usr/bin:/bin"])
-        let host = try VigilHost(
-            configPath: project.configPath, registry: .builtin,
-            options: VigilHost.Options(publishStatus: false, environment: environment), logger: logger)
+        var options = VigilHost.Options(publishStatus: false, environment: environment)
+        if let configurationWarnings {
+            options.configurationWarning = { warning in configurationWarnings.messages.withLock { $0.append(warning) } }
+        }
+        let host = try VigilHost(configPath: project.configPath, registry: .builtin, options: options, logger: logger)
         return (host, handler, project)
     }
 
@@ -100,7 +105,8 @@ struct SettingsStartTests {
         ])
     func strayTableLogged(_ example: (String, String, String)) async throws {
         let text = FirstPartyConfig.text(plugins: ["supervisor"], "[supervisor]\nnotification = false\n\n" + example.0)
-        let (_, handler, project) = try Self.host(text)
+        let shown = RecordingLogHandler()
+        let (_, handler, project) = try Self.host(text, configurationWarnings: shown)
         defer { project.remove() }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let header = String(example.0.prefix { $0 != "\n" })
@@ -108,5 +114,8 @@ struct SettingsStartTests {
         let warning = try #require(handler.warnings.first { $0.contains(example.1) }, "\(handler.warnings)")
         #expect(warning.contains(example.2), "\(warning)")
         #expect(warning.hasPrefix("\(project.configPath):\(line):1: "), "\(warning)")
+        // And to the host's configuration-warning hook (what `vigil up` prints on standard error).
+        #expect(shown.warnings.count == 1, "\(shown.warnings)")
+        #expect(shown.warnings.first.map { warning.hasPrefix($0) && $0.contains(example.2) } == true)
     }
 }
