@@ -30,6 +30,9 @@ public struct SettingsSchema: Sendable, Hashable {
         public var exclusiveMinimum: Bool
         /// The only values a string may take (empty: any).
         public var choices: [String]
+        /// A table setting beside this one whose keys are choices too (`[soundscape] soundscape`
+        /// may name one of `files`).
+        public var orKeysOf: String?
         /// A string must not be empty.
         public var nonEmpty: Bool
         /// A field of a table that must be present (in an array's table items).
@@ -44,7 +47,8 @@ public struct SettingsSchema: Sendable, Hashable {
         /// Creates a setting.
         public init(
             type: ValueType, description: String = "", defaultValue: SettingValue? = nil, minimum: Double? = nil,
-            maximum: Double? = nil, exclusiveMinimum: Bool = false, choices: [String] = [], nonEmpty: Bool = false,
+            maximum: Double? = nil, exclusiveMinimum: Bool = false, choices: [String] = [], orKeysOf: String? = nil,
+            nonEmpty: Bool = false,
             required: Bool = false, items: Setting? = nil, fields: SettingsSchema? = nil, values: Setting? = nil
         ) {
             self.type = type
@@ -54,6 +58,7 @@ public struct SettingsSchema: Sendable, Hashable {
             self.maximum = maximum
             self.exclusiveMinimum = exclusiveMinimum
             self.choices = choices
+            self.orKeysOf = orKeysOf
             self.nonEmpty = nonEmpty
             self.required = required
             self.items = items.map(Box.init)
@@ -65,7 +70,10 @@ public struct SettingsSchema: Sendable, Hashable {
         public var summary: String {
             switch type {
             case .string:
-                if !choices.isEmpty { return "one of " + choices.map { "\"\($0)\"" }.joined(separator: ", ") }
+                if !choices.isEmpty {
+                    let named = "one of " + choices.map { "\"\($0)\"" }.joined(separator: ", ")
+                    return named + (orKeysOf.map { " or a name from \($0)" } ?? "")
+                }
                 return nonEmpty ? "a non-empty string" : "a string"
             case .integer, .number:
                 let noun = type == .integer ? "an integer" : "a number"
@@ -166,7 +174,7 @@ public struct SettingsSchema: Sendable, Hashable {
                 problems.append(Problem(path: path + [key], message: message, suggestion: near))
                 continue
             }
-            Self.check(value, against: setting, at: path + [key], into: &problems)
+            Self.check(value, against: setting, at: path + [key], siblings: table, into: &problems)
         }
         for key in settings.keys.sorted() where settings[key]!.required && table[key] == nil {
             problems.append(Problem(path: path + [key], message: "missing; this field is required"))
@@ -174,15 +182,20 @@ public struct SettingsSchema: Sendable, Hashable {
     }
 
     private static func check(
-        _ value: SettingValue, against setting: Setting, at path: [String], into problems: inout [Problem]
+        _ value: SettingValue, against setting: Setting, at path: [String], siblings: [String: SettingValue] = [:],
+        into problems: inout [Problem]
     ) {
         func fail(_ message: String) { problems.append(Problem(path: path, message: message)) }
         let found = "found \(value.kindName) \(value)"
         switch (setting.type, value) {
         case (.string, .string(let s)):
-            if !setting.choices.isEmpty, !setting.choices.contains(s) {
+            var choices = setting.choices
+            if let other = setting.orKeysOf, case .table(let named)? = siblings[other] {
+                choices += named.keys.sorted()
+            }
+            if !choices.isEmpty, !choices.contains(s) {
                 var message = "\(StrictJSONParser.quote(s)) is not \(setting.summary)"
-                if let near = NearName.closest(to: s, among: setting.choices) {
+                if let near = NearName.closest(to: s, among: choices) {
                     message += "; did you mean \"\(near)\"?"
                 }
                 fail(message)

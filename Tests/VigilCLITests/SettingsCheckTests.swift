@@ -69,6 +69,9 @@ struct SettingsCheckTests {
             table: "[soundscape]\npreset = \"hihg\"", lineText: "preset", plugin: "soundscape",
             says: [#"did you mean "high"?"#]),
         Case(
+            table: "[soundscape]\nsoundscape = \"ocen-waves\"", lineText: "ocen-waves", plugin: "soundscape",
+            says: [#"or a name from files; did you mean "ocean-waves"?"#]),
+        Case(
             table: "[silent-engine]\nmode = \"sine\"", lineText: "[silent-engine]", plugin: nil,
             says: ["[silent-engine] configures the plugin silent-engine, which is not activated"]),
     ]

@@ -69,6 +69,11 @@ import VigilTestSupport
             (#"{"a": {"type": "string", "description": "d", "required": true}}"#, "$.settings.a.required", "only"),
             (#"{"a": {"type": "string", "description": "d", "colour": 1}}"#, "$.settings.a.colour", "unknown field"),
             (#"{"a": 3}"#, "$.settings.a", "expected an object"),
+            (
+                #"{"a": {"type": "string", "description": "d", "choices": ["x"], "or_keys_of": "b"}}"#, "$.settings.a",
+                "not a table setting beside it"
+            ),
+            (#"{"a": {"type": "string", "description": "d", "or_keys_of": "b"}}"#, "$.settings.a.or_keys_of", "needs"),
         ])
     func badSpecs(_ example: (String, String, String)) {
         let message = failure(example.0)

@@ -66,6 +66,21 @@ struct SettingsSchemaTests {
         #expect(problems.first { $0.key == "workers[0].argz" }?.path == ["workers", "0", "argz"])
     }
 
+    @Test("a choice may also be a key of a table beside it (a user's sound file by name)")
+    func choicesFromATable() {
+        let schema = SettingsSchema([
+            "sound": Setting(type: .string, choices: ["rain", "ocean-waves"], orKeysOf: "files"),
+            "files": Setting(type: .table, values: Setting(type: .string)),
+        ])
+        #expect(schema.validate(["sound": .string("mine"), "files": .table(["mine": .string("/m.ogg")])]).isEmpty)
+        #expect(schema.validate(["sound": .string("rain")]).isEmpty)
+        #expect(
+            schema.validate(["sound": .string("mien"), "files": .table(["mine": .string("/m.ogg")])]).map(\.message)
+                == [
+                    "\"mien\" is not one of \"rain\", \"ocean-waves\" or a name from files; did you mean \"mine\"?"
+                ])
+    }
+
     @Test("a value's text is escaped in the message (no control character reaches a terminal)")
     func escapes() {
         let problems = Self.schema.validate(["mode": .string("sine\u{1B}[2J")])

@@ -113,6 +113,14 @@ public struct SchemaAgreement {
             if setting.required, let table = placing(nil, at: entry.key) {
                 probe(entry.key, table, shown: "(missing)")
             }
+            // A choice named by a key of a table of the user's keys beside it (`soundscape = "mine"`
+            // with `files.mine`): accepted by both when the schema says `or_keys_of` that table.
+            guard setting.type == .string, !setting.choices.isEmpty, !entry.key.contains(".") else { continue }
+            for (other, table) in schema.settings where table.values != nil {
+                guard var probed = placing(.string("probe-name"), at: entry.key) else { continue }
+                probed[other] = .table(["probe-name": samples[other + ".*"] ?? .string("/probe")])
+                probe(entry.key, probed, shown: "\"probe-name\" (a key of \(other))")
+            }
         }
         return (out, count)
     }

@@ -319,6 +319,12 @@ public enum ManifestDecoder {
                     try r.settingSpec(member.value, topLevel: topLevel, inTable: !topLevel)
                 }
             }
+            for (key, setting) in out.sorted(by: { $0.key < $1.key }) {
+                if let other = setting.orKeysOf, out[other]?.type != .table {
+                    throw fail(
+                        at: .key(key), "\"or_keys_of\" names \"\(other)\", which is not a table setting beside it")
+                }
+            }
             return SettingsSchema(out)
         }
 
@@ -329,8 +335,8 @@ public enum ManifestDecoder {
             let fields = try members(
                 value,
                 allowed: [
-                    "type", "description", "default", "min", "max", "exclusive_min", "choices", "non_empty",
-                    "required", "items", "fields", "values",
+                    "type", "description", "default", "min", "max", "exclusive_min", "choices", "or_keys_of",
+                    "non_empty", "required", "items", "fields", "values",
                 ],
                 required: topLevel ? ["type", "description"] : ["type"])
             let typeName = try stringMember(fields, "type")
@@ -350,6 +356,7 @@ public enum ManifestDecoder {
             try allowedOnly("max", for: [.integer, .number])
             try allowedOnly("exclusive_min", for: [.integer, .number])
             try allowedOnly("choices", for: [.string])
+            try allowedOnly("or_keys_of", for: [.string])
             try allowedOnly("non_empty", for: [.string])
             try allowedOnly("items", for: [.array])
             try allowedOnly("fields", for: [.table])
@@ -394,6 +401,12 @@ public enum ManifestDecoder {
                     }
                     return out
                 }
+            }
+            if let v = fields["or_keys_of"] {
+                guard spec.choices.isEmpty == false else {
+                    throw fail(at: .key("or_keys_of"), "\"or_keys_of\" needs \"choices\"")
+                }
+                spec.orKeysOf = try at(.key("or_keys_of")) { r throws(CoreError) in try r.plainText(v, max: 128) }
             }
             if let v = fields["items"] {
                 spec.items = SettingsSchema.Box(
