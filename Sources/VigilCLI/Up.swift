@@ -53,6 +53,8 @@ struct Up: AsyncParsableCommand {
         // A status file that cannot be written is said on the display (logs are opt-in here).
         let (statusProblems, statusProblemSink) = AsyncStream.makeStream(of: String?.self)
         hostOptions.statusFileProblem = { statusProblemSink.yield($0) }
+        // A table nothing reads does not stop the host, but the operator must see it (logs are opt-in).
+        hostOptions.configurationWarning = { CLI.printErrorLine("warning: \($0)") }
         let host: VigilHost
         do {
             host = try VigilHost(configPath: options.config, options: hostOptions, logger: logger)

@@ -144,7 +144,9 @@ public struct HostCheck: Sendable {
         var blocked: Set<String> = []
         for item in plan.items {
             let location = located(["plugins", item.name])
-            if case .unavailable(_, let refusal) = item.outcome {
+            if !item.settingProblems.isEmpty {
+                diagnostics += settingDiagnostics(item, configuration: configuration, display: display)
+            } else if case .unavailable(_, let refusal) = item.outcome {
                 diagnostics.append(
                     .init(
                         severity: .error,
@@ -214,6 +216,14 @@ public struct HostCheck: Sendable {
                     : "will wait for \(unmet.requirement.noun) at start: \(unmet.description)"
                 diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
             }
+            if item.unschemedTable {
+                diagnostics.append(
+                    .init(
+                        severity: .warning, location: located([item.name]), plugin: item.name,
+                        message: "its manifest (\(PluginManifest.schemaV1)) has no settings schema, so [\(item.name)] "
+                            + "is checked only when the plugin starts — ask its publisher for a "
+                            + "\(PluginManifest.schema) manifest"))
+            }
             diagnostics += workerCommandDiagnostics(item, located: located)
             if item.trust == .acknowledgedUnsigned {
                 diagnostics.append(
@@ -225,6 +235,10 @@ public struct HostCheck: Sendable {
                             + "(\(TrustCommand.display(item.name))) and remove it from acknowledge_unsafe_plugins before production"
                     ))
             }
+        }
+        for stray in plan.strayTables {
+            diagnostics.append(
+                .init(severity: .error, location: located([stray.name]), plugin: nil, message: stray.message))
         }
         var report = Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,

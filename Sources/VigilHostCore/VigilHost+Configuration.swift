@@ -47,6 +47,12 @@ extension VigilHost {
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
+        // `vigil check` and the build call these errors; a running host says so and goes on.
+        for stray in plan.strayTables {
+            let location = configuration.location(of: [stray.name]).map { "\($0): " } ?? "\(configuration.path): "
+            logger.warning("\(location)\(stray.message)")
+            options.configurationWarning?("\(location)\(stray.message)")
+        }
         var options = options
         for read in options.parts.readConfiguration { try read(configuration, &options) }
         let entries = plan.items.map {

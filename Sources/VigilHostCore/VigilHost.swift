@@ -61,6 +61,10 @@ public actor VigilHost: Service {
         package var makeSleepHandling: (@Sendable (SleepHandlingSetup) -> (any SleepHandling)?)?
         /// The optional parts' hooks and settings (see ``HostParts``).
         package var parts = HostParts()
+        /// Called for each problem of `vigil.toml` that does not stop the host (a table nothing
+        /// reads, which `vigil check` calls an error), located, besides the log's warning: the way
+        /// to show it where the logs are not read (as `vigil up` does).
+        public var configurationWarning: (@Sendable (_ warning: String) -> Void)?
 
         /// Creates options.
         ///

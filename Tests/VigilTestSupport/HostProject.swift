@@ -22,17 +22,19 @@ public struct HostProject {
     /// Writes `manifests/NAME/plugin.json` and signs it with a fresh key (the signer fills in the
     /// resource digests); returns the key's fingerprint. Unsigned plugins get no resources.
     /// `key` signs instead of a fresh key; `extra` adds members to the manifest (`"expires": …`).
+    /// `settings` is the manifest's `settings` object: defaults in a v1 manifest (`schema`), a
+    /// settings schema in a v2 one.
     @discardableResult
     public func signedPlugin(
         _ name: String, entry: String? = nil, requirements: String = "[]",
         settings: String = #"{"mode": "zero", "level": 3}"#, sign: Bool = true, key: MinisignSecretKey? = nil,
-        extra: String = ""
+        extra: String = "", schema: String = "vigil.plugin-manifest/v1"
     ) throws -> String {
         try dir.write("manifests/\(name)/payload.txt", "payload of \(name)\n")
         try dir.write(
             "manifests/\(name)/plugin.json",
             """
-            {"schema": "vigil.plugin-manifest/v1", "name": "\(name)", "version": "1.2.3",
+            {"schema": "\(schema)", "name": "\(name)", "version": "1.2.3",
              "description": "test plugin \(name)", "entry": "\(entry ?? "ledger")",
              "host_requirements": \(requirements), "resources": \(sign ? #"[{"path": "payload.txt"}]"# : "[]"), "settings": \(settings)\(extra)}
             """)
