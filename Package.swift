@@ -191,7 +191,7 @@ let package = Package(
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSupervisorDesktop",
                 "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", "VigilDBus", "VigilBase", log, lifecycle,
-                "VigilHostCheck", "VigilLibraryCheck",
+                "VigilHostCheck", "VigilLibraryCheck", "VigilSupervisorEngine",
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event

@@ -30,24 +30,47 @@ extension VigilHost {
         configPath: String? = nil, registry: PluginRegistry = .builtin, options: Options = Options(), logger: Logger
     ) throws(VigilError) {
         let path = try Self.resolveConfigPath(configPath, environment: options.environment)
+        let loaded = try Self.load(path: path, registry: registry, environment: options.environment, logger: logger)
+        var options = options
+        if let announce = loaded.announce { options.announce = announce }
+        try self.init(
+            entries: loaded.entries, declarations: loaded.configuration.host, hostName: nil,
+            configPath: loaded.configuration.path, unsafePlugins: loaded.plan.unsafePlugins,
+            unsafeBanner: loaded.plan.unsafeBanner, options: options, logger: logger, registry: registry)
+    }
+
+    /// A `vigil.toml` read, checked and verified: what the host starts from, and what a reload
+    /// reads again.
+    struct LoadedConfiguration {
+        var configuration: HostConfiguration
+        var plan: HostPlan
+        var entries: [Entry]
+        /// `[announce]`, when the file has one.
+        var announce: AnnounceSettings?
+    }
+
+    /// Reads `path` and verifies every activated plugin (the one loader path of start and reload:
+    /// StrictModes, the TOML, trust, rotations, revocations, rollback, expiry, the plan).
+    static func load(path: String, registry: PluginRegistry, environment: HostEnvironment, logger: Logger)
+        throws(VigilError) -> LoadedConfiguration
+    {
         let configuration: HostConfiguration
         do throws(CoreError) {
-            configuration = try HostConfiguration.load(path: path, environment: options.environment)
+            configuration = try HostConfiguration.load(path: path, environment: environment)
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         let plan: HostPlan
         do throws(CoreError) {
             plan = try HostPlan.make(
-                configuration: configuration, entries: Set(registry.entries), environment: options.environment,
-                record: true)
+                configuration: configuration, entries: Set(registry.entries), environment: environment, record: true)
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
-        var options = options
+        var announce: AnnounceSettings?
         if let table = configuration.pluginSettings["announce"] {
             do throws(AnnounceError) {
-                options.announce = try AnnounceSettings(table: table)
+                announce = try AnnounceSettings(table: table)
             } catch {
                 throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
             }
@@ -56,9 +79,7 @@ extension VigilHost {
         for case .unavailable(let plugin) in entries {
             logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(plugin.name)"])
         }
-        try self.init(
-            entries: entries, declarations: configuration.host, hostName: nil, configPath: configuration.path,
-            unsafePlugins: plan.unsafePlugins, unsafeBanner: plan.unsafeBanner, options: options, logger: logger)
+        return LoadedConfiguration(configuration: configuration, plan: plan, entries: entries, announce: announce)
     }
 
     /// The `vigil.toml` to use: `configPath`, else the nearest one from the environment's working
@@ -101,10 +122,11 @@ extension VigilHost {
                 let failure = PluginFailure(error, plugin: item.name)
                 return .unavailable(.init(name: item.name, version: ready.version, failure: failure))
             }
-            return .ready(
-                PreparedPlugin(
-                    name: item.name, version: ready.version, requirements: item.requirements,
-                    settings: ready.settings, implementation: implementation))
+            var prepared = PreparedPlugin(
+                name: item.name, version: ready.version, requirements: item.requirements,
+                settings: ready.settings, implementation: implementation)
+            prepared.manifestDigest = ready.loaded.manifestSHA256
+            return .ready(prepared)
         }
     }
 }
