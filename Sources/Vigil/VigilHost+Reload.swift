@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Logging
 import VigilAnnounce
+import VigilCore
 import VigilHostCheck
-public import VigilCore
 import VigilPlugin
 import VigilSupervisorEngine
 

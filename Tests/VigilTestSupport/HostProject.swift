@@ -59,6 +59,8 @@ public struct HostProject {
         try text.replacingOccurrences(of: "\"1.2.3\"", with: "\"\(version)\"")
             .replacingOccurrences(of: "test plugin \(name)", with: "updated plugin \(name)")
             .write(toFile: path, atomically: false, encoding: .utf8)
+        // A new publisher's key: the old key and signature files go (no rotation statement).
+        for file in ["plugin.pub", "plugin.json.minisig"] { unlink(dir.path + "/manifests/\(name)/" + file) }
         let key = MinisignSecretKey.generate()
         _ = try PluginSigner.sign(directory: dir.path + "/manifests/\(name)", with: key)
         return key.publicKey.fingerprint.description

@@ -96,8 +96,9 @@ struct HostStateMachineReloadTests {
         #expect(seen.contains(.reconfigure))
         #expect(!seen.contains { if case .start = $0 { true } else { false } })
         #expect(seen.contains(.cancel(plugin: 0, instance: 1)))
-        #expect(m.applied == stopGeneration && stopGeneration > reloadGeneration)
-        _ = Self.drive(&m, .sleepClosed, next: &next)
+        #expect(!seen.contains { if case .settled = $0 { true } else { false } }, "not before sleep handling closed")
+        #expect(Self.drive(&m, .sleepClosed, next: &next) == [.settled(stopGeneration)])
+        #expect(stopGeneration > reloadGeneration, "one settle answers the reload's caller and the stop's")
         #expect(m.plugins.map(\.state) == [.idle, .idle])
         #expect(m.isAtRest)
     }
