@@ -132,18 +132,14 @@ final class HostControlChannel: Sendable {
         func accept(_ loop: PollLoop, _ listener: Int32) {
             while true {
                 let client: OwnedDescriptor
-                do throws(SystemCallError) {
-                    client = try OwnedDescriptor.accept(from: listener)
-                } catch  where error.number == ECONNABORTED {
-                    continue
-                } catch {
-                    return  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
-                }
-                let clientFD = client.rawValue
-                guard LocalSocket.peerUID(clientFD) == getuid() else {
+                switch LocalSocket.acceptNext(from: listener) {
+                case .none: return
+                case .otherUser:
                     logger.warning("The host's control channel refused a connection from another user")
                     continue
+                case .client(let accepted): client = accepted
                 }
+                let clientFD = client.rawValue
                 guard connections.count < HostControlChannel.maxConnections else {
                     let busy = HostControlResponse(
                         ok: false,

@@ -48,6 +48,34 @@ package enum LocalSocket {
         return listener
     }
 
+    /// The outcome of ``acceptNext(from:)``.
+    package enum Accepted: ~Copyable {
+        /// A connection from a process of this user.
+        case client(OwnedDescriptor)
+        /// A connection from another user (`uid`, when it could be read), already closed.
+        case otherUser(UInt32?)
+        /// No connection waits (or none can be taken now: retried at the next wake-up).
+        case none
+    }
+
+    /// Takes the next connection waiting on the non-blocking `listener` (an aborted one is
+    /// skipped), and checks that its peer is this user.
+    package static func acceptNext(from listener: Int32) -> Accepted {
+        while true {
+            let client: OwnedDescriptor
+            do throws(SystemCallError) {
+                client = try OwnedDescriptor.accept(from: listener)
+            } catch  where error.number == ECONNABORTED {
+                continue
+            } catch {
+                return .none  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
+            }
+            let uid = peerUID(client.rawValue)
+            guard uid == getuid() else { return .otherUser(uid) }
+            return .client(client)
+        }
+    }
+
     /// The user id of the process at the other end of the connected socket `fd` (`SO_PEERCRED`).
     package static func peerUID(_ fd: Int32) -> UInt32? {
         var credentials = PeerCredentials()

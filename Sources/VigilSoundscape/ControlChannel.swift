@@ -117,20 +117,16 @@ package final class ControlChannel: Sendable {
         func accept(_ loop: PollLoop, _ listener: Int32) {
             while true {
                 let client: OwnedDescriptor
-                do throws(SystemCallError) {
-                    client = try OwnedDescriptor.accept(from: listener)
-                } catch  where error.number == ECONNABORTED {
-                    continue
-                } catch {
-                    return  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
-                }
-                let clientFD = client.rawValue
-                guard let uid = LocalSocket.peerUID(clientFD), uid == getuid() else {
+                switch LocalSocket.acceptNext(from: listener) {
+                case .none: return
+                case .otherUser(let uid):
                     logger.warning(
                         "Soundscape control channel refused a connection from another user",
-                        metadata: ["uid": "\(LocalSocket.peerUID(clientFD).map(String.init) ?? "unknown")"])
+                        metadata: ["uid": "\(uid.map(String.init) ?? "unknown")"])
                     continue
+                case .client(let accepted): client = accepted
                 }
+                let clientFD = client.rawValue
                 guard connections.count < ControlChannel.maxConnections else {
                     // Best effort on a fresh socket: a short line fits its buffer, and nothing waits for it.
                     if let busy = ControlChannel.encode(ControlChannel.busyResponse) {

@@ -113,6 +113,18 @@ struct ReloadTests {
         return (result, states, events)
     }
 
+    /// A host of `p` with one worker, `alpha`, up: both plugins running, the sink RUNNING.
+    static func startedHost(_ p: Project) async throws -> VigilHost {
+        try p.configure(workers: [p.worker("alpha")])
+        let host = try p.host()
+        let status = await host.keepAlive()
+        #expect(status[plugin: "silent-engine"]?.state == .running, "\(status)")
+        #expect(status[plugin: "supervisor"]?.state == .running, "\(status)")
+        #expect(await p.pulse.waitForSink(state: "RUNNING", timeout: 10))
+        #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.alive("alpha") })
+        return host
+    }
+
     static func expectUnbroken(_ states: [String], _ events: [String], _ comment: Comment) {
         #expect(states.count >= 2, "a sample at least before and after: \(states)")
         #expect(states.allSatisfy { $0 == "RUNNING" }, "\(comment): the sink left RUNNING: \(states)")
@@ -126,13 +138,8 @@ struct ReloadTests {
         try await PulseAudioServer.with { pulse in
             let p = try Project(pulse: pulse)
             defer { p.project.remove() }
-            try p.configure(workers: [p.worker("alpha")])
-            let host = try p.host()
-            let status = await host.keepAlive()
-            #expect(status[plugin: "silent-engine"]?.state == .running, "\(status)")
-            #expect(status[plugin: "supervisor"]?.state == .running, "\(status)")
-            #expect(await pulse.waitForSink(state: "RUNNING", timeout: 10))
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.alive("alpha") })
+            let host = try await Self.startedHost(p)
+            let status = await host.status()
             let engineSince = status[plugin: "silent-engine"]?.since
             let alpha = p.pid("alpha")
 
@@ -168,11 +175,7 @@ struct ReloadTests {
         try await PulseAudioServer.with { pulse in
             let p = try Project(pulse: pulse)
             defer { p.project.remove() }
-            try p.configure(workers: [p.worker("alpha")])
-            let host = try p.host()
-            _ = await host.keepAlive()
-            #expect(await pulse.waitForSink(state: "RUNNING", timeout: 10))
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.alive("alpha") })
+            let host = try await Self.startedHost(p)
             let alpha = p.pid("alpha")
             let before = await host.status()
 
@@ -224,10 +227,7 @@ struct ReloadTests {
         try await PulseAudioServer.with { pulse in
             let p = try Project(pulse: pulse)
             defer { p.project.remove() }
-            try p.configure(workers: [p.worker("alpha")])
-            let host = try p.host()
-            _ = await host.keepAlive()
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.alive("alpha") })
+            let host = try await Self.startedHost(p)
             let alpha = p.pid("alpha")
             let before = await host.status()
 
