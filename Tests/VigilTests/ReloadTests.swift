@@ -113,6 +113,18 @@ struct ReloadTests {
         return (result, states, events)
     }
 
+    /// Runs `body` with a private PulseAudio, a project and its host up (``startedHost(_:)``);
+    /// stops the host and removes everything afterwards.
+    static func withHost(_ body: (Project, VigilHost) async throws -> Void) async throws {
+        try await PulseAudioServer.with { pulse in
+            let p = try Project(pulse: pulse)
+            defer { p.project.remove() }
+            let host = try await startedHost(p)
+            try await body(p, host)
+            await host.stop()
+        }
+    }
+
     /// A host of `p` with one worker, `alpha`, up: both plugins running, the sink RUNNING.
     static func startedHost(_ p: Project) async throws -> VigilHost {
         try p.configure(workers: [p.worker("alpha")])
@@ -135,10 +147,8 @@ struct ReloadTests {
 
     @Test("changing only the workers restarts the supervisor; the silent engine's stream never leaves RUNNING")
     func workersChangeStreamStays() async throws {
-        try await PulseAudioServer.with { pulse in
-            let p = try Project(pulse: pulse)
-            defer { p.project.remove() }
-            let host = try await Self.startedHost(p)
+        try await Self.withHost { p, host in
+            let pulse = p.pulse
             let status = await host.status()
             let engineSince = status[plugin: "silent-engine"]?.since
             let alpha = p.pid("alpha")
@@ -166,16 +176,13 @@ struct ReloadTests {
             #expect(second.restarted == ["supervisor"] && second.kept == ["silent-engine"])
             Self.expectUnbroken(states2, events2, "removing a worker")
             #expect(await RuntimeFixtures.waitUntil(timeout: 10) { kill(beta, 0) != 0 || p.pid("beta") != beta })
-            await host.stop()
         }
     }
 
     @Test("a configuration that does not check is refused; the old plugins and workers keep running")
     func badConfigurationRefused() async throws {
-        try await PulseAudioServer.with { pulse in
-            let p = try Project(pulse: pulse)
-            defer { p.project.remove() }
-            let host = try await Self.startedHost(p)
+        try await Self.withHost { p, host in
+            let pulse = p.pulse
             let alpha = p.pid("alpha")
             let before = await host.status()
 
@@ -218,16 +225,13 @@ struct ReloadTests {
                 #expect(p.pid("alpha") == alpha && p.alive("alpha"), "\(label): the old worker runs")
                 #expect(p.pid("beta") == nil, "\(label): the refused worker never started")
             }
-            await host.stop()
         }
     }
 
     @Test("a changed manifest restarts only that plugin; a removed plugin stops and an added one starts")
     func changedManifestRestartsOnlyIt() async throws {
-        try await PulseAudioServer.with { pulse in
-            let p = try Project(pulse: pulse)
-            defer { p.project.remove() }
-            let host = try await Self.startedHost(p)
+        try await Self.withHost { p, host in
+            let pulse = p.pulse
             let alpha = p.pid("alpha")
             let before = await host.status()
 
@@ -256,7 +260,6 @@ struct ReloadTests {
             #expect(added.added == ["silent-engine"] && added.kept == ["supervisor"])
             #expect(await pulse.waitForSink(state: "RUNNING", timeout: 10))
             #expect(p.pid("alpha") == alpha && p.alive("alpha"))
-            await host.stop()
         }
     }
 }
