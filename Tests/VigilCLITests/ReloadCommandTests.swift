@@ -83,6 +83,13 @@ struct ReloadCommandTests {
         let error = try #require(Self.json(refused.stdout)?["error"] as? [String: Any], "\(refused.stdout)")
         #expect(error["code"] as? String == "reload-refused")
         #expect((error["message"] as? String ?? "").contains("keeps running its previous configuration"))
+        // Refused too, the reload is announced and over: READY=1 from the host itself (nothing restarted).
+        let refusedMessages = await notify.drained(quietFor: 0.5)
+        let refusedStart = try #require(
+            refusedMessages.firstIndex { $0.contains("RELOADING=1") }, "\(refusedMessages)")
+        #expect(
+            refusedMessages[(refusedStart + 1)...].contains { $0.split(separator: "\n").contains("READY=1") },
+            "\(refusedMessages)")
         let plain = try await project.vigil("reload", "--config", project.config)
         #expect(plain.status == 65)
         #expect(plain.stderr.hasPrefix("error: "), "\(plain.stderr)")
