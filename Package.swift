@@ -196,7 +196,7 @@ let package = Package(
             name: "VigilHostCore",
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSharedLibrary", "VigilBase", log, lifecycle, "VigilHostCheck",
-                "VigilLibraryCheck",
+                "VigilLibraryCheck", "VigilSupervisorEngine",
             ],
             swiftSettings: strictSettings),
         // The umbrella a host app links: the host core with every first-party plugin registered,

@@ -69,6 +69,7 @@ extension VigilHost.Options {
         }
         guard options.parts["vigil", as: Bool.self] == nil else { return options }
         options.parts["vigil", as: Bool.self] = true
+        options.parts.restartOnlyTables.append("announce")
         options.parts.readConfiguration.append { configuration, options throws(VigilError) in
             guard let table = configuration.pluginSettings["announce"] else { return }
             do throws(AnnounceError) {

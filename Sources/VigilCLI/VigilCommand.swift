@@ -18,7 +18,8 @@ struct VigilCommand: AsyncParsableCommand {
         discussion: "`vigil --version --json` prints the version as one JSON document (schema vigil.version/v1).",
         version: "vigil " + VigilVersion.description,
         subcommands: [
-            PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Announce.self, SoundscapeCommand.self,
+            PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Reload.self, Announce.self,
+            SoundscapeCommand.self,
         ]
     )
 

@@ -49,9 +49,11 @@ final class HostInbox: Sendable {
         /// An event for the state machine (sleep handling, a shutdown, a re-probe).
         case machine(HostStateMachine.Event)
         /// A plugin instance's report.
-        case plugin(Int, instance: UInt64, PluginEvent)
+        case plugin(instance: UInt64, PluginEvent)
         /// A plugin instance's `run()` returned.
-        case ended(Int, instance: UInt64, failure: PluginFailure?)
+        case ended(instance: UInt64, failure: PluginFailure?)
+        /// Reload `vigil.toml` (``VigilHost/reload()``); `completion` gets the outcome once settled.
+        case reload(@Sendable (Result<ReloadReport, VigilError>) -> Void)
         /// Read the running instances' details, then resume.
         case refreshDetails(CheckedContinuation<Void, Never>)
         /// Publish the status (sleep handling's locks changed).
@@ -76,8 +78,8 @@ final class HostInbox: Sendable {
                 state.waiter = nil
                 return waiter
             }
-            if case .plugin(let slot, let instance, .detailsChanged) = input,
-                case .plugin(slot, instance, .detailsChanged)? = state.queue.last
+            if case .plugin(let instance, .detailsChanged) = input,
+                case .plugin(instance, .detailsChanged)? = state.queue.last
             {
                 return nil
             }

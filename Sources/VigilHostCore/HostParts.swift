@@ -8,6 +8,9 @@ package struct HostParts: Sendable {
     /// Read from the host's `vigil.toml` once it loaded, before the host is made (`[announce]`).
     package var readConfiguration: [@Sendable (HostConfiguration, inout VigilHost.Options) throws(VigilError) -> Void] =
         []
+    /// The `vigil.toml` tables those hooks read, which only a restart applies: a reload that
+    /// changes one is refused (`announce`).
+    package var restartOnlyTables: [String] = []
     /// Run by every `keepAlive()`, before the plugins start (the announcer restores what a killed
     /// process left lowered).
     package var beforeStart: [@Sendable (VigilHost) async -> Void] = []

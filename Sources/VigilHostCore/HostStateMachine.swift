@@ -70,6 +70,10 @@ struct HostStateMachine: Sendable {
         /// stopped and the plugin stays `failed` with `failure` (code `revoked`) — the only case
         /// where trust data stops something already running.
         case revoked(plugin: Int, PluginFailure)
+        /// A reload: the plugins of the new configuration (see ``Reconfiguration``).
+        case reconfigure(Reconfiguration)
+        /// The executor swapped its plugin list after a ``Action/reconfigure``.
+        case reconfigured
     }
 
     /// What the executor does.
@@ -93,6 +97,9 @@ struct HostStateMachine: Sendable {
         case releaseDelayLock
         /// The host settled on every request up to this generation.
         case settled(UInt64)
+        /// Every plugin a reload stops has stopped: replace the plugin list with the pending
+        /// reload's now (plugin indices after this action are the new list's); answer `reconfigured`.
+        case reconfigure
     }
 
     static let sleepReason = "stopped for system sleep; it starts again when the system wakes up"
@@ -110,6 +117,10 @@ struct HostStateMachine: Sendable {
     private(set) var sleepClosing = false
     private var abandoned = false
     private var delayLockToRelease = false
+    /// The reload waiting for its stops (and for nothing else in flight) before the swap.
+    private(set) var pendingReload: Reconfiguration?
+    /// A ``Action/reconfigure`` was asked for and not yet answered.
+    private var swapping = false
 
     init(plugins: [Plugin]) {
         self.plugins = plugins
@@ -118,7 +129,8 @@ struct HostStateMachine: Sendable {
     /// True when nothing is in flight and the host is down with no live instance and no sleep
     /// handling: the executor's loop may end.
     var isAtRest: Bool {
-        busy == nil && !desiredUp && applied == generation && !sleepOpen && plugins.allSatisfy { $0.instance == nil }
+        busy == nil && !desiredUp && applied == generation && !sleepOpen && pendingReload == nil && !swapping
+            && plugins.allSatisfy { $0.instance == nil }
     }
 
     /// True while the host is wanted up and some plugin waits only for its environment.
@@ -202,6 +214,13 @@ struct HostStateMachine: Sendable {
             if hasEnvironmentBlocked { generation &+= 1 }
         case .revoked(let index, let failure):
             revoke(index, failure, &actions)
+        case .reconfigure(let reload):
+            // A newer reload replaces one still waiting: both were made against the current list.
+            pendingReload = reload
+            generation &+= 1
+        case .reconfigured:
+            guard swapping, let reload = pendingReload else { break }
+            swap(to: reload, &actions)
         }
         reconcile(&actions)
         return actions
@@ -302,7 +321,7 @@ struct HostStateMachine: Sendable {
 
     /// Takes the next step towards the latest request, if nothing is in flight.
     private mutating func reconcile(_ actions: inout [Action]) {
-        while busy == nil {
+        while busy == nil, !swapping {
             if let index = plugins.indices.first(where: { plugins[$0].releasing && plugins[$0].instance != nil }),
                 let instance = plugins[index].instance
             {
@@ -310,6 +329,10 @@ struct HostStateMachine: Sendable {
                 busy = index
                 actions.append(.cancel(plugin: index, instance: instance))
                 return
+            }
+            if pendingReload != nil {
+                retireForReload(&actions)
+                continue
             }
             guard applied != generation else { return }
             let done = desiredUp ? stepUp(&actions) : stepDown(&actions)
@@ -390,4 +413,67 @@ struct HostStateMachine: Sendable {
         abandoned = false
         return true
     }
+
+    // MARK: - Reload
+
+    /// One step of a pending reload: stop (in reverse order, one at a time) each plugin the new
+    /// list does not keep, then ask the executor to swap the lists.
+    private mutating func retireForReload(_ actions: inout [Action]) {
+        guard let reload = pendingReload else { return }
+        let kept = Set(reload.items.compactMap(\.keeps))
+        for index in plugins.indices.reversed() where !kept.contains(index) {
+            guard let instance = plugins[index].instance else { continue }
+            plugins[index].stoppingForSleep = false
+            busy = index
+            set(index, .stopping, nil, &actions)
+            actions.append(.cancel(plugin: index, instance: instance))
+            return
+        }
+        // One stopped for system sleep has no instance left: it stops for good now.
+        for index in plugins.indices.reversed() where !kept.contains(index) && plugins[index].stoppedForSleep {
+            plugins[index].stoppedForSleep = false
+            set(index, .idle, .stopped, &actions)
+        }
+        swapping = true
+        actions.append(.reconfigure)
+    }
+
+    /// Replaces the plugin list with `reload`'s: a kept plugin carries its state and live instance
+    /// over untouched (its stream keeps playing); an added or changed one starts fresh.
+    private mutating func swap(to reload: Reconfiguration, _ actions: inout [Action]) {
+        plugins = reload.items.map { item in
+            if let index = item.keeps { return plugins[index] }
+            return Plugin(
+                name: item.name, usesAudio: item.usesAudio, unavailable: item.unavailable,
+                state: item.unavailable.map { .failed($0) } ?? .idle)
+        }
+        pendingReload = nil
+        swapping = false
+        for (index, item) in reload.items.enumerated() where item.keeps == nil {
+            actions.append(.changed(plugin: index, event: item.unavailable.map { .failed($0) }))
+        }
+    }
+}
+
+/// A reload's new plugin list, in `vigil.toml` order: each plugin either keeps a current one (by
+/// its index in the current list: same manifest, same settings; left running) or is new (added,
+/// or a changed one that replaces the current plugin of its name, which is stopped first).
+/// Current plugins no item keeps are stopped.
+struct Reconfiguration: Sendable, Equatable {
+    struct Item: Sendable, Equatable {
+        var name: String
+        var usesAudio: Bool
+        var unavailable: PluginFailure?
+        /// The current plugin's index this item keeps running; `nil` for a new one.
+        var keeps: Int?
+
+        init(name: String, usesAudio: Bool = false, unavailable: PluginFailure? = nil, keeps: Int? = nil) {
+            self.name = name
+            self.usesAudio = usesAudio
+            self.unavailable = unavailable
+            self.keeps = keeps
+        }
+    }
+
+    var items: [Item]
 }

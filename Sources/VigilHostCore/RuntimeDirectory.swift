@@ -98,4 +98,7 @@ public struct RuntimeDirectory: Sendable, Hashable {
 
     /// The status file of the host with process id `pid`.
     public func statusFile(pid: Int32) -> String { "\(path)/host-\(pid).json" }
+
+    /// The control socket of the host with process id `pid` (`vigil reload` talks to it).
+    public func controlSocket(pid: Int32) -> String { "\(path)/control-\(pid).sock" }
 }

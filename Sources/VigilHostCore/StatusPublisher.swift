@@ -204,6 +204,7 @@ public enum PublishedHosts {
             let path = directory.path + "/" + name
             if kill(pid, 0) != 0, errno == ESRCH {
                 unlink(path)
+                unlink(directory.controlSocket(pid: pid))  // a killed host's control socket goes with it
                 continue
             }
             let data: Data

@@ -13,6 +13,10 @@ public struct VigilError: StructuredError, Hashable {
         case statusUnreadable = "status-unreadable"
         /// Another running host holds the lock of the same `vigil.toml`.
         case configInUse = "config-in-use"
+        /// A reload was refused: the new `vigil.toml` does not check; the host keeps running the old one.
+        case reloadRefused = "reload-refused"
+        /// The host cannot reload: it was not made from a `vigil.toml`.
+        case reloadUnsupported = "reload-unsupported"
     }
 
     /// The kind of failure.

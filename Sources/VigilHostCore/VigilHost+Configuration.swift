@@ -33,17 +33,42 @@ extension VigilHost {
         configPath: String? = nil, running registry: PluginRegistry, options: Options = Options(), logger: Logger
     ) throws(VigilError) {
         let path = try Self.resolveConfigPath(configPath, environment: options.environment)
+        let loaded = try Self.load(path: path, registry: registry, options: options, logger: logger)
+        try self.init(
+            entries: loaded.entries, declarations: loaded.configuration.host, hostName: nil,
+            configPath: loaded.configuration.path, unsafePlugins: loaded.plan.unsafePlugins,
+            unsafeBanner: loaded.plan.unsafeBanner, options: loaded.options, logger: logger, registry: registry,
+            partTables: loaded.partTables)
+    }
+
+    /// A `vigil.toml` read, checked and verified: what the host starts from, and what a reload
+    /// reads again.
+    struct LoadedConfiguration {
+        var configuration: HostConfiguration
+        var plan: HostPlan
+        var entries: [Entry]
+        /// The options with what the host's optional parts read from the file (`[announce]`).
+        var options: Options
+        /// The tables the optional parts read, which only a restart applies (a reload refuses a change).
+        var partTables: [String: [String: SettingValue]]
+    }
+
+    /// Reads `path` and verifies every activated plugin (the one loader path of start and reload:
+    /// StrictModes, the TOML, trust, rotations, revocations, rollback, expiry, the plan).
+    static func load(path: String, registry: PluginRegistry, options: Options, logger: Logger)
+        throws(VigilError) -> LoadedConfiguration
+    {
+        let environment = options.environment
         let configuration: HostConfiguration
         do throws(CoreError) {
-            configuration = try HostConfiguration.load(path: path, environment: options.environment)
+            configuration = try HostConfiguration.load(path: path, environment: environment)
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
         let plan: HostPlan
         do throws(CoreError) {
             plan = try HostPlan.make(
-                configuration: configuration, entries: Set(registry.entries), environment: options.environment,
-                record: true)
+                configuration: configuration, entries: Set(registry.entries), environment: environment, record: true)
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
@@ -65,9 +90,10 @@ extension VigilHost {
                     "plugin.name": "\(plugin.name)", OperatorEvent.metadataKey: "\(plugin.failure.operatorEvent)",
                 ])
         }
-        try self.init(
-            entries: entries, declarations: configuration.host, hostName: nil, configPath: configuration.path,
-            unsafePlugins: plan.unsafePlugins, unsafeBanner: plan.unsafeBanner, options: options, logger: logger)
+        var partTables: [String: [String: SettingValue]] = [:]
+        for name in options.parts.restartOnlyTables { partTables[name] = configuration.pluginSettings[name] }
+        return LoadedConfiguration(
+            configuration: configuration, plan: plan, entries: entries, options: options, partTables: partTables)
     }
 
     /// The `vigil.toml` to use: `configPath`, else the nearest one from the environment's working
@@ -117,6 +143,7 @@ extension VigilHost {
                 settings: ready.settings, implementation: implementation)
             prepared.loaded = ready.loaded
             prepared.signature = item.expires.map { SignatureFreshness(expires: $0, grace: grace) }
+            prepared.manifestDigest = ready.loaded.manifestSHA256
             return .ready(prepared)
         }
     }

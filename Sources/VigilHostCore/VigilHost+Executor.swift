@@ -28,24 +28,26 @@ extension VigilHost {
         switch input {
         case .request(let up, let continuation):
             let actions = machine.handle(.requested(up: up))
-            waiters.append((machine.generation, continuation))
+            waiters.append((machine.generation, { continuation.resume() }))
             await perform(actions, &children)
         case .machine(let event):
             await feed(event, &children)
-        case .plugin(let index, let id, let event):
-            guard slots[index].instanceID == id, slots[index].instance != nil else { break }
+        case .plugin(let id, let event):
+            // Found by instance: a reload may have moved the plugin to another index since it started.
+            guard let index = slotIndex(instance: id), slots[index].instance != nil else { break }
             // Every report carries fresh details into the status (a restarted worker's pid).
             await refreshDetails(index)
             await feed(
                 event == .ready ? .ready(plugin: index, instance: id) : .reported(plugin: index, instance: id, event),
                 &children)
-        case .ended(let index, let id, let failure):
-            if slots[index].instanceID == id {
-                slots[index].instance = nil
-                slots[index].stop = nil
-                slots[index].details = [:]
-            }
+        case .ended(let id, let failure):
+            guard let index = slotIndex(instance: id) else { break }
+            slots[index].instance = nil
+            slots[index].stop = nil
+            slots[index].details = [:]
             await feed(.ended(plugin: index, instance: id, failure: failure), &children)
+        case .reload(let completion):
+            await beginReload(completion, &children)
         case .refreshDetails(let continuation):
             for index in slots.indices where machine.plugins[index].state.isActive { await refreshDetails(index) }
             continuation.resume()
@@ -59,7 +61,12 @@ extension VigilHost {
         return children
     }
 
-    private func feed(_ event: HostStateMachine.Event, _ children: inout [Child]) async {
+    /// The slot whose instance `id` is or was (instance numbers are never reused).
+    private func slotIndex(instance id: UInt64) -> Int? {
+        id == 0 ? nil : slots.firstIndex { $0.instanceID == id }
+    }
+
+    func feed(_ event: HostStateMachine.Event, _ children: inout [Child]) async {
         await perform(machine.handle(event), &children)
     }
 
@@ -70,7 +77,7 @@ extension VigilHost {
         if slots[index].instanceID == id, slots[index].instance != nil { slots[index].details = details }
     }
 
-    private func perform(_ actions: [HostStateMachine.Action], _ children: inout [Child]) async {
+    func perform(_ actions: [HostStateMachine.Action], _ children: inout [Child]) async {
         for action in actions {
             switch action {
             case .start(let index, let resuming):
@@ -81,11 +88,14 @@ extension VigilHost {
                 changed(index, event)
             case .beginPublishing:
                 publishing = publisher != nil
+                openControlChannel()
                 if let banner = unsafeBanner, !unsafePlugins.isEmpty {
                     logger.warning(
                         "\(banner)", metadata: ["vigil.unsafe_plugins": "\(unsafePlugins.joined(separator: ","))"])
                 }
             case .endPublishing:
+                controlChannel?.stop()
+                controlChannel = nil
                 publishing = false
                 publisher?.remove()
             case .openSleepHandling:
@@ -110,7 +120,10 @@ extension VigilHost {
                 let ready = waiters.filter { $0.generation <= generation }
                 waiters.removeAll { $0.generation <= generation }
                 publish()
-                for waiter in ready { waiter.continuation.resume() }
+                for waiter in ready { waiter.resume() }
+            case .reconfigure:
+                swapSlots()
+                await feed(.reconfigured, &children)
             }
         }
     }
@@ -129,7 +142,7 @@ extension VigilHost {
         var pluginLogger = logger
         pluginLogger[metadataKey: "plugin.name"] = "\(name)"
         let inbox = self.inbox
-        let reporter = PluginReporter { event in inbox?.send(.plugin(index, instance: id, event)) }
+        let reporter = PluginReporter { event in inbox?.send(.plugin(instance: id, event)) }
         let context = PluginContext(
             pluginName: name, hostName: hostName, settings: slots[index].settings, logger: pluginLogger,
             reporter: reporter, stateDirectory: stateDirectory(for: name), environment: options.environment)

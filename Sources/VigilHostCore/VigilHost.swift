@@ -100,6 +100,8 @@ public actor VigilHost: Service {
         var loaded: LoadedPlugin?
         /// How long its signature stays fresh, when its signed manifest says (for status).
         var signature: SignatureFreshness?
+        /// The SHA-256 of the verified manifest it comes from: a reload restarts it when this changes.
+        var manifestDigest: String?
 
         /// Creates a prepared plugin.
         public init(
@@ -135,6 +137,8 @@ public actor VigilHost: Service {
         let requirements: [HostRequirement]
         let settings: PluginSettings
         let implementation: PluginImplementation?
+        /// The SHA-256 of the verified manifest it was made from (`nil`: not from a manifest).
+        var manifestDigest: String? = nil
         var since: Double
         var instance: (any KeepAlivePlugin)?
         var instanceID: UInt64 = 0
@@ -170,7 +174,16 @@ public actor VigilHost: Service {
     var inbox: HostInbox?
     /// True while `run()` holds the loop (it ends with `run()`, not when the host is at rest).
     var serviceHoldsLoop = false
-    var waiters: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Callers waiting for the host to settle on a generation (`keepAlive()`/`stop()`, a reload).
+    var waiters: [(generation: UInt64, resume: @Sendable () -> Void)] = []
+    /// The host's control channel while it is up and publishes status (`vigil reload`).
+    var controlChannel: HostControlChannel?
+    /// The slots of a reload the machine has not swapped in yet (``VigilHost/reload()``).
+    var pendingSlots: [SlotSource]?
+    /// The plugin implementations a `vigil.toml` host was made with (what a reload looks entries up in).
+    let registry: PluginRegistry?
+    /// The tables the optional parts read when the host was made (a reload refuses a change).
+    let partTables: [String: [String: SettingValue]]
     var nextInstanceID: UInt64 = 0
     var publishing = false
     /// Told when a plugin starts waiting for its environment, so `run()` re-probes only while
@@ -211,8 +224,12 @@ public actor VigilHost: Service {
         unsafePlugins: [String],
         unsafeBanner: String?,
         options: Options,
-        logger: Logger
+        logger: Logger,
+        registry: PluginRegistry? = nil,
+        partTables: [String: [String: SettingValue]] = [:]
     ) throws(VigilError) {
+        self.registry = registry
+        self.partTables = partTables
         let now = Date().timeIntervalSince1970
         var slots: [Slot] = []
         var plugins: [HostStateMachine.Plugin] = []
@@ -222,8 +239,9 @@ public actor VigilHost: Service {
                 slots.append(
                     Slot(
                         name: plugin.name, version: plugin.version, requirements: plugin.requirements,
-                        settings: plugin.settings, implementation: plugin.implementation, since: now,
-                        loaded: plugin.loaded, signature: plugin.signature))
+                        settings: plugin.settings, implementation: plugin.implementation,
+                        manifestDigest: plugin.manifestDigest, since: now, loaded: plugin.loaded,
+                        signature: plugin.signature))
                 plugins.append(
                     HostStateMachine.Plugin(
                         name: plugin.name, usesAudio: plugin.requirements.contains { $0.kind == .audioOutput },
@@ -377,18 +395,20 @@ public actor VigilHost: Service {
     /// returns once the host has settled on it or a later one.
     private func request(up: Bool) async {
         requestCount &+= 1
-        let inbox: HostInbox
-        if let current = self.inbox {
-            inbox = current
-        } else {
-            inbox = HostInbox()
-            self.inbox = inbox
-            // The one unstructured task of the host: a library host (`Vigil.keepAlive()`, or
-            // `keepAlive()` before any `run()`) has no ServiceGroup; this is its loop, the same
-            // `serve` as `run()`'s child, and it ends once the host is down and at rest.
-            Task { await self.serve(inbox) }
-        }
+        let inbox = runningInbox()
         await withCheckedContinuation { inbox.send(.request(up: up, $0)) }
+    }
+
+    /// The running loop's inbox; starts the loop when none runs.
+    func runningInbox() -> HostInbox {
+        if let current = self.inbox { return current }
+        let inbox = HostInbox()
+        self.inbox = inbox
+        // The one unstructured task of the host: a library host (`Vigil.keepAlive()`, or
+        // `keepAlive()` before any `run()`) has no ServiceGroup; this is its loop, the same
+        // `serve` as `run()`'s child, and it ends once the host is down and at rest.
+        Task { await self.serve(inbox) }
+        return inbox
     }
 
     /// Drains `inbox`: each input goes to the machine, its actions are executed, and the plugin
@@ -403,7 +423,7 @@ public actor VigilHost: Service {
                         let name = slots[index].name
                         group.addTask {
                             let failure = await Self.runPlugin(plugin, name: name, until: stop)
-                            inbox.send(.ended(index, instance: id, failure: failure))
+                            inbox.send(.ended(instance: id, failure: failure))
                         }
                     case .sleep(let handling, let stop):
                         group.addTask {

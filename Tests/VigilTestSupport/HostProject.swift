@@ -53,6 +53,23 @@ public struct HostProject {
             toFile: path, atomically: false, encoding: .utf8)
     }
 
+    /// Gives a signed plugin's manifest a new version and description and signs it again with a
+    /// fresh key (a new verified manifest, as a plugin update brings); returns the key's fingerprint.
+    @discardableResult
+    public func resign(_ name: String, version: String) throws -> String {
+        let path = dir.path + "/manifests/\(name)/plugin.json"
+        let text = try TextFile.read(path)
+        precondition(text.contains("\"1.2.3\""))
+        try text.replacingOccurrences(of: "\"1.2.3\"", with: "\"\(version)\"")
+            .replacingOccurrences(of: "test plugin \(name)", with: "updated plugin \(name)")
+            .write(toFile: path, atomically: false, encoding: .utf8)
+        // A new publisher's key: the old key and signature files go (no rotation statement).
+        for file in ["plugin.pub", "plugin.json.minisig"] { unlink(dir.path + "/manifests/\(name)/" + file) }
+        let key = MinisignSecretKey.generate()
+        _ = try PluginSigner.sign(directory: dir.path + "/manifests/\(name)", with: key)
+        return key.publicKey.fingerprint.description
+    }
+
     /// Writes vigil.toml and returns its path.
     @discardableResult
     public func config(_ text: String) throws -> String {
