@@ -13,6 +13,9 @@ public struct VigilError: StructuredError, Hashable {
         case statusUnreadable = "status-unreadable"
         /// Another running host holds the lock of the same `vigil.toml`.
         case configInUse = "config-in-use"
+        /// Every activated plugin failed or is blocked by a missing declaration: the host can
+        /// keep nothing alive until `vigil.toml`, a manifest or the trust is changed.
+        case noPluginCanRun = "no-plugin-can-run"
     }
 
     /// The kind of failure.

@@ -25,10 +25,18 @@ extension VigilHost {
     ///     `nil` finds the nearest one from that directory upward.
     ///   - registry: the plugin implementations this host provides (default: Vigil's built-ins).
     /// - Throws: ``VigilError/Code/configuration`` when the file is missing or invalid (the message
-    ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published.
+    ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published,
+    ///   ``VigilError/Code/configInUse`` when another host (in any process) runs the same `vigil.toml`:
+    ///   the host holds that file's lock while it lives (when it publishes status).
     public init(
         configPath: String? = nil, registry: PluginRegistry = .builtin, options: Options = Options(), logger: Logger
     ) throws(VigilError) {
+        try self.init(configPath: configPath, registry: registry, options: options, label: logger)
+    }
+
+    /// The same, with `label` nil for a logger labelled with the host's name (`[host] name`, else
+    /// the executable's): what a library host's log lines carry when it gives no logger.
+    init(configPath: String?, registry: PluginRegistry, options: Options, label: Logger?) throws(VigilError) {
         let path = try Self.resolveConfigPath(configPath, environment: options.environment)
         let configuration: HostConfiguration
         do throws(CoreError) {
@@ -44,6 +52,7 @@ extension VigilHost {
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
+        let logger = label ?? Logger(label: configuration.host.name ?? Self.executableName())
         var options = options
         if let table = configuration.pluginSettings["announce"] {
             do throws(AnnounceError) {
@@ -52,7 +61,8 @@ extension VigilHost {
                 throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
             }
         }
-        let entries = plan.items.map { Self.entry(for: $0, registry: registry) }
+        let entries =
+            plan.items.map { Self.entry(for: $0, registry: registry) } + options.additionalPlugins.map { .ready($0) }
         for case .unavailable(let plugin) in entries {
             logger.error("\(plugin.failure.message)", metadata: ["plugin.name": "\(plugin.name)"])
         }

@@ -13,7 +13,7 @@ struct CLIAndFilesTests {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path)
             try await plugin.start()
-            let socket = ControlChannel.socketPath(stateDirectory: state.path)
+            let socket = controlSocket(server, state: state.path)
             func vigil(_ arguments: [String]) async throws -> VigilExecutable.Output {
                 try await VigilExecutable.run(["soundscape"] + arguments + ["--socket", socket], in: state.path)
             }
@@ -46,7 +46,7 @@ struct CLIAndFilesTests {
     func otherUser() async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let (plugin, controller) = try await startPlugin(server, state: state.path)
-            let socket = ControlChannel.socketPath(stateDirectory: state.path)
+            let socket = controlSocket(server, state: state.path)
             let script = """
                 import socket, sys
                 s = socket.socket(socket.AF_UNIX)
@@ -115,7 +115,7 @@ struct CLIAndFilesTests {
             #expect(controller.current.soundscape == "tone")
             #expect(await plugin.details()["files_unavailable"] == "broken")
             let list = try await VigilExecutable.run(
-                ["soundscape", "list", "--socket", ControlChannel.socketPath(stateDirectory: state.path)],
+                ["soundscape", "list", "--socket", controlSocket(server, state: state.path)],
                 in: state.path)
             #expect(list.status == 0, "\(list.stderr)")
             let lines = list.stdout.split(separator: "\n").map(String.init)
