@@ -5,12 +5,18 @@ internal import VigilSupervisorEngine
 
 extension PluginState {
     /// True when nothing but a change to `vigil.toml`, a manifest or the trust makes the plugin
-    /// run: `failed` (did not verify, could not be created or started), or `blocked` by a
-    /// declaration the host lacks. A plugin waiting for its environment (a sound server, a
-    /// session bus) is not: it starts once that appears.
+    /// run: `failed` because it was refused (signature, trust, rollback, manifest, its shared
+    /// library), names an entry this host lacks or has a setting it refuses, or `blocked` by a
+    /// declaration the host lacks. Not a plugin waiting for its environment (a sound server, a
+    /// session bus: it starts once that appears), nor one whose start failed at run time (out
+    /// of descriptors, a worker that could not be spawned): trying again may work.
     var needsConfigurationChange: Bool {
         switch self {
-        case .failed: true
+        case .failed(let failure):
+            switch failure.code {
+            case .refused, .sharedLibrary, .plugin(.invalidSetting), .plugin(.unknownEntry): true
+            case .plugin(.startFailed), .plugin(.resumeFailed): false
+            }
         case .blocked(let unmet): unmet.contains { $0.requirement.isDeclaration }
         default: false
         }
@@ -18,8 +24,9 @@ extension PluginState {
 }
 
 extension HostStatus {
-    /// The refusal when no activated plugin can run (each one failed or is blocked by a missing
-    /// declaration), with every plugin's reason; `nil` when one runs, starts or waits for its
+    /// The refusal when no activated plugin can run (each one was refused — signature, trust,
+    /// manifest, entry, settings — or is blocked by a missing declaration), with every plugin's
+    /// reason; `nil` when one runs, starts or waits for its
     /// environment, or when no plugin is activated (a host for `[announce]` only).
     public var noPluginCanRun: VigilError? {
         guard !plugins.isEmpty, plugins.allSatisfy({ $0.state.needsConfigurationChange }) else { return nil }
@@ -44,8 +51,7 @@ extension HostStatus {
 
     /// `text` cut to 200 characters: a STATUS= line is one line of `systemctl status`.
     private static func shortened(_ text: String) -> String {
-        let line = text.split(whereSeparator: \.isNewline).joined(separator: " ")
-        return line.count > 200 ? String(line.prefix(199)) + "…" : line
+        text.count > 200 ? String(text.prefix(199)) + "…" : text
     }
 }
 
@@ -76,15 +82,22 @@ extension VigilHost {
         let notifier = SystemdNotifier(environment: options.environment.variables)
         if let refusal = status.noPluginCanRun {
             logger.critical("\(refusal.message)")
-            notifier?.send(["STATUS=" + String(refusal.message.prefix(1000))])
+            notifier?.send(["STATUS=" + Self.statusText(refusal.message)])
             return refusal
         }
         if let summary = status.partialSummary {
             logger.warning("\(summary)")
-            notifier?.send(["READY=1", "STATUS=" + summary])
+            notifier?.send(["READY=1", "STATUS=" + Self.statusText(summary)])
         } else {
             notifier?.send(["READY=1"])
         }
         return nil
+    }
+
+    /// `text` as one `STATUS=` value: at most 1000 characters, each control character (a newline
+    /// would end the assignment) and bidirectional override `?` — `systemctl status` shows it on
+    /// a terminal, and it quotes plugins' and workers' words.
+    private nonisolated static func statusText(_ text: String) -> String {
+        Sanitizer.display(String(text.prefix(1000)))
     }
 }

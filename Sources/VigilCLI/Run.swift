@@ -161,7 +161,11 @@ struct Run: AsyncParsableCommand {
         do {
             guard let configPath else {
                 printError("vigil run: no vigil.toml here or above; running the command without keep-alive plugins")
-                return try VigilHost(plugins: [command], hostName: "vigil run", options: hostOptions, logger: logger)
+                // A host only for `vigil status`: its notices (sleep handling off without a system
+                // bus) are about plugins it does not run.
+                var quiet = logger
+                quiet.logLevel = .warning
+                return try VigilHost(plugins: [command], hostName: "vigil run", options: hostOptions, logger: quiet)
             }
             hostOptions.additionalPlugins = [command]
             return try VigilHost(configPath: configPath, options: hostOptions, logger: logger)

@@ -36,6 +36,8 @@ package enum ExitCodes {
     package static let software: Int32 = 70
     /// Any command: the process cannot read its own command line.
     package static let osError: Int32 = 71
+    /// Any command: fewer descriptors are free at start than it needs (`VIGIL_STARTUP_NO_DESCRIPTORS_EXIT`).
+    package static let noDescriptors: Int32 = 72
     /// `up`, `run`: the runtime directory cannot be created or used.
     package static let cannotCreate: Int32 = 73
     /// `announce`: the journal cannot be written.
@@ -77,6 +79,10 @@ package enum ExitCodes {
             code: osError, name: "EX_OSERR", commands: "all",
             meaning: "the process cannot read its own command line (no /proc): mount /proc"),
         Row(
+            code: noDescriptors, name: "EX_OSFILE", commands: "all",
+            meaning: "fewer than 16 descriptors are free at start (`ulimit -n`, systemd's `LimitNOFILE=`): "
+                + "raise the limit"),
+        Row(
             code: cannotCreate, name: "EX_CANTCREAT", commands: "`up`, `run`, library hosts",
             meaning: "the runtime directory for status and the host's lock cannot be created or is unsafe"),
         Row(
@@ -95,8 +101,8 @@ package enum ExitCodes {
         Row(
             code: configuration, name: "EX_CONFIG", commands: "`up`, `run`, library hosts",
             meaning: "a configuration that cannot work: no `vigil.toml`, one that does not parse or is "
-                + "refused, or no activated plugin can run (each failed or is blocked by a missing "
-                + "declaration); systemd is told why in `STATUS=`, and the shipped units do not restart it "
+                + "refused, or no activated plugin can run (each was refused — signature, trust, manifest, "
+                + "entry, settings — or is blocked by a missing declaration); systemd is told why in `STATUS=`, and the shipped units do not restart it "
                 + "(`RestartPreventExitStatus=78`)"),
         Row(
             code: commandNotFound, name: nil, commands: "`run`",

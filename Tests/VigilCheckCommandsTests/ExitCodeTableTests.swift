@@ -65,6 +65,7 @@ struct ExitCodeTableTests {
         ExitCodes.unavailable: "AnnounceCommandTests, AnnounceHardeningTests (no or an unanswering sound server)",
         ExitCodes.software: "AnnounceCommandTests (espeak-ng failing)",
         ExitCodes.osError: "HostileInputReviewTests.noProcFailsClosed (no /proc)",
+        ExitCodes.noDescriptors: "SupervisorLimitTests.startUpUnderEveryLimit (every descriptor limit from 3 up)",
         ExitCodes.ioError: "AnnounceHardeningTests (an unwritable journal)",
     ]
 
