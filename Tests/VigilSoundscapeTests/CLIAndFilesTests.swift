@@ -66,10 +66,15 @@ struct CLIAndFilesTests {
                 try ChildProcess.run(
                     "/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/python3", "-c", script, socket])
             }
-            // The state directory is 0700: another user cannot even reach the socket.
+            // The socket's directory is 0700: another user cannot even reach the socket.
             #expect(try asNobody().hasPrefix("refused 13"))
-            // Opened up by mistake, the host still refuses: it checks the caller's uid.
-            chmod(state.path, 0o755)
+            // Opened up by mistake (every directory down to it), the host still refuses: it checks
+            // the caller's uid.
+            var directory = (socket as NSString).deletingLastPathComponent
+            while directory.count >= server.directory.path.count {
+                chmod(directory, 0o755)
+                directory = (directory as NSString).deletingLastPathComponent
+            }
             chmod(socket, 0o666)
             let answer = try asNobody()
             #expect(answer.contains("answer b''"), "\(answer)")
