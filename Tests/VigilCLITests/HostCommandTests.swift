@@ -22,16 +22,7 @@ struct HostCommandTests {
         var runtimeDirectory: String { dir.path + "/run" }
 
         /// The environment of every run: no sound server, no session bus, private dirs.
-        var environment: [String: String] {
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_RUNTIME_DIR"] = runtimeDirectory
-            env["XDG_STATE_HOME"] = dir.path + "/state"
-            env["HOME"] = dir.path
-            env["PULSE_SERVER"] = "unix:" + dir.path + "/no-such-pulse-socket"
-            env["VIGIL_FIRST_PARTY_MANIFESTS"] = VigilExecutable.packageRoot + "/manifests"
-            env.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
-            return env
-        }
+        var environment: [String: String] { dir.cliEnvironment }
 
         func vigil(_ arguments: String...) async throws -> RuntimeFixtures.Output {
             try await RuntimeFixtures.run(VigilExecutable.path, arguments, environment: environment, timeout: 30)

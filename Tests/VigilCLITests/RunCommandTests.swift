@@ -63,7 +63,7 @@ struct RunCommandTests {
         #expect(!FileManager.default.fileExists(atPath: marker), "a refused invocation ran its command")
     }
 
-    @Test("a --config that does not parse, or is missing, is refused with its location, exit 78 (EX_CONFIG), and the command never runs")
+    @Test("a --config that does not parse, or is missing, is refused with its location, exit 78, and CMD never runs")
     func brokenConfigIsRefused() async throws {
         let project = try HostCommandTests.Project()
         defer { project.dir.remove() }

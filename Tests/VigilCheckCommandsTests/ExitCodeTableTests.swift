@@ -39,16 +39,7 @@ struct ExitCodeTableTests {
             try dir.write("empty/vigil.toml", "plugins = []\n")
             try dir.write("untrusted/vigil.toml", "plugins = [\"supervisor\"]\n")
         }
-        var environment: [String: String] {
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_RUNTIME_DIR"] = dir.path + "/run"
-            env["XDG_STATE_HOME"] = dir.path + "/state"
-            env["HOME"] = dir.path
-            env["PULSE_SERVER"] = "unix:" + dir.path + "/no-such-pulse-socket"
-            env["VIGIL_FIRST_PARTY_MANIFESTS"] = VigilExecutable.packageRoot + "/manifests"
-            env.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
-            return env
-        }
+        var environment: [String: String] { dir.cliEnvironment }
         func vigil(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> Int32 {
             let result = try await RuntimeFixtures.run(
                 VigilExecutable.path, arguments, environment: environment.merging(extra) { _, new in new },
