@@ -285,6 +285,11 @@ let package = Package(
         .executableTarget(
             name: "SilentEngineBench", dependencies: ["VigilSilentEngine", "VigilPlugin", log],
             path: "Tests/Hosts/SilentEngineBench", swiftSettings: strictSettings),
+        // README's library snippet, verbatim (HostExitTests checks it is), as a host app of its own:
+        // what the host-lock, exit-status and log-label tests run in two real processes. Built with
+        // a host package's default settings, as ExampleHostSource is (the snippet is what users write).
+        .executableTarget(
+            name: "LibraryHost", dependencies: ["Vigil", log, lifecycle], path: "Tests/Hosts/LibraryHost"),
 
         // MARK: - Fuzzing
         // docs/fuzzing.md: a harness for every parser that sees untrusted bytes (Tests/VigilFuzzTargets),

@@ -33,6 +33,13 @@ extension VigilHost {
         try self.init(configPath: configPath, running: registry, options: options.addingStandardParts(), logger: logger)
         _ = announcer
     }
+
+    /// The same, with `label` nil for a logger labelled with the host's name (what
+    /// ``keepAlive(configPath:logger:)`` makes when it is given no logger).
+    init(configPath: String?, registry: PluginRegistry, options: Options, label: Logger?) throws(VigilError) {
+        try self.init(configPath: configPath, running: registry, options: options.addingStandardParts(), label: label)
+        _ = announcer
+    }
 }
 
 extension VigilHost.Options {

@@ -106,11 +106,11 @@ struct Status: AsyncParsableCommand {
 
     /// The exit code when the runtime directory is refused or unreadable (EX_NOPERM); 1 means
     /// that no host is running.
-    static let refusedExitCode: Int32 = 77
+    static let refusedExitCode = ExitCodes.noPermission
 
     /// The exit code when a host runs (it holds its vigil.toml's lock) but its status file is
     /// missing or unreadable, so what it does is unknown.
-    static let unseenExitCode: Int32 = 2
+    static let unseenExitCode = ExitCodes.unknownState
 
     /// A host known from its lock only: it runs, but its status could not be read.
     struct UnseenHost: Equatable {

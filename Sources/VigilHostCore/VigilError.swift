@@ -17,6 +17,9 @@ public struct VigilError: StructuredError, Hashable {
         case reloadRefused = "reload-refused"
         /// The host cannot reload: it was not made from a `vigil.toml`.
         case reloadUnsupported = "reload-unsupported"
+        /// Every activated plugin failed or is blocked by a missing declaration: the host can
+        /// keep nothing alive until `vigil.toml`, a manifest or the trust is changed.
+        case noPluginCanRun = "no-plugin-can-run"
     }
 
     /// The kind of failure.

@@ -28,17 +28,27 @@ extension VigilHost {
     ///   - registry: the plugin implementations this host runs (a supervisor-only host:
     ///     `PluginRegistry([SupervisorPlugin.implementation])`).
     /// - Throws: ``VigilError/Code/configuration`` when the file is missing or invalid (the message
-    ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published.
+    ///   has `path:line:column`), ``VigilError/Code/runtimeDirectory`` when status cannot be published,
+    ///   ``VigilError/Code/configInUse`` when another host (in any process) runs the same `vigil.toml`:
+    ///   the host holds that file's lock while it lives (when it publishes status).
     public init(
         configPath: String? = nil, running registry: PluginRegistry, options: Options = Options(), logger: Logger
     ) throws(VigilError) {
+        try self.init(configPath: configPath, running: registry, options: options, label: logger)
+    }
+
+    /// The same, with `label` nil for a logger labelled with the host's name (`[host] name`, else
+    /// the executable's): what a library host's log lines carry when it gives no logger.
+    package init(configPath: String?, running registry: PluginRegistry, options: Options, label: Logger?)
+        throws(VigilError)
+    {
         let path = try Self.resolveConfigPath(configPath, environment: options.environment)
-        let loaded = try Self.load(path: path, registry: registry, options: options, logger: logger)
+        let loaded = try Self.load(path: path, registry: registry, options: options, label: label)
         try self.init(
             entries: loaded.entries, declarations: loaded.configuration.host, hostName: nil,
             configPath: loaded.configuration.path, unsafePlugins: loaded.plan.unsafePlugins,
-            unsafeBanner: loaded.plan.unsafeBanner, options: loaded.options, logger: logger, registry: registry,
-            partTables: loaded.partTables)
+            unsafeBanner: loaded.plan.unsafeBanner, options: loaded.options, logger: loaded.logger,
+            registry: registry, partTables: loaded.partTables)
     }
 
     /// A `vigil.toml` read, checked and verified: what the host starts from, and what a reload
@@ -51,11 +61,13 @@ extension VigilHost {
         var options: Options
         /// The tables the optional parts read, which only a restart applies (a reload refuses a change).
         var partTables: [String: [String: SettingValue]]
+        /// Where the host logs: the one it was given, else one labelled with the host's name.
+        var logger: Logger
     }
 
     /// Reads `path` and verifies every activated plugin (the one loader path of start and reload:
     /// StrictModes, the TOML, trust, rotations, revocations, rollback, expiry, the plan).
-    static func load(path: String, registry: PluginRegistry, options: Options, logger: Logger)
+    static func load(path: String, registry: PluginRegistry, options: Options, label: Logger?)
         throws(VigilError) -> LoadedConfiguration
     {
         let environment = options.environment
@@ -72,6 +84,7 @@ extension VigilHost {
         } catch {
             throw VigilError(code: .configuration, message: error.description, cause: error)
         }
+        let logger = label ?? Logger(label: configuration.host.name ?? Self.executableName())
         // `vigil check` and the build call these errors; a running host says so and goes on.
         for stray in plan.strayTables {
             let location = configuration.location(of: [stray.name]).map { "\($0): " } ?? "\(configuration.path): "
@@ -80,9 +93,9 @@ extension VigilHost {
         }
         var options = options
         for read in options.parts.readConfiguration { try read(configuration, &options) }
-        let entries = plan.items.map {
-            Self.entry(for: $0, registry: registry, grace: configuration.freshnessGrace)
-        }
+        let entries =
+            plan.items.map { Self.entry(for: $0, registry: registry, grace: configuration.freshnessGrace) }
+            + options.additionalPlugins.map { .ready($0) }
         for case .unavailable(let plugin) in entries {
             logger.error(
                 "\(plugin.failure.message)",
@@ -93,7 +106,8 @@ extension VigilHost {
         var partTables: [String: [String: SettingValue]] = [:]
         for name in options.parts.restartOnlyTables { partTables[name] = configuration.pluginSettings[name] }
         return LoadedConfiguration(
-            configuration: configuration, plan: plan, entries: entries, options: options, partTables: partTables)
+            configuration: configuration, plan: plan, entries: entries, options: options, partTables: partTables,
+            logger: logger)
     }
 
     /// The `vigil.toml` to use: `configPath`, else the nearest one from the environment's working

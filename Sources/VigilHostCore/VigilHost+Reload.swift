@@ -103,7 +103,7 @@ extension VigilHost {
         }
         let loaded: LoadedConfiguration
         do throws(VigilError) {
-            loaded = try Self.load(path: configPath, registry: registry, options: options, logger: logger)
+            loaded = try Self.load(path: configPath, registry: registry, options: options, label: logger)
         } catch {
             throw Self.refusal(error.message, cause: error.cause)
         }

@@ -65,6 +65,9 @@ public actor VigilHost: Service {
         /// reads, which `vigil check` calls an error), located, besides the log's warning: the way
         /// to show it where the logs are not read (as `vigil up` does).
         public var configurationWarning: (@Sendable (_ warning: String) -> Void)?
+        /// Plugins a `vigil.toml` host runs after the file's own, outside its manifests and trust
+        /// (what `vigil run` shows its command through); empty by default.
+        public var additionalPlugins: [PreparedPlugin] = []
 
         /// Creates options.
         ///
@@ -160,6 +163,9 @@ public actor VigilHost: Service {
     public nonisolated let runtimeDirectory: RuntimeDirectory?
     /// The optional parts made for this host (as `Vigil`'s announcer), each once.
     package nonisolated let madeParts = MadeParts()
+    /// The lock of ``configPath`` (one host per `vigil.toml`), held while this host lives; `nil`
+    /// without a `vigil.toml` or when status is not published (no runtime directory to lock in).
+    nonisolated let configLock: ConfigLock?
 
     let declarations: HostDeclarations
     package nonisolated let options: Options
@@ -277,6 +283,11 @@ public actor VigilHost: Service {
                 throw VigilError(code: .runtimeDirectory, message: "the runtime directory could not be created")
             }
             self.runtimeDirectory = directory
+            // One host per vigil.toml, in every process that runs one (a second would run every
+            // worker twice): taken before anything starts, released when this host goes.
+            self.configLock = try configPath.map { path throws(VigilError) in
+                try ConfigLock.acquire(configPath: path, in: directory)
+            }
             self.publisher = StatusPublisher(
                 directory: directory, pid: getpid(), logger: logger, onProblem: options.statusFileProblem)
             if let reason = directory.fallbackReason {
@@ -286,6 +297,7 @@ public actor VigilHost: Service {
             }
         } else {
             self.runtimeDirectory = nil
+            self.configLock = nil
             self.publisher = nil
         }
     }
@@ -337,6 +349,10 @@ public actor VigilHost: Service {
     /// (re-probing environment-blocked plugins every ``Options/retryInterval`` while there are
     /// any — no timer runs otherwise), then `stop()`. The host's loop (its plugins' `run()` and
     /// sleep handling) is this task's child, unless a library call started it before.
+    ///
+    /// - Throws: ``VigilError/Code/noPluginCanRun`` (after stopping) when, once the start settled,
+    ///   every activated plugin failed or is blocked by a missing declaration (see
+    ///   ``HostStatus/noPluginCanRun``); `systemd` is told why in `STATUS=`.
     public func run() async throws {
         let owned = inbox == nil
         let inbox = self.inbox ?? HostInbox()
@@ -344,26 +360,32 @@ public actor VigilHost: Service {
             self.inbox = inbox
             serviceHoldsLoop = true
         }
-        await withDiscardingTaskGroup { group in
+        let refusal = await withDiscardingTaskGroup { group -> VigilError? in
             if owned { group.addTask { await self.serve(inbox) } }
-            await serviceBody(inbox)
+            let refusal = await serviceBody(inbox)
             if owned {
                 serviceHoldsLoop = false
                 inbox.send(.wake)
             }
+            return refusal
         }
+        if let refusal { throw refusal }
     }
 
-    private func serviceBody(_ inbox: HostInbox) async {
-        let (blocked, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        environmentBlockedSignal = signal
+    private func serviceBody(_ inbox: HostInbox) async -> VigilError? {
         // A signal during start-up ends the wait for any bus at once; the plugins' starts finish,
         // and the group below sees the shutdown and stops them.
-        _ = await withGracefulShutdownHandler {
+        let started = await withGracefulShutdownHandler {
             await keepAlive()
         } onGracefulShutdown: {
             inbox.send(.machine(.startAbandoned))
         }
+        if let refusal = reportStart(started) {
+            await stop()
+            return refusal
+        }
+        let (blocked, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        environmentBlockedSignal = signal
         if machine.hasEnvironmentBlocked { signal.yield() }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -387,6 +409,7 @@ public actor VigilHost: Service {
         signal.finish()
         environmentBlockedSignal = nil
         await stop()
+        return nil
     }
 
     // MARK: - The loop

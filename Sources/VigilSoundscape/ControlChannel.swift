@@ -7,8 +7,8 @@ import VigilBase
 import Glibc
 #endif
 
-/// The soundscape's local control channel: a Unix socket in the plugin's state directory
-/// (directory 0700, socket 0600), and a peer-credential check on every connection, so only the
+/// The soundscape's local control channel: a Unix socket in the plugin's runtime directory
+/// (`$XDG_RUNTIME_DIR/vigil/plugins/NAME`, else its state directory; directory 0700, socket 0600), and a peer-credential check on every connection, so only the
 /// host's user can reach it. One JSON ``ControlRequest`` line in, one ``ControlResponse`` line out.
 /// Up to ``maxConnections`` clients are served at once, each within ``connectionDeadlineSeconds``.
 package final class ControlChannel: Sendable {
@@ -16,8 +16,12 @@ package final class ControlChannel: Sendable {
     private let loop: PollLoop
     private let stopped = Mutex(false)
 
-    /// `control.sock` in `stateDirectory`.
-    static func socketPath(stateDirectory: String) -> String { stateDirectory + "/control.sock" }
+    /// `control.sock` in the plugin's directory under the runtime directory,
+    /// `RUNTIME_HOME/vigil/plugins/PLUGIN` (sockets belong there: it is the user's, 0700, and
+    /// emptied at logout), or, without `XDG_RUNTIME_DIR` (`runtimeHome` nil), in `stateDirectory`.
+    static func socketPath(runtimeHome: String?, plugin: String, stateDirectory: String) -> String {
+        (runtimeHome.map { "\($0)/vigil/plugins/\(plugin)" } ?? stateDirectory) + "/control.sock"
+    }
 
     private init(path: String, loop: PollLoop) {
         self.path = path
@@ -41,7 +45,9 @@ package final class ControlChannel: Sendable {
         guard SocketAddress.make(path) != nil else {
             throw SoundscapeError(
                 code: .controlChannel,
-                message: "the socket path \(path) is longer than 107 bytes; set a shorter XDG_STATE_HOME")
+                message:
+                    "the socket path \(path) is longer than 107 bytes; set a shorter XDG_RUNTIME_DIR (or XDG_STATE_HOME)"
+            )
         }
         if LocalSocket.canConnect(path) {
             throw SoundscapeError(code: .controlChannel, message: "another host already serves \(path)")

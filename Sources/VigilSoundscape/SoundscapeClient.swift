@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VigilBase
+import VigilPlugin
 
 #if canImport(Glibc)
 import Glibc
@@ -11,18 +12,17 @@ public struct SoundscapeClient: Sendable {
     /// The socket path.
     public let path: String
 
-    /// The control socket of the soundscape plugin for the state home in `environment`
-    /// (`$XDG_STATE_HOME/vigil/plugins/soundscape/control.sock`, else under `$HOME/.local/state`).
+    /// The control socket of the soundscape plugin of a host run with `environment`:
+    /// `$XDG_RUNTIME_DIR/vigil/plugins/soundscape/control.sock`, else (no runtime directory) in the
+    /// plugin's state directory (`$XDG_STATE_HOME/vigil/plugins/soundscape`, else under
+    /// `$HOME/.local/state`) — where the plugin puts it.
     public static func defaultPath(environment: [String: String], plugin: String = "soundscape") -> String? {
-        let base: String
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            base = state
-        } else if let home = environment["HOME"], home.hasPrefix("/") {
-            base = home + "/.local/state"
-        } else {
-            return nil
+        let host = HostEnvironment(variables: environment)
+        if let runtime = host.runtimeHome {
+            return ControlChannel.socketPath(runtimeHome: runtime, plugin: plugin, stateDirectory: "")
         }
-        return ControlChannel.socketPath(stateDirectory: "\(base)/vigil/plugins/\(plugin)")
+        guard let state = host.pluginStateDirectory(plugin) else { return nil }
+        return ControlChannel.socketPath(runtimeHome: nil, plugin: plugin, stateDirectory: state)
     }
 
     public init(path: String) { self.path = path }

@@ -90,6 +90,18 @@ struct SystemdUnitTests {
         }
     }
 
+    @Test("every Type=notify unit leaves a configuration that cannot work stopped: RestartPreventExitStatus=78")
+    func configurationErrorsAreNotRestarted() throws {
+        let units = Self.unitFiles().filter { !$0.contains("/docs/") }
+        #expect(units.count >= 3)
+        for unit in units {
+            let lines = String(decoding: try Data(contentsOf: URL(fileURLWithPath: unit)), as: UTF8.self)
+                .split(separator: "\n")
+            guard lines.contains("Type=notify") else { continue }
+            #expect(lines.contains("RestartPreventExitStatus=78"), "\(unit) restarts a host that exits 78 (EX_CONFIG)")
+        }
+    }
+
     @Test("the docs show each unit exactly as shipped")
     func docsShowTheFiles() throws {
         let root = VigilExecutable.packageRoot
