@@ -115,7 +115,8 @@ struct Reload: AsyncParsableCommand {
         do {
             directory = try RuntimeDirectory.resolve(environment: CLI.environment.variables, create: false)
         } catch {
-            return .failure(Failure(code: error.code.rawValue, message: error.message, exitCode: 77))
+            return .failure(
+                Failure(code: error.code.rawValue, message: error.message, exitCode: ExitCodes.noPermission))
         }
         var hosts: [Int32: String?] = [:]
         if let directory {
@@ -136,7 +137,7 @@ struct Reload: AsyncParsableCommand {
                     code: "not-running",
                     message: "no Vigil host is running" + (config.map { " from \($0)" } ?? "")
                         + " — start one with `vigil up`, or see `vigil status`",
-                    exitCode: 1))
+                    exitCode: ExitCodes.failure))
         }
         guard hosts.count == 1 else {
             let list = hosts.map { "pid \($0.key) (\($0.value ?? "no vigil.toml"))" }.sorted()
@@ -145,7 +146,7 @@ struct Reload: AsyncParsableCommand {
                     code: "several-hosts",
                     message: "\(hosts.count) Vigil hosts are running: \(list.joined(separator: ", ")) — "
                         + "name the one to reload with --config",
-                    exitCode: 2))
+                    exitCode: ExitCodes.unknownState))
         }
         return .success(Host(pid: host.key, configPath: host.value, socket: directory.controlSocket(pid: host.key)))
     }
@@ -171,10 +172,12 @@ struct Reload: AsyncParsableCommand {
                     code: "control-channel",
                     message: "the host's control socket \(path) does not answer — the host may be stopping, or "
                         + "be a Vigil without `vigil reload`; restart it to apply the new configuration",
-                    exitCode: 3))
+                    exitCode: ExitCodes.noSoundscape))
         case .queueFull:
             return .failure(
-                Failure(code: "busy", message: "the host took no connection on \(path) — try again", exitCode: 4))
+                Failure(
+                    code: "busy", message: "the host took no connection on \(path) — try again",
+                    exitCode: ExitCodes.busy))
         }
         let request = Array(#"{"command":"reload"}"#.utf8) + [UInt8(ascii: "\n")]
         let line: [UInt8]
@@ -186,26 +189,29 @@ struct Reload: AsyncParsableCommand {
                     code: "timed-out",
                     message: "the host did not finish the reload within \(Int(seconds)) s; it goes on with it — "
                         + "see `vigil status`, or wait longer with --timeout",
-                    exitCode: 4))
+                    exitCode: ExitCodes.busy))
         case .broken:
             return .failure(
                 Failure(
                     code: "control-channel",
                     message: "the host closed its control socket \(path) without an answer (it is stopping?)",
-                    exitCode: 3))
+                    exitCode: ExitCodes.noSoundscape))
         }
         guard let response = try? JSONDecoder().decode(HostControlResponse.self, from: Data(line)) else {
             return .failure(
-                Failure(code: "control-channel", message: "the host's answer on \(path) is not understood", exitCode: 3)
+                Failure(
+                    code: "control-channel", message: "the host's answer on \(path) is not understood",
+                    exitCode: ExitCodes.noSoundscape)
             )
         }
         if let report = response.reload, response.ok { return .success(report) }
         let error = response.error ?? .init(code: "control-channel", message: "the host refused without a reason")
         let exitCode: Int32 =
             switch error.code {
-            case VigilError.Code.reloadRefused.rawValue, VigilError.Code.reloadUnsupported.rawValue: 65
-            case "busy": 4
-            default: 3
+            case VigilError.Code.reloadRefused.rawValue, VigilError.Code.reloadUnsupported.rawValue:
+                ExitCodes.dataError
+            case "busy": ExitCodes.busy
+            default: ExitCodes.noSoundscape
             }
         return .failure(Failure(code: error.code, message: error.message, exitCode: exitCode))
     }

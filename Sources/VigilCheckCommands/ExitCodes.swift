@@ -22,13 +22,13 @@ package enum ExitCodes {
     package static let failure: Int32 = 1
     /// `status`: a host runs but its status cannot be read; `soundscape`: the answer was not understood.
     package static let unknownState: Int32 = 2
-    /// `soundscape`: no running host plays a soundscape.
+    /// `soundscape`: no running host plays a soundscape; `reload`: the control socket is unreachable.
     package static let noSoundscape: Int32 = 3
-    /// `soundscape`: the host is busy.
+    /// `soundscape`, `reload`: the host is busy.
     package static let busy: Int32 = 4
     /// A usage error (swift-argument-parser's).
     package static let usage: Int32 = 64
-    /// `announce`: an invalid prompt or setting.
+    /// `announce`: an invalid prompt or setting; `reload`: the new configuration was refused.
     package static let dataError: Int32 = 65
     /// `announce`: the sound server (or the session bus) is unreachable.
     package static let unavailable: Int32 = 69
@@ -60,17 +60,25 @@ package enum ExitCodes {
                 + "a located diagnostic (a `vigil.toml` that does not parse is one of them: the check's job is "
                 + "to list it, so it keeps 1); `plugin …`: the request was refused (signature, trust, a file "
                 + "that exists); `status`: no host is running; `soundscape`: the host refused the request; "
-                + "`run`: CMD's settings were refused"),
+                + "`run`: CMD's settings were refused; `reload`: no host is running"),
         Row(
-            code: unknownState, name: nil, commands: "`status`, `soundscape`",
+            code: unknownState, name: nil, commands: "`status`, `soundscape`, `reload`",
             meaning: "`status`: a host runs (it holds its `vigil.toml`'s lock) but its status file is missing or "
-                + "unreadable; `soundscape`: the host's answer was not understood"),
-        Row(code: noSoundscape, name: nil, commands: "`soundscape`", meaning: "no running host plays a soundscape"),
+                + "unreadable; `soundscape`: the host's answer was not understood; `reload`: several hosts run "
+                + "(name one with `--config`)"),
         Row(
-            code: busy, name: nil, commands: "`soundscape`",
-            meaning: "the host is busy (every control connection in use, or no answer within 5 s): try again"),
+            code: noSoundscape, name: nil, commands: "`soundscape`, `reload`",
+            meaning: "`soundscape`: no running host plays a soundscape; `reload`: the host's control socket "
+                + "cannot be reached or its answer is not understood"),
+        Row(
+            code: busy, name: nil, commands: "`soundscape`, `reload`",
+            meaning: "the host is busy (every control connection in use, or no answer within 5 s; `reload`: "
+                + "within `--timeout`): try again"),
         Row(code: usage, name: "EX_USAGE", commands: "all", meaning: "usage error: an unknown option or a bad value"),
-        Row(code: dataError, name: "EX_DATAERR", commands: "`announce`", meaning: "an invalid prompt or setting"),
+        Row(
+            code: dataError, name: "EX_DATAERR", commands: "`announce`, `reload`, library hosts' `reload()`",
+            meaning: "`announce`: an invalid prompt or setting; `reload`: the host refused the new `vigil.toml` "
+                + "(the message says why) and keeps running the previous one"),
         Row(
             code: unavailable, name: "EX_UNAVAILABLE", commands: "`announce`",
             meaning: "the sound server (for pause-spoken, the session bus) is unreachable or failed"),
@@ -94,9 +102,10 @@ package enum ExitCodes {
                 + "stop it first); `announce`: another announcement held the lock past its deadline, or it was "
                 + "cancelled"),
         Row(
-            code: noPermission, name: "EX_NOPERM", commands: "`status`, `plugin keygen`, `plugin sign`, `announce`",
+            code: noPermission, name: "EX_NOPERM",
+            commands: "`status`, `reload`, `plugin keygen`, `plugin sign`, `announce`",
             meaning: "a file or directory that decides trust is unsafe (a symbolic link, another user's, or "
-                + "writable by others): the runtime directory (`status`), a key or its directory, the "
+                + "writable by others): the runtime directory (`status`, `reload`), a key or its directory, the "
                 + "announcer's journal"),
         Row(
             code: configuration, name: "EX_CONFIG", commands: "`up`, `run`, library hosts",

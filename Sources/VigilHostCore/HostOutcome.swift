@@ -1,7 +1,7 @@
 import Logging
 import VigilCore
 import VigilPlugin
-internal import VigilSupervisorEngine
+import VigilSupervisorEngine
 
 extension PluginState {
     /// True when nothing but a change to `vigil.toml`, a manifest or the trust makes the plugin
@@ -59,13 +59,16 @@ extension VigilError {
     /// The exit status a process should end with after this error, from `sysexits.h` (the table
     /// of docs/exit-codes.md): 78 (EX_CONFIG) for a configuration that cannot work, 75
     /// (EX_TEMPFAIL) when another host runs the same `vigil.toml`, 73 (EX_CANTCREAT) when the
-    /// runtime directory cannot be used, 74 (EX_IOERR) when a status file cannot be read.
+    /// runtime directory cannot be used, 74 (EX_IOERR) when a status file cannot be read, 65
+    /// (EX_DATAERR) for a reload refused (the new `vigil.toml` does not check, or the host was not
+    /// made from one; the host runs on).
     public var exitStatus: Int32 {
         switch code {
         case .configuration, .noPluginCanRun: 78
         case .configInUse: 75
         case .runtimeDirectory: 73
         case .statusUnreadable: 74
+        case .reloadRefused, .reloadUnsupported: 65
         }
     }
 }

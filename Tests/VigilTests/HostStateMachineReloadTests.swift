@@ -3,6 +3,7 @@ import VigilCore
 import VigilPlugin
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// Reload on the pure ``HostStateMachine``: only what changed stops and starts; an unchanged
 /// plugin's instance is never cancelled; reloads interleave with stop, start and system sleep.

@@ -3,6 +3,7 @@ import VigilCore
 import VigilPlugin
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// ``HostStateMachine``'s `revoked` event alone: a revoked plugin is stopped wherever it is in its
 /// life cycle, shows `failed` with the code `revoked`, and never starts again in this host.

@@ -6,6 +6,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// A running config-based host and its publisher's signed revocation list: a plugin it revokes —
 /// by manifest digest, version floor or key — is stopped with a `revoked` event (the only case
