@@ -4,6 +4,7 @@ import VigilAnnounce
 import VigilCore
 import VigilHostCheck
 import VigilLibraryCheck
+import VigilMetrics
 import VigilPlugin
 import VigilSharedLibrary
 
@@ -51,6 +52,11 @@ extension VigilHost {
             } catch {
                 throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
             }
+        }
+        do throws(MetricsSettingsError) {
+            options.metricsSettings = try MetricsSettings(table: configuration.pluginSettings["metrics"])
+        } catch {
+            throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
         }
         let entries = plan.items.map { Self.entry(for: $0, registry: registry) }
         for case .unavailable(let plugin) in entries {

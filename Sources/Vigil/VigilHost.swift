@@ -1,3 +1,4 @@
+public import CoreMetrics
 import FoundationEssentials
 public import Logging
 public import ServiceLifecycle
@@ -5,6 +6,7 @@ public import VigilAnnounce
 public import VigilCore
 import VigilDBus
 import VigilLibraryCheck
+public import VigilMetrics
 public import VigilPlugin
 import VigilSharedLibrary
 
@@ -55,6 +57,11 @@ public actor VigilHost: Service {
         /// problem — once, while the writer retries with a growing delay — and with nil once it is
         /// written again: the way to show it where the logs are not read (as `vigil up` does).
         public var statusFileProblem: (@Sendable (_ problem: String?) -> Void)?
+        /// Where the host and its plugins record metrics (swift-metrics; a no-op by default, never
+        /// bootstrapped by the library): `vigil up` gives its Prometheus registry when `[metrics]` is on.
+        public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        /// `[metrics]` of `vigil.toml` (both ways out off by default); read by whoever exports them.
+        public var metricsSettings = MetricsSettings()
         /// The system bus connection's deadline and reconnection backoff (sleep handling).
         var systemBus = DBusKeeper(bus: .system, environment: [:])
         /// Makes the host's sleep handling (logind on the system bus); `nil` for none.
@@ -147,6 +154,7 @@ public actor VigilHost: Service {
 
     let declarations: HostDeclarations
     let options: Options
+    let metrics: HostMetrics
     let logger: Logger
     let hub = EventHub()
     let publisher: StatusPublisher?
@@ -231,6 +239,7 @@ public actor VigilHost: Service {
         self.unsafePlugins = unsafePlugins
         self.unsafeBanner = unsafeBanner
         self.options = options
+        self.metrics = HostMetrics(factory: options.metrics, plugins: plugins.map { ($0.name, $0.state) })
         self.logger = logger
         self.announcer = Self.makeAnnouncer(options: options, logger: logger)
         self.sleepHandling = options.makeSleepHandling(
@@ -388,8 +397,9 @@ public actor VigilHost: Service {
                             inbox.send(.ended(index, instance: id, failure: failure))
                         }
                     case .sleep(let handling, let stop):
+                        let metrics = self.metrics
                         group.addTask {
-                            await Self.runSleepHandling(handling, inbox, until: stop)
+                            await Self.runSleepHandling(handling, inbox, metrics: metrics, until: stop)
                             inbox.send(.machine(.sleepClosed))
                         }
                     }
