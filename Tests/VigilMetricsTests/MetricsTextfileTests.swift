@@ -12,16 +12,6 @@ import VigilTestSupport
 /// interval, without timestamps, and once more with the last values when it stops.
 @Suite("metrics textfile")
 struct MetricsTextfileTests {
-    /// Waits until `condition` holds, polling every 10 ms, for at most `seconds`.
-    static func waitUntil(_ seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return try condition()
-    }
-
     @Test("rewritten only when a value changed; no timestamps; no temporary file left")
     func writesOnChangeOnly() async throws {
         let dir = try TestDirectory("vigil-textfile")
@@ -38,7 +28,10 @@ struct MetricsTextfileTests {
             onWrite: { writes.withLock { $0 += 1 } })
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await service.run() }
-            #expect(await Self.waitUntil { writes.withLock { $0 } == 1 })
+            #expect(
+                await RuntimeFixtures.waitUntil(timeout: 10, interval: .milliseconds(10)) {
+                    writes.withLock { $0 } == 1
+                })
             let first = try String(contentsOfFile: path, encoding: .utf8)
             #expect(first.contains("# HELP vigil_worker_ready "))
             #expect(first.contains(#"vigil_worker_ready{plugin="supervisor",worker="w"} 1.0"#), "\(first)")
@@ -50,7 +43,7 @@ struct MetricsTextfileTests {
                 dimensions: [("plugin", "supervisor"), ("worker", "w"), ("reason", "exit")], factory: export)
             restarts.increment()
             #expect(
-                try await Self.waitUntil {
+                try await RuntimeFixtures.waitUntil(timeout: 10, interval: .milliseconds(10)) {
                     try String(contentsOfFile: path, encoding: .utf8).contains(
                         #"vigil_worker_restarts_total{plugin="supervisor",worker="w",reason="exit"} 1"#)
                 })
