@@ -9,6 +9,7 @@ let strictSettings: [SwiftSetting] = [
 
 let log = Target.Dependency.product(name: "Logging", package: "swift-log")
 let lifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let coreMetrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
 
 let package = Package(
     name: "vigil",
@@ -25,6 +26,8 @@ let package = Package(
         .library(name: "VigilSilentEngine", targets: ["VigilSilentEngine"]),
         .library(name: "VigilSoundscape", targets: ["VigilSoundscape"]),
         .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
+        // `[metrics]` for a library host: the Prometheus registry, textfile and HTTP endpoints.
+        .library(name: "VigilMetricsExport", targets: ["VigilMetricsExport"]),
         // The core (configuration, manifests, trust), signatures, the playback layer and the announcer,
         // for the benchmark hosts of the nested Benchmarks/ package (and hosts that use them directly).
         .library(name: "VigilCore", targets: ["VigilCore"]),
@@ -54,6 +57,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // `TestClock` for the tests that run the supervisor's deadlines in virtual time.
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
+        // Metrics (issue 30): the swift-metrics API the host and plugins record through, and the
+        // Prometheus registry only the exporter (VigilMetricsExport) links.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // MARK: - C libraries
@@ -105,7 +112,12 @@ let package = Package(
 
         // MARK: - Core: the plugin contract, configuration, trust and the checks
         // The contract between the host and keep-alive plugin implementations.
-        .target(name: "VigilPlugin", dependencies: ["VigilBase", log, lifecycle], swiftSettings: strictSettings),
+        .target(
+            name: "VigilPlugin", dependencies: ["VigilBase", log, lifecycle, coreMetrics], swiftSettings: strictSettings
+        ),
+        // The metrics Vigil records (MetricsCatalog: names, types, units, labels, help) and
+        // `[metrics]` of vigil.toml; no exporter (that is VigilMetricsExport).
+        .target(name: "VigilMetrics", dependencies: ["VigilPlugin", "VigilBase"], swiftSettings: strictSettings),
         // vigil.toml, signed manifests, trust, rollback protection, host requirements and checks.
         .target(
             name: "VigilCore",
@@ -127,7 +139,7 @@ let package = Package(
         // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
         .target(
             name: "VigilHostCheck",
-            dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings"],
+            dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings", "VigilMetrics"],
             swiftSettings: strictSettings),
 
         // MARK: - Plugins: the wrappers they run on, then the plugins
@@ -156,14 +168,14 @@ let package = Package(
         // systemd channel; no D-Bus (the desktop notification is a notifier given to it).
         .target(
             name: "VigilSupervisor",
-            dependencies: ["VigilSupervisorEngine", "VigilPlugin", log],
+            dependencies: ["VigilSupervisorEngine", "VigilPlugin", log, coreMetrics, "VigilMetrics"],
             swiftSettings: strictSettings),
         // The supervisor's desktop notification over the session bus (freedesktop Notifications).
         .target(
             name: "VigilSupervisorDesktop", dependencies: ["VigilSupervisor", "VigilDBus", log],
             swiftSettings: strictSettings),
         .target(
-            name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log],
+            name: "VigilSilentEngine", dependencies: ["VigilAudio", "VigilPlugin", log, coreMetrics, "VigilMetrics"],
             swiftSettings: strictSettings),
         .target(
             name: "VigilSoundscape",
@@ -196,7 +208,7 @@ let package = Package(
             name: "VigilHostCore",
             dependencies: [
                 "VigilCore", "VigilPlugin", "VigilSharedLibrary", "VigilBase", log, lifecycle, "VigilHostCheck",
-                "VigilLibraryCheck", "VigilSupervisorEngine",
+                "VigilLibraryCheck", "VigilSupervisorEngine", coreMetrics, "VigilMetrics",
             ],
             swiftSettings: strictSettings),
         // The umbrella a host app links: the host core with every first-party plugin registered,
@@ -206,6 +218,19 @@ let package = Package(
             dependencies: [
                 "VigilHostCore", "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor",
                 "VigilSupervisorDesktop", "VigilSoundscape", "VigilAnnounce", "VigilDBus", "VigilHostCheck", log,
+                coreMetrics, "VigilMetrics",
+            ],
+            swiftSettings: strictSettings),
+        // The Prometheus side of `[metrics]` (swift-prometheus, swift-nio): the registry as the
+        // host's metrics factory, the textfile writer and /metrics, /healthz, /readyz. Linked by
+        // the CLI, never by a plugin or the host library.
+        .target(
+            name: "VigilMetricsExport",
+            dependencies: [
+                "Vigil", "VigilMetrics", "VigilBase", log, lifecycle, coreMetrics,
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -229,7 +254,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSoundscape", "VigilAnnounce",
                 "VigilSharedLibrary", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", "VigilBase", log,
-                lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilDBus",
+                lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilDBus", "VigilMetrics", "VigilMetricsExport",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -379,13 +404,18 @@ package.targets += [
         exclude: ["Fixtures"],  // JSONTestSuite's cases, read through #filePath
         swiftSettings: strictSettings),
     .testTarget(
-        name: "VigilAudioTests", dependencies: ["VigilAudio", "VigilSilentEngine", "VigilTestSupport"],
+        name: "VigilAudioTests",
+        dependencies: [
+            "VigilAudio", "VigilSilentEngine", "VigilTestSupport", "VigilPlugin", "VigilMetrics", coreMetrics,
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+        ],
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilSupervisorTests",
         dependencies: [
             "VigilSupervisor", "VigilSupervisorEngine", "VigilSupervisorSettings", "VigilSupervisorDesktop",
             "VigilPlugin", "VigilTestSupport", "VigilHostCheck", .product(name: "Clocks", package: "swift-clocks"),
+            "VigilMetrics", coreMetrics, .product(name: "MetricsTestKit", package: "swift-metrics"),
         ],
         swiftSettings: strictSettings),
     .testTarget(
@@ -393,7 +423,15 @@ package.targets += [
         dependencies: [
             "Vigil", "VigilHostCore", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
             .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
-            "VigilDBus", "VigilSoundscape", "VigilHostCheck", "VigilAudio",
+            "VigilDBus", "VigilSoundscape", "VigilHostCheck", "VigilAudio", "VigilMetrics",
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+        ],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilMetricsTests",
+        dependencies: [
+            "VigilMetricsExport", "VigilMetrics", "VigilCore", "VigilPlugin", "VigilHostCheck",
+            "VigilTestSupport", log, lifecycle, coreMetrics,
         ],
         swiftSettings: strictSettings),
     .testTarget(
@@ -407,7 +445,7 @@ package.targets += [
         dependencies: ["VigilSoundscape", "VigilAudio", "VigilPlugin", "VigilSoundFile", "VigilTestSupport", log],
         swiftSettings: strictSettings),
     .testTarget(
-        name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto"],
+        name: "VigilCLITests", dependencies: ["VigilTestSupport", "VigilCrypto", "VigilMetrics"],
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilSharedLibraryTests",

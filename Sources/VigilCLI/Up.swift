@@ -50,6 +50,8 @@ struct Up: AsyncParsableCommand {
         let logger = Logger(label: "vigil")
         var hostOptions = VigilHost.Options(environment: CLI.environment)
         hostOptions.retryInterval = .milliseconds(Int(retryInterval * 1000))
+        let metrics = UpMetrics.export(configPath: options.config)
+        if let metrics { hostOptions.metrics = metrics }
         // A status file that cannot be written is said on the display (logs are opt-in here).
         let (statusProblems, statusProblemSink) = AsyncStream.makeStream(of: String?.self)
         hostOptions.statusFileProblem = { statusProblemSink.yield($0) }
@@ -82,7 +84,8 @@ struct Up: AsyncParsableCommand {
         // SIGHUP (a closed terminal) stops as gracefully as SIGTERM and Ctrl-C.
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: host)], gracefulShutdownSignals: [.sigterm, .sigint, .sighup],
+                services: UpMetrics.services(export: metrics, host: host, logger: logger) + [.init(service: host)],
+                gracefulShutdownSignals: [.sigterm, .sigint, .sighup],
                 logger: logger))
         do {
             try await group.run()

@@ -139,7 +139,7 @@ public struct HostCheck: Sendable {
                 unsafePlugins: [], plugins: configuration.plugins.map { ($0, false, nil) })
         }
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
-        var diagnostics: [Diagnostic] = []
+        var diagnostics = metricsDiagnostics(configuration, located: located)
         var waiting: [String: String] = [:]
         var blocked: Set<String> = []
         for item in plan.items {

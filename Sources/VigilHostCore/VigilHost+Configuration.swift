@@ -4,6 +4,7 @@ import VigilBase
 import VigilCore
 import VigilHostCheck
 import VigilLibraryCheck
+import VigilMetrics
 import VigilPlugin
 import VigilSharedLibrary
 
@@ -93,6 +94,11 @@ extension VigilHost {
         }
         var options = options
         for read in options.parts.readConfiguration { try read(configuration, &options) }
+        do throws(MetricsSettingsError) {
+            options.metricsSettings = try MetricsSettings(table: configuration.pluginSettings["metrics"])
+        } catch {
+            throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
+        }
         let entries =
             plan.items.map { Self.entry(for: $0, registry: registry, grace: configuration.freshnessGrace) }
             + options.additionalPlugins.map { .ready($0) }
@@ -104,7 +110,10 @@ extension VigilHost {
                 ])
         }
         var partTables: [String: [String: SettingValue]] = [:]
-        for name in options.parts.restartOnlyTables { partTables[name] = configuration.pluginSettings[name] }
+        // `[metrics]` is read by the exporter `vigil up` starts with the host: a restart applies it.
+        for name in options.parts.restartOnlyTables + ["metrics"] {
+            partTables[name] = configuration.pluginSettings[name]
+        }
         return LoadedConfiguration(
             configuration: configuration, plan: plan, entries: entries, options: options, partTables: partTables,
             logger: logger)

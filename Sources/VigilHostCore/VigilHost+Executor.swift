@@ -115,6 +115,7 @@ extension VigilHost {
                 sleepStop = nil
             case .releaseDelayLock:
                 sleepHandling?.releaseDelayLock()
+                if let sleepHandling { metrics.sleepLocks(sleepHandling.status.locks.count) }
                 publish()
             case .settled(let generation):
                 let ready = waiters.filter { $0.generation <= generation }
@@ -145,7 +146,8 @@ extension VigilHost {
         let reporter = PluginReporter { event in inbox?.send(.plugin(instance: id, event)) }
         let context = PluginContext(
             pluginName: name, hostName: hostName, settings: slots[index].settings, logger: pluginLogger,
-            reporter: reporter, stateDirectory: stateDirectory(for: name), environment: options.environment)
+            reporter: reporter, stateDirectory: stateDirectory(for: name), environment: options.environment,
+            metrics: options.metrics)
         let instance: any KeepAlivePlugin
         do {
             instance = try implementation.make(context)
@@ -164,11 +166,12 @@ extension VigilHost {
 
     /// Runs `handling` until `stop` ends, turning its reports into the host's events.
     nonisolated static func runSleepHandling(
-        _ handling: any SleepHandling, _ inbox: HostInbox, until stop: AsyncStream<Void>
+        _ handling: any SleepHandling, _ inbox: HostInbox, metrics: HostMetrics, until stop: AsyncStream<Void>
     ) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await handling.run { report in
+                    metrics.sleep(report, locks: handling.status.locks.count)
                     switch report {
                     case .settled: inbox.send(.machine(.sleepSettled))
                     case .coming: inbox.send(.machine(.sleepComing))
@@ -225,6 +228,7 @@ extension VigilHost {
         if event != .detailsChanged { slots[index].since = Date().timeIntervalSince1970 }
         if !state.isActive, state != .starting { slots[index].details = [:] }
         if HostStateMachine.waitsForEnvironment(state) { environmentBlockedSignal?.yield() }
+        metrics.record(plugin: name, state: state)
         if let event {
             log(event, plugin: name, state: state)
             hub.publish(HostEvent(plugin: name, kind: event, state: state))

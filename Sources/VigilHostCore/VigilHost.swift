@@ -1,8 +1,10 @@
+public import CoreMetrics
 import FoundationEssentials
 public import Logging
 public import ServiceLifecycle
 public import VigilCore
 import VigilLibraryCheck
+public import VigilMetrics
 public import VigilPlugin
 import VigilSharedLibrary
 
@@ -68,6 +70,11 @@ public actor VigilHost: Service {
         /// Plugins a `vigil.toml` host runs after the file's own, outside its manifests and trust
         /// (what `vigil run` shows its command through); empty by default.
         public var additionalPlugins: [PreparedPlugin] = []
+        /// Where the host and its plugins record metrics (swift-metrics; a no-op by default, never
+        /// bootstrapped by the library): `vigil up` gives its Prometheus registry when `[metrics]` is on.
+        public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        /// `[metrics]` of `vigil.toml` (both ways out off by default); read by whoever exports them.
+        public var metricsSettings = MetricsSettings()
 
         /// Creates options.
         ///
@@ -169,6 +176,7 @@ public actor VigilHost: Service {
 
     let declarations: HostDeclarations
     package nonisolated let options: Options
+    let metrics: HostMetrics
     package nonisolated let logger: Logger
     let hub = EventHub()
     let publisher: StatusPublisher?
@@ -272,6 +280,7 @@ public actor VigilHost: Service {
         self.unsafePlugins = unsafePlugins
         self.unsafeBanner = unsafeBanner
         self.options = options
+        self.metrics = HostMetrics(factory: options.metrics, plugins: plugins.map { ($0.name, $0.state) })
         self.logger = logger
         self.sleepHandling = options.makeSleepHandling?(
             SleepHandlingSetup(
@@ -449,8 +458,9 @@ public actor VigilHost: Service {
                             inbox.send(.ended(instance: id, failure: failure))
                         }
                     case .sleep(let handling, let stop):
+                        let metrics = self.metrics
                         group.addTask {
-                            await Self.runSleepHandling(handling, inbox, until: stop)
+                            await Self.runSleepHandling(handling, inbox, metrics: metrics, until: stop)
                             inbox.send(.machine(.sleepClosed))
                         }
                     }

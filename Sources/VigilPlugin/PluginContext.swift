@@ -1,3 +1,4 @@
+public import CoreMetrics
 public import Logging
 
 /// Everything the host hands a plugin instance when it creates it.
@@ -26,7 +27,12 @@ public struct PluginContext: Sendable {
     /// the process environment, so a host built with an injected environment is obeyed.
     public let environment: HostEnvironment
 
-    /// Creates a context. Hosts create these (with their own environment); plugin tests may too.
+    /// Where to record metrics (swift-metrics), as ``logger`` is where to log: the host's factory
+    /// (a no-op unless the host exports metrics). A plugin never bootstraps `MetricsSystem`.
+    public let metrics: any MetricsFactory
+
+    /// Creates a context whose ``metrics`` are swift-metrics' no-op (plugin tests; hosts that
+    /// record no metrics).
     public init(
         pluginName: String,
         hostName: String,
@@ -36,7 +42,24 @@ public struct PluginContext: Sendable {
         stateDirectory: String,
         environment: HostEnvironment
     ) {
+        self.init(
+            pluginName: pluginName, hostName: hostName, settings: settings, logger: logger, reporter: reporter,
+            stateDirectory: stateDirectory, environment: environment, metrics: NOOPMetricsHandler.instance)
+    }
+
+    /// Creates a context. Hosts create these (with their own environment); plugin tests may too.
+    public init(
+        pluginName: String,
+        hostName: String,
+        settings: PluginSettings,
+        logger: Logger,
+        reporter: PluginReporter,
+        stateDirectory: String,
+        environment: HostEnvironment,
+        metrics: any MetricsFactory
+    ) {
         self.environment = environment
+        self.metrics = metrics
         self.pluginName = pluginName
         self.hostName = hostName
         self.settings = settings

@@ -27,6 +27,8 @@ final class SilentEngine: KeepAlivePlugin {
     /// then closes the stream.
     func run() async throws {
         let reporter = context.reporter
+        let metrics = StreamMetrics(factory: context.metrics, plugin: context.pluginName)
+        metrics.up(false)
         var logger = context.logger
         logger[metadataKey: "audio.mode"] = "\(settings.mode.rawValue)"
         let playback = PlaybackStream(
@@ -35,9 +37,15 @@ final class SilentEngine: KeepAlivePlugin {
             logger: logger
         ) { event in
             switch event {
-            case .interrupted(let error): reporter.report(.interrupted(reason: error.message))
-            case .resumed: reporter.report(.resumed)
-            case .resumeFailed(let error): reporter.report(.resumeFailed(reason: error.message))
+            case .interrupted(let error):
+                metrics.interrupted(error)
+                reporter.report(.interrupted(reason: error.message))
+            case .resumed:
+                metrics.up(true)
+                reporter.report(.resumed)
+            case .resumeFailed(let error):
+                metrics.up(false)
+                reporter.report(.resumeFailed(reason: error.message))
             }
         }
         do {
@@ -46,9 +54,11 @@ final class SilentEngine: KeepAlivePlugin {
             throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
         }
         stream.withLock { $0 = playback }
+        metrics.up(true)
         reporter.ready()
         await PluginLifetime.untilCancelled()
         stream.withLock { $0 = nil }
+        metrics.up(false)
         await PluginLifetime.uncancelled { await playback.stop() }
     }
 

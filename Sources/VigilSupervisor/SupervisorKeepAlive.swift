@@ -27,6 +27,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     let systemd: SystemdNotifier?
     /// Shows the desktop notification; `nil`: none is shown.
     let notifier: (any SupervisorNotifier)?
+    let metrics: WorkerMetrics
     private let state = Mutex(State())
     /// Status refreshes (systemd STATUS=, notification body), coalesced: the latest wins.
     private let refreshes: AsyncStream<Void>
@@ -38,6 +39,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         self.environment = environment
         self.systemd = SystemdNotifier(environment: environment)
         self.notifier = notifier
+        self.metrics = WorkerMetrics(
+            factory: context.metrics, plugin: context.pluginName, workers: settings.workers.map(\.name))
         (refreshes, refreshSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -108,8 +111,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
 
     /// The pumps, children of `run()` until it is cancelled.
     private func pumps(watchdog watchdogInterval: Duration?, firstBody: String?) async {
-        let (refreshes, systemd, environment, context, notifier) = (
-            self.refreshes, self.systemd, self.environment, self.context, self.notifier
+        let (refreshes, systemd, environment, context, notifier, metrics) = (
+            self.refreshes, self.systemd, self.environment, self.context, self.notifier, self.metrics
         )
         await withTaskGroup(of: Void.self) { group in
             if let firstBody, let notifier {
@@ -131,6 +134,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
                 group.addTask {
                     while !Task.isCancelled {
                         systemd.send(["WATCHDOG=1"])
+                        metrics.watchdogPing()
                         try? await Task.sleep(for: interval)
                     }
                 }
@@ -206,6 +210,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     /// worker still runs or waits to restart. It gives up (`resumeFailed`) only when the failed
     /// worker's `failure_action` is `stop`, or when no worker is left running.
     private func handle(_ event: SupervisorEvent) {
+        metrics.record(event)
         let name = event.worker.name
         switch event.kind {
         case .crashed(let exit, let delay):

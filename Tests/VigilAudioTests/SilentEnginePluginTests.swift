@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Testing
 import VigilPlugin
@@ -9,7 +10,8 @@ import VigilTestSupport
 @Suite("silent-engine plugin", .serialized)
 struct SilentEnginePluginTests {
     static func make(
-        _ server: PulseAudioServer, _ overrides: [String: SettingValue], events: EventRecorder<PluginEvent>
+        _ server: PulseAudioServer, _ overrides: [String: SettingValue], events: EventRecorder<PluginEvent>,
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
     ) throws -> PluginRun {
         var values = overrides
         values["pulse_server"] = .string(server.address)
@@ -20,7 +22,7 @@ struct SilentEnginePluginTests {
             settings: PluginSettings(
                 pluginName: "silent-engine", defaults: SilentEngineSettings.defaults, overrides: values),
             logger: quietLogger, reporter: run.reporter, stateDirectory: server.directory.path,
-            environment: HostEnvironment(variables: [:]))
+            environment: HostEnvironment(variables: [:]), metrics: metrics)
         return run.adopt(try SilentEnginePlugin.implementation.make(context))
     }
 

@@ -143,6 +143,26 @@ struct PackageGraphTests {
         #expect(core.contains("CSodium") && Set(core.flatMap { graph.targets[$0]?.products ?? [] }).contains("TOMLKit"))
     }
 
+    @Test("swift-nio and swift-prometheus only in the metrics exporter: no plugin or host library links them")
+    func metricsExporterAlonePullsNIO() throws {
+        let graph = try Self.graph.get()
+        let heavy: Set<String> = ["NIOCore", "NIOPosix", "NIOHTTP1", "Prometheus"]
+        func packages(_ closure: Set<String>) -> Set<String> {
+            Set(closure.flatMap { graph.targets[$0]?.products ?? [] })
+        }
+        for product in ["VigilSupervisor", "VigilSilentEngine", "VigilSoundscape", "VigilPlugin", "Vigil"] {
+            let closure = try graph.closure(product: product)
+            #expect(packages(closure).isDisjoint(with: heavy), "\(product): \(packages(closure).sorted())")
+        }
+        // The supervisor records its metrics through swift-metrics' API only.
+        let supervisor = try graph.closure(product: "VigilSupervisor")
+        #expect(supervisor.contains("VigilMetrics") && packages(supervisor).contains("CoreMetrics"))
+        // The measure sees them where they are: the exporter, which `vigil` links.
+        let exporter = try graph.closure(product: "VigilMetricsExport")
+        #expect(packages(exporter).isSuperset(of: heavy))
+        #expect(graph.closure(["vigil"]).contains("VigilMetricsExport"))
+    }
+
     @Test("every first-party plugin module is a library product of its own")
     func onePluginOneProduct() throws {
         let graph = try Self.graph.get()

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 import Testing
@@ -18,14 +19,15 @@ let manifestDefaults: [String: SettingValue] = [
 
 func makePlugin(
     _ overrides: [String: SettingValue], environment: [String: String],
-    events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>()
+    events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),
+    metrics: any MetricsFactory = NOOPMetricsHandler.instance
 ) throws -> PluginRun {
     let run = PluginRun(reportingTo: events.record)
     let context = PluginContext(
         pluginName: "supervisor", hostName: "test-host",
         settings: PluginSettings(pluginName: "supervisor", defaults: manifestDefaults, overrides: overrides),
         logger: testLogger(), reporter: run.reporter, stateDirectory: "/nonexistent",
-        environment: HostEnvironment(variables: environment))
+        environment: HostEnvironment(variables: environment), metrics: metrics)
     return run.adopt(try SupervisorPlugin.implementation(notifier: DesktopNotifier()).make(context))
 }
 

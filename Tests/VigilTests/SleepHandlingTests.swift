@@ -1,8 +1,10 @@
 import Foundation
 import Logging
+import MetricsTestKit
 import Testing
 import VigilCore
 import VigilDBus
+import VigilMetrics
 import VigilPlugin
 import VigilSoundscape
 import VigilTestSupport
@@ -113,16 +115,30 @@ struct SleepHandlingTests {
             let slow = TestPlugins.prepared(
                 "slow-audio", ledger: InstanceLedger(), requirements: [HostRequirement(kind: .audioOutput)],
                 delay: .seconds(1))
+            let metrics = TestMetrics()
+            var options = Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address])
+            options.metrics = metrics
             let host = try VigilHost(
                 plugins: [slow, try Self.silentEngine(pulse), TestPlugins.prepared("other", ledger: ledger)],
-                hostName: "sleep-test",
-                options: Self.options(["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address]),
-                logger: Self.logger)
+                hostName: "sleep-test", options: options, logger: Self.logger)
+            func sleepEvents(_ event: String) throws -> Int64 {
+                try metrics.expectCounter(MetricsCatalog.sleepEvents.name, [("event", event)]).totalValue
+            }
+            func pluginState(_ plugin: String) -> [String] {
+                HostMetrics.stateNames.filter { state in
+                    (try? metrics.expectGauge(
+                        MetricsCatalog.pluginState.name, [("plugin", plugin), ("state", state)]
+                    ).lastValue) == 1
+                }
+            }
             let events = host.events
 
             let status = await host.keepAlive()
             #expect(status[plugin: "silent-engine"]?.state == .running)
             #expect(status.sleep == SleepStatus(locks: ["delay"]))
+            #expect(try metrics.expectGauge(MetricsCatalog.sleepLocks.name).lastValue == 1)
+            #expect(try sleepEvents("sleep") == 0 && sleepEvents("resume") == 0)
+            #expect(pluginState("silent-engine") == ["running"])
             let held = try await Self.listInhibitors(bus)
             #expect(held.count == 1)
             #expect(held.first?.what == "sleep" && held.first?.who == "sleep-test" && held.first?.mode == "delay")
@@ -149,6 +165,9 @@ struct SleepHandlingTests {
             #expect(asleep[plugin: "other"]?.state == .running)  // not an audio plugin: untouched
             #expect(ledger.snapshot.stopCalls == 0)
             #expect(asleep.sleep == SleepStatus(locks: []))
+            #expect(try metrics.expectGauge(MetricsCatalog.sleepLocks.name).lastValue == 0)
+            #expect(try sleepEvents("sleep") == 1)
+            #expect(pluginState("silent-engine") == ["interrupted"] && pluginState("other") == ["running"])
 
             #expect(try await Self.wakeUp(bus, until: "silent-engine", resumesIn: events))
             _ = try await pulse.waitForSinkInput { $0.applicationName == "sleep-test (Vigil keep-alive)" }
@@ -159,6 +178,8 @@ struct SleepHandlingTests {
             #expect(again, "the delay lock was not taken again after PrepareForSleep(false)")
             #expect(try await Self.listInhibitors(bus).map(\.mode) == ["delay"])
             #expect(await host.status().sleep == SleepStatus(locks: ["delay"]))
+            #expect(try sleepEvents("sleep") == 1 && sleepEvents("resume") == 1)
+            #expect(try metrics.expectGauge(MetricsCatalog.sleepLocks.name).lastValue == 1)
 
             await host.stop()
             #expect(try await Self.listInhibitors(bus).isEmpty)

@@ -29,7 +29,7 @@ public struct HostConfiguration: Sendable {
     /// The tables `vigil.toml` itself defines (never a plugin's settings).
     public static let reservedTables: Set<String> = ["host", "trusted_plugins", "freshness"]
     /// Tables the host reads besides the activated plugins' (`[announce]`): not stray.
-    public static let hostTables: Set<String> = ["announce"]
+    public static let hostTables: Set<String> = ["announce", "metrics"]
 
     /// The absolute path of the file this configuration was read from.
     public let path: String

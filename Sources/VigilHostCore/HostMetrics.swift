@@ -1,0 +1,53 @@
+import CoreMetrics
+import VigilBase
+import VigilMetrics
+
+/// The host's own metrics (build info, one plugin-state series per state), recorded through the
+/// factory in ``VigilHost/Options/metrics`` (a no-op unless the host app or `vigil up` gives one).
+struct HostMetrics: Sendable {
+    /// Every ``PluginState`` name, one series each.
+    static let stateNames = ["idle", "starting", "running", "stopping", "interrupted", "failed", "blocked"]
+
+    let factory: any MetricsFactory
+
+    /// Records the build and every plugin's first state.
+    init(factory: any MetricsFactory, plugins: [(name: String, state: PluginState)]) {
+        self.factory = factory
+        Gauge(
+            label: MetricsCatalog.buildInfo.name, dimensions: [("version", VigilVersion.version)], factory: factory
+        ).record(1)
+        for plugin in plugins { record(plugin: plugin.name, state: plugin.state) }
+        sleepLocks(0)
+        for event in ["sleep", "resume"] {
+            Counter(label: MetricsCatalog.sleepEvents.name, dimensions: [("event", event)], factory: factory)
+                .increment(by: 0)
+        }
+    }
+
+    /// Sleep handling reported `report` with `locks` held: the locks, and the sleep/resume count.
+    func sleep(_ report: SleepReport, locks: Int) {
+        sleepLocks(locks)
+        let event: String
+        switch report {
+        case .coming: event = "sleep"
+        case .ended: event = "resume"
+        case .settled, .locksLost, .changed: return
+        }
+        Counter(label: MetricsCatalog.sleepEvents.name, dimensions: [("event", event)], factory: factory).increment()
+    }
+
+    /// The number of logind inhibitor locks held now.
+    func sleepLocks(_ count: Int) {
+        Gauge(label: MetricsCatalog.sleepLocks.name, dimensions: [], factory: factory).record(count)
+    }
+
+    /// Sets the plugin's series: 1 for `state`, 0 for the others.
+    func record(plugin: String, state: PluginState) {
+        for name in Self.stateNames {
+            Gauge(
+                label: MetricsCatalog.pluginState.name, dimensions: [("plugin", plugin), ("state", name)],
+                factory: factory
+            ).record(name == state.name ? 1 : 0)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+public import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+public import Vigil
+public import VigilBase
+public import VigilMetrics
+
+/// Serves `/metrics` (the Prometheus text format), `/healthz` (the host runs) and `/readyz` (every
+/// activated plugin is running) over HTTP/1.1 (swift-nio) on one event-loop thread of its own,
+/// which sleeps in `epoll_wait` without a timeout between requests. Binds when `run()` starts;
+/// stops on graceful shutdown or cancellation.
+public struct MetricsServer: Service {
+    let address: MetricsListenAddress
+    let export: PrometheusExport
+    let host: VigilHost
+    let logger: Logger
+
+    /// A server for `host`'s metrics in `export`, listening at `address`.
+    public init(address: MetricsListenAddress, export: PrometheusExport, host: VigilHost, logger: Logger) {
+        self.address = address
+        self.export = export
+        self.host = host
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let board = PluginBoard()
+        let events = host.events  // subscribe before the first status, so no change is missed
+        board.update(await host.status().plugins.map { ($0.name, $0.state) })
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            try await serve(on: group, board: board, events: events)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        try await group.shutdownGracefully()
+    }
+
+    private func serve(
+        on group: MultiThreadedEventLoopGroup, board: PluginBoard, events: AsyncStream<HostEvent>
+    ) async throws {
+        let export = self.export
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(MetricsHandler(export: export, board: board))
+                }
+            }
+        let channel: any Channel
+        do {
+            switch address {
+            case .inet(let host, let port): channel = try await bootstrap.bind(host: host, port: port).get()
+            case .unix(let path):
+                channel = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
+            }
+        } catch {
+            throw MetricsExportError(
+                code: .listenFailed,
+                message: "cannot serve metrics at \(address): \(error) — free that address or choose another "
+                    + "`listen` in [metrics] of vigil.toml")
+        }
+        logger.info("serving /metrics, /healthz and /readyz", metadata: ["metrics.listen": "\(address)"])
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                for await event in events.cancelOnGracefulShutdown() { board.update([(event.plugin, event.state)]) }
+            }
+            tasks.addTask {
+                await withGracefulShutdownHandler {
+                    await withTaskCancellationHandler {
+                        try? await channel.closeFuture.get()
+                    } onCancel: {
+                        channel.close(promise: nil)
+                    }
+                } onGracefulShutdown: {
+                    channel.close(promise: nil)
+                }
+            }
+            await tasks.next()
+            tasks.cancelAll()
+        }
+    }
+}
+
+/// The plugins' latest states, kept from the host's events for `/readyz`.
+final class PluginBoard: Sendable {
+    private let states = Mutex<[(name: String, state: PluginState)]>([])
+
+    func update(_ changes: [(String, PluginState)]) {
+        states.withLock { states in
+            for (name, state) in changes {
+                if let index = states.firstIndex(where: { $0.name == name }) {
+                    states[index].state = state
+                } else {
+                    states.append((name, state))
+                }
+            }
+        }
+    }
+
+    /// The plugins that are not running, as `NAME: STATE` lines (empty: ready).
+    var notRunning: [String] {
+        states.withLock { $0.filter { $0.state != .running }.map { "\($0.name): \($0.state.name)" } }
+    }
+}
+
+/// Answers one request at a time on a connection (keep-alive as the client asks).
+private final class MetricsHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let export: PrometheusExport
+    let board: PluginBoard
+    private var request: HTTPRequestHead?
+
+    init(export: PrometheusExport, board: PluginBoard) {
+        self.export = export
+        self.board = board
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): request = head
+        case .body: break
+        case .end:
+            guard let head = request else { return }
+            request = nil
+            respond(to: head, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let (status, contentType, body): (HTTPResponseStatus, String, [UInt8])
+        if head.method != .GET && head.method != .HEAD {
+            (status, contentType, body) = (
+                .methodNotAllowed, "text/plain; charset=utf-8", Array("GET or HEAD only\n".utf8)
+            )
+        } else {
+            switch path {
+            case "/metrics":
+                (status, contentType, body) = (.ok, "text/plain; version=0.0.4; charset=utf-8", export.render())
+            case "/healthz":
+                (status, contentType, body) = (.ok, "text/plain; charset=utf-8", Array("ok\n".utf8))
+            case "/readyz":
+                let waiting = board.notRunning
+                (status, contentType, body) =
+                    waiting.isEmpty
+                    ? (.ok, "text/plain; charset=utf-8", Array("ready\n".utf8))
+                    : (
+                        .serviceUnavailable, "text/plain; charset=utf-8",
+                        Array(("not ready\n" + waiting.joined(separator: "\n") + "\n").utf8)
+                    )
+            default:
+                (status, contentType, body) = (
+                    .notFound, "text/plain; charset=utf-8", Array("not found: try /metrics, /healthz or /readyz\n".utf8)
+                )
+            }
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Length", value: String(body.count))
+        let keepAlive = head.isKeepAlive
+        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil)
+        if head.method != .HEAD {
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        }
+        if keepAlive {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}
+
+/// The kind of a ``MetricsExportError``.
+public enum MetricsExportErrorCode: String, ErrorCode {
+    /// The `listen` address of `[metrics]` could not be bound (in use, no such address, no permission).
+    case listenFailed = "metrics-listen-failed"
+}
+
+/// A failure of the metrics endpoints.
+public typealias MetricsExportError = CodedError<MetricsExportErrorCode>
