@@ -15,6 +15,9 @@
 #   share/bash-completion/completions/vigil, share/zsh/vendor-completions/_vigil (site-functions
 #   outside /usr), share/fish/vendor_completions.d/vigil.fish
 #   lib/systemd/user/vigil.service, lib/systemd/system/vigil@.service   (from Examples/systemd)
+#   lib/systemd/catalog/vigil.catalog      the journal catalog of Vigil's MESSAGE_IDs (docs/logs.md); Debian's
+#                                          systemd rebuilds the catalog database when a package installs one,
+#                                          after `make install` run `journalctl --update-catalog`
 #   share/doc/vigil/                       README, CHANGELOG, LICENSE and docs/*.md
 #
 # The build records the git revision (REVISION=… overrides it, e.g. when building from a tarball)
@@ -30,6 +33,7 @@ docdir ?= $(datadir)/doc/vigil
 manifestdir ?= $(datadir)/vigil/manifests
 systemduserunitdir ?= $(PREFIX)/lib/systemd/user
 systemdsystemunitdir ?= $(PREFIX)/lib/systemd/system
+catalogdir ?= $(PREFIX)/lib/systemd/catalog
 bashcompletiondir ?= $(datadir)/bash-completion/completions
 fishcompletiondir ?= $(datadir)/fish/vendor_completions.d
 # Debian's zsh reads vendor completions from /usr/share/zsh/vendor-completions; any zsh reads
@@ -95,7 +99,8 @@ dist: build
 install: dist
 	$(INSTALL) -d '$(DESTDIR)$(bindir)' '$(DESTDIR)$(manifestdir)' '$(DESTDIR)$(mandir)/man1' \
 	  '$(DESTDIR)$(bashcompletiondir)' '$(DESTDIR)$(zshcompletiondir)' '$(DESTDIR)$(fishcompletiondir)' \
-	  '$(DESTDIR)$(systemduserunitdir)' '$(DESTDIR)$(systemdsystemunitdir)' '$(DESTDIR)$(docdir)'
+	  '$(DESTDIR)$(systemduserunitdir)' '$(DESTDIR)$(systemdsystemunitdir)' '$(DESTDIR)$(docdir)' \
+	  '$(DESTDIR)$(catalogdir)'
 	$(INSTALL) -m 0755 '$(release_bin)/vigil' '$(DESTDIR)$(bindir)/vigil'
 	cd manifests && for plugin in */; do \
 	  $(INSTALL) -d '$(DESTDIR)$(manifestdir)/'"$$plugin" && \
@@ -109,13 +114,14 @@ install: dist
 	sed 's|/usr/bin/vigil|$(bindir)/vigil|g' Examples/systemd/vigil@.service \
 	  >'$(DESTDIR)$(systemdsystemunitdir)/vigil@.service'
 	chmod 0644 '$(DESTDIR)$(systemduserunitdir)/vigil.service' '$(DESTDIR)$(systemdsystemunitdir)/vigil@.service'
+	$(INSTALL) -m 0644 Examples/systemd/vigil.catalog '$(DESTDIR)$(catalogdir)/vigil.catalog'
 	$(INSTALL) -m 0644 $(docs) '$(DESTDIR)$(docdir)/'
 
 uninstall:
 	rm -f '$(DESTDIR)$(bindir)/vigil' '$(DESTDIR)$(mandir)'/man1/vigil.1 '$(DESTDIR)$(mandir)'/man1/vigil.*.1 \
 	  '$(DESTDIR)$(bashcompletiondir)/vigil' '$(DESTDIR)$(zshcompletiondir)/_vigil' \
 	  '$(DESTDIR)$(fishcompletiondir)/vigil.fish' '$(DESTDIR)$(systemduserunitdir)/vigil.service' \
-	  '$(DESTDIR)$(systemdsystemunitdir)/vigil@.service'
+	  '$(DESTDIR)$(systemdsystemunitdir)/vigil@.service' '$(DESTDIR)$(catalogdir)/vigil.catalog'
 	rm -rf '$(DESTDIR)$(datadir)/vigil' '$(DESTDIR)$(docdir)'
 
 deb:

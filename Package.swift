@@ -15,6 +15,9 @@ let package = Package(
     products: [
         // The library a host app links (every built-in plugin), and the contract plugins implement.
         .library(name: "Vigil", targets: ["Vigil"]),
+        // The host core alone (VigilHost, its state machine, config, trust and status), for a host that
+        // registers only the plugins it runs: no audio, speech, sound-file or D-Bus module.
+        .library(name: "VigilHostCore", targets: ["VigilHostCore"]),
         .library(name: "VigilPlugin", targets: ["VigilPlugin"]),
         // One product per first-party plugin, for a host that registers only what it runs.
         .library(name: "VigilSupervisor", targets: ["VigilSupervisor"]),
@@ -135,7 +138,8 @@ let package = Package(
             name: "VigilAudio", dependencies: ["CALSA", "CPulse", "VigilBase", log, "VigilPlugin"],
             swiftSettings: strictSettings),
         // D-Bus over sd-bus (libsystemd): connections on a thread of their own, calls, signals,
-        // names and exported objects. The only module that imports CSystemd's sd-bus.
+        // names and exported objects; and the journal's native logging (sd-journal,
+        // JournalLogHandler). The only module that imports CSystemd.
         .target(name: "VigilDBus", dependencies: ["CSystemd", "VigilBase", log], swiftSettings: strictSettings),
         // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
         // a bounded buffer. The only module that imports CSndfile.
@@ -185,13 +189,23 @@ let package = Package(
             swiftSettings: strictSettings),
 
         // MARK: - Host
-        // The library a host app links: keepAlive()/stop(), status, events, Service.
+        // The host core: VigilHost (keepAlive()/stop(), status, events, Service), its state machine,
+        // vigil.toml, trust and status plumbing, with an injected plugin registry; sleep handling and
+        // the announcer are optional parts a host adds (Vigil adds them).
+        .target(
+            name: "VigilHostCore",
+            dependencies: [
+                "VigilCore", "VigilPlugin", "VigilSharedLibrary", "VigilBase", log, lifecycle, "VigilHostCheck",
+                "VigilLibraryCheck", "VigilSupervisorEngine",
+            ],
+            swiftSettings: strictSettings),
+        // The umbrella a host app links: the host core with every first-party plugin registered,
+        // logind sleep handling and the announcer.
         .target(
             name: "Vigil",
             dependencies: [
-                "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor", "VigilSupervisorDesktop",
-                "VigilSoundscape", "VigilAnnounce", "VigilSharedLibrary", "VigilDBus", "VigilBase", log, lifecycle,
-                "VigilHostCheck", "VigilLibraryCheck",
+                "VigilHostCore", "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor",
+                "VigilSupervisorDesktop", "VigilSoundscape", "VigilAnnounce", "VigilDBus", "VigilHostCheck", log,
             ],
             swiftSettings: strictSettings),
         // Opt-in for a whole process: Swift concurrency's global executor on one swift-nio event
@@ -215,7 +229,7 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSoundscape", "VigilAnnounce",
                 "VigilSharedLibrary", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", "VigilBase", log,
-                lifecycle, "VigilCheckCommands", "VigilLibraryCheck",
+                lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilDBus",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -258,6 +272,11 @@ let package = Package(
         .executableTarget(
             name: "ExampleHostSource", dependencies: ["Vigil", log, lifecycle],
             path: "Examples/ExampleHost/Sources/ExampleHost"),
+        // The supervisor-only example host (Examples/SupervisorHost, a package of its own): the host
+        // core and the supervisor, nothing else; compiled here too, and run by VigilCLITests.
+        .executableTarget(
+            name: "SupervisorHostSource", dependencies: ["VigilHostCore", "VigilSupervisor", log, lifecycle],
+            path: "Examples/SupervisorHost/Sources/SupervisorHost"),
 
         // MARK: - Fixture hosts
         // A minimal host running silent-engine, in its own process for the restart-leak and ALSA
@@ -266,6 +285,11 @@ let package = Package(
         .executableTarget(
             name: "SilentEngineBench", dependencies: ["VigilSilentEngine", "VigilPlugin", log],
             path: "Tests/Hosts/SilentEngineBench", swiftSettings: strictSettings),
+        // README's library snippet, verbatim (HostExitTests checks it is), as a host app of its own:
+        // what the host-lock, exit-status and log-label tests run in two real processes. Built with
+        // a host package's default settings, as ExampleHostSource is (the snippet is what users write).
+        .executableTarget(
+            name: "LibraryHost", dependencies: ["Vigil", log, lifecycle], path: "Tests/Hosts/LibraryHost"),
 
         // MARK: - Fuzzing
         // docs/fuzzing.md: a harness for every parser that sees untrusted bytes (Tests/VigilFuzzTargets),
@@ -367,13 +391,13 @@ package.targets += [
     .testTarget(
         name: "VigilTests",
         dependencies: [
-            "Vigil", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
+            "Vigil", "VigilHostCore", "VigilCore", "VigilPlugin", "VigilTestSupport", log, lifecycle,
             .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             "VigilDBus", "VigilSoundscape", "VigilHostCheck", "VigilAudio",
         ],
         swiftSettings: strictSettings),
     .testTarget(
-        name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log],
+        name: "VigilDBusTests", dependencies: ["VigilDBus", "VigilTestSupport", log, "VigilBase"],
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilSoundFileTests", dependencies: ["VigilSoundFile", "VigilTestSupport"],
@@ -418,4 +442,29 @@ package.targets += [
 // so CI's thread-sanitized build compiles no test target it does not run.
 if let only = Context.environment["VIGIL_TEST_TARGETS"]?.split(separator: ",").map(String.init) {
     package.targets.removeAll { $0.type == .test && !only.contains($0.name) }
+}
+
+// `VIGIL_API_CHECK=P1,P2,…` (scripts/check-api.sh sets it, for the baseline's manifest and this one)
+// keeps only those library products and the targets they need: no SwiftPM plugin, whose tool is
+// compiled for the host too, with its C modules (ours and TOMLKit's CTOML), which
+// `swift package diagnose-api-breaking-changes` then hands the API digester twice ("redefinition
+// of module"; SwiftPM issues 8103, 9254); and nothing else to build for the baseline.
+if let checked = Context.environment["VIGIL_API_CHECK"]?.split(separator: ",").map(String.init) {
+    var needed = Set<String>()
+    var queue = package.products.filter { checked.contains($0.name) }.flatMap {
+        ($0 as? Product.Library)?.targets ?? []
+    }
+    while let name = queue.popLast() {
+        guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else {
+            continue
+        }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): queue.append(name)
+            default: break
+            }
+        }
+    }
+    package.products.removeAll { !checked.contains($0.name) }
+    package.targets.removeAll { !needed.contains($0.name) }
 }

@@ -11,7 +11,9 @@
 # - man pages and documents compressed, /usr/share/doc/vigil/copyright and changelog.gz as Debian
 #   policy wants them; no maintainer scripts (nothing to set up: the units are not enabled for anyone);
 # - lintian run on the result (when installed): it must report nothing but the tags overridden, with
-#   their reasons, in packaging/debian/lintian-overrides.
+#   their reasons, in packaging/debian/lintian-overrides;
+# - the journal catalog in /usr/lib/systemd/catalog: systemd's dpkg trigger on that directory
+#   rebuilds journalctl's catalog database on install and on purge (no maintainer script either).
 # Prints the path of the .deb on its last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,8 +108,9 @@ Description: keep a Linux host application alive and its audio output awake
  Every plugin is activated only through a signed manifest whose key the host
  has trusted with "vigil plugin trust". This package holds the vigil
  command, the first-party manifests, man pages, shell completions, the user
- unit vigil.service and the system unit template vigil@.service. A
- supervisor-only host needs no sound server.
+ unit vigil.service, the system unit template vigil@.service and the journal
+ catalog of Vigil's message ids. A supervisor-only host needs no sound
+ server.
 EOF
 (cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
 find "$stage" -type d -exec chmod 0755 {} +

@@ -7,14 +7,16 @@
 #    the checkout's revision; the first-party manifests come from PREFIX/share/vigil/manifests and,
 #    once that directory is gone, still not from the source checkout; every man page renders with
 #    `MANWIDTH=80 man --warnings -l` without a warning; bash completes `vigil plugin tr<TAB>`;
-#    `systemd-analyze verify` accepts the installed units in system and --user mode.
+#    `systemd-analyze verify` accepts the installed units in system and --user mode;
+#    `journalctl --update-catalog` accepts the installed journal catalog and lists its five ids.
 # 3. In a clean Debian 12 root (debootstrap --variant=minbase from Debian's mirror, plus man-db,
 #    bash-completion and systemd as test tools; the root is cached as a tarball in
 #    $VIGIL_PACKAGE_CACHE, default /var/cache/vigil-test-package, with the downloaded .debs), as a
 #    user would: `apt-get install ./vigil_….deb`, then `vigil --version`, `vigil check` and
 #    `vigil up` (supervisor only: no sound server) on an example vigil.toml as an ordinary user,
 #    `vigil plugin list` finding /usr/share/vigil/manifests, `man vigil`, bash completion through
-#    bash-completion's loader, `systemd-analyze verify` on the installed units; `apt-get purge
+#    bash-completion's loader, `systemd-analyze verify` on the installed units, the journal catalog
+#    in journalctl's database (systemd's dpkg trigger); `apt-get purge
 #    --autoremove vigil` must leave the root as it was before. Then the audio part: the package and
 #    PulseAudio installed again, and the example host (silent-engine and supervisor) kept up with a
 #    private PulseAudio server (a null sink) inside the root, until the sink is RUNNING.
@@ -112,6 +114,13 @@ for scope in "" --user; do
     [[ -z "$out" ]] || fail "systemd-analyze $scope verify $unit: $out"
   done
 done
+# The journal catalog, as journalctl builds its database from it (in a root of its own).
+catalog_root=$work/catalog-root
+mkdir -p "$catalog_root/usr/lib/systemd/catalog"
+cp "$prefix/lib/systemd/catalog/vigil.catalog" "$catalog_root/usr/lib/systemd/catalog/"
+out=$(journalctl --root="$catalog_root" --update-catalog 2>&1) || fail "journalctl --update-catalog: $out"
+[[ $(journalctl --root="$catalog_root" --list-catalog | grep -c ' vigil: ') == 5 ]] ||
+  fail "the catalog does not list 5 vigil ids: $(journalctl --root="$catalog_root" --list-catalog 2>&1)"
 t_host=$((SECONDS - t1))
 say "install tree on this machine (version, manifests, man, completion, units): ${t_host}s"
 
@@ -209,6 +218,9 @@ for scope in "" --user; do
     if echo "$out" | grep -i vigil >&2; then fail "systemd-analyze $scope verify $unit (above)"; fi
   done
 done
+
+# systemd's dpkg trigger on /usr/lib/systemd/catalog added the journal catalog to the database.
+[[ $(journalctl --list-catalog | grep -c ' vigil: ') == 5 ]] || fail "journalctl --list-catalog lacks vigil's 5 ids"
 
 # vigil up on a supervisor-only host (no sound server here), until its worker runs.
 as_user mkdir -p /home/op/headless

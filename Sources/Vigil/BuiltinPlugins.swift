@@ -1,4 +1,5 @@
 import VigilHostCheck
+import VigilHostCore
 import VigilPlugin
 import VigilSilentEngine
 import VigilSoundscape
@@ -21,4 +22,10 @@ enum BuiltinPlugins {
             }
         return PluginImplementation(entry: entry.rawValue, make: implementation.make)
     }
+}
+
+extension PluginRegistry {
+    /// The first-party implementations built into Vigil (``BuiltinPlugins``): the umbrella's
+    /// default registry.
+    public static var builtin: PluginRegistry { PluginRegistry(BuiltinPlugins.all) }
 }

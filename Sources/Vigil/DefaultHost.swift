@@ -1,6 +1,7 @@
 public import Logging
 import Synchronization
 import VigilCore
+import VigilHostCore
 
 /// The process-wide host behind ``keepAlive(configPath:logger:)`` and ``stop()``.
 private let defaultHost = Mutex<VigilHost?>(nil)
@@ -11,18 +12,28 @@ private let defaultHost = Mutex<VigilHost?>(nil)
 /// The first call loads and verifies the configuration and creates one shared host; later calls
 /// reuse it (so `vigil.toml` is read once per process) and are as idempotent and
 /// concurrency-safe as ``VigilHost/keepAlive()``. Plugins that fail, do not verify or wait for
-/// their requirements show in the returned host's ``VigilHost/status()``; they never throw here.
+/// their requirements show in the returned host's ``VigilHost/status()``, as long as one of them
+/// can run; when none can, this throws (and systemd, under `Type=notify`, gets `STATUS=` with why).
 ///
 /// - Parameters:
 ///   - configPath: the `vigil.toml`; `nil` finds the nearest one from the working directory upward.
-///   - logger: where the host and its plugins log (default: a `Logger` labelled `vigil`).
+///   - logger: where the host and its plugins log (default: a `Logger` labelled with the host's
+///     name: `[host] name`, else the executable's).
 /// - Returns: the shared host, for `status()`, `events` or a `ServiceGroup`.
-/// - Throws: ``VigilError`` when the configuration is missing or invalid, or when a shared host
-///   already runs from another `vigil.toml`.
+/// - Throws: ``VigilError`` — `configuration` when the configuration is missing or invalid, or
+///   when a shared host already runs from another `vigil.toml`; `configInUse` when another process
+///   runs a host on the same `vigil.toml`; `noPluginCanRun` (the host is stopped and forgotten) when
+///   every activated plugin failed or is blocked by a missing declaration. Exit with its
+///   ``VigilError/exitStatus`` (78 for a configuration that cannot work, 75 for a file in use).
 @discardableResult
 public func keepAlive(configPath: String? = nil, logger: Logger? = nil) async throws -> VigilHost {
-    let host = try sharedHost(configPath: configPath, logger: logger ?? Logger(label: "vigil"))
-    await host.keepAlive()
+    let host = try sharedHost(configPath: configPath, logger: logger)
+    let status = await host.keepAlive()
+    if let refusal = host.reportStart(status) {
+        await host.stop()
+        defaultHost.withLock { if $0 === host { $0 = nil } }
+        throw refusal
+    }
     return host
 }
 
@@ -35,7 +46,7 @@ public func stop() async {
 
 /// The shared host, created on first use (under the lock, so concurrent first calls create one).
 func sharedHost(
-    configPath: String?, logger: Logger, registry: PluginRegistry = .builtin,
+    configPath: String?, logger: Logger?, registry: PluginRegistry = .builtin,
     options: VigilHost.Options = VigilHost.Options()
 ) throws -> VigilHost {
     try defaultHost.withLock { (current: inout VigilHost?) throws -> VigilHost in
@@ -53,7 +64,7 @@ func sharedHost(
             }
             return current
         }
-        let host = try VigilHost(configPath: configPath, registry: registry, options: options, logger: logger)
+        let host = try VigilHost(configPath: configPath, registry: registry, options: options, label: logger)
         current = host
         return host
     }

@@ -1,6 +1,8 @@
 import Logging
 import Synchronization
+import VigilBase
 import VigilDBus
+import VigilHostCore
 import VigilPlugin
 
 /// Sleep handling through systemd-logind on the system bus (the default ``SleepHandling``): a
@@ -21,9 +23,12 @@ final class LogindSleepHandling: SleepHandling {
     }
     private let state = Mutex(State())
     private let setup: SleepHandlingSetup
+    /// The system bus connection's deadline and reconnection backoff.
+    private let systemBus: DBusKeeper
 
-    init(_ setup: SleepHandlingSetup) {
+    init(_ setup: SleepHandlingSetup, systemBus: DBusKeeper) {
         self.setup = setup
+        self.systemBus = systemBus
     }
 
     var status: (locks: [String], off: String?) {
@@ -35,7 +40,7 @@ final class LogindSleepHandling: SleepHandling {
     }
 
     func run(report: @escaping @Sendable (SleepReport) async -> Void) async {
-        var keeper = setup.systemBus
+        var keeper = systemBus
         keeper.bus = .system
         keeper.environment = setup.environment
         let (who, inhibitSleep, logger) = (setup.hostName, setup.inhibitSleep, setup.logger)
@@ -134,7 +139,9 @@ final class LogindSleepHandling: SleepHandling {
                 "the audio plugins are not stopped before system sleep"
                 + (setup.inhibitSleep ? " and inhibit_sleep has no effect" : "")
                 + (retrying ? "; trying again with backoff" : "")
-            setup.logger.notice("sleep handling is off: \(reason) — \(effect)", metadata: ["vigil.sleep": "off"])
+            setup.logger.notice(
+                "sleep handling is off: \(reason) — \(effect)",
+                metadata: ["vigil.sleep": "off", OperatorEvent.metadataKey: "\(OperatorEvent.sleepHandlingOff)"])
         }
     }
 }

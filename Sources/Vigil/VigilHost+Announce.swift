@@ -2,6 +2,7 @@ import FoundationEssentials
 import Logging
 public import VigilAnnounce
 import VigilCore
+import VigilHostCore
 import VigilPlugin
 
 #if canImport(Glibc)
@@ -9,6 +10,12 @@ import Glibc
 #endif
 
 extension VigilHost {
+    /// Plays the host's announcements (``announce(_:)``): made with the host (on first use for a
+    /// host the host core's initialisers made), from its ``Options/announce``.
+    public nonisolated var announcer: Announcer {
+        madeParts.part("announcer") { Self.makeAnnouncer(options: options, logger: logger) }
+    }
+
     /// Plays one prompt over the keep-alive — spoken text or the host's own audio — with its
     /// policy (or `[announce] policy`): other apps are ducked, paused or left alone, and put back
     /// after. Returns once the prompt has played; prompts queue and never overlap.
@@ -33,7 +40,7 @@ extension VigilHost {
     /// The announcer of a host with `options`: the sound server and the session bus are those of
     /// the host's environment (unless `[announce]` names a server), its state in the host's state
     /// directory.
-    static func makeAnnouncer(options: Options, logger: Logger) -> Announcer {
+    nonisolated static func makeAnnouncer(options: Options, logger: Logger) -> Announcer {
         let environment = options.environment
         let settings = options.announce.filled(from: environment)
         let base = environment.vigilStateDirectory ?? environment.temporaryDirectory + "/vigil-\(getuid())"

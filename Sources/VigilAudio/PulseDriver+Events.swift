@@ -1,5 +1,6 @@
 internal import CPulse
 import Logging
+import VigilBase
 
 /// What the keep-alive stream hears while it plays: the health check (due only when the server sent
 /// no request for a whole interval), the sink suspended by someone else, and the server's cork
@@ -100,7 +101,8 @@ extension PulseDriver {
         lastReadIndex = nil
         let sinkName = currentSinkName ?? "unknown"
         logger.warning(
-            "The keep-alive stream's sink was suspended by someone else", metadata: ["audio.sink": "\(sinkName)"])
+            "The keep-alive stream's sink was suspended by someone else",
+            metadata: ["audio.sink": "\(sinkName)", OperatorEvent.metadataKey: "\(OperatorEvent.sinkSuspended)"])
         stream.interruptedInPlace(
             AudioError(
                 code: .notRunning, function: "pa_stream_is_suspended",

@@ -25,6 +25,7 @@ public struct CoreError: StructuredError, Hashable {
             case expired = "expired"
             case revocationInvalid = "revocation-invalid"
             case revocationRollback = "revocation-rollback"
+            case revocationExpired = "revocation-expired"
             case clockRolledBack = "clock-rolled-back"
             case rollback = "rollback"
             case resourceMismatch = "resource-mismatch"
@@ -78,6 +79,8 @@ public struct CoreError: StructuredError, Hashable {
         public static let revocationInvalid = Code(.revocationInvalid)
         /// The revocation list is older than the one this host already applied.
         public static let revocationRollback = Code(.revocationRollback)
+        /// The revocation list's signed `expires` has passed, so a change to the plugin is refused.
+        public static let revocationExpired = Code(.revocationExpired)
         /// The signed manifest's `expires` has passed, so a change to it is refused.
         public static let expired = Code(.expired)
         /// The system clock is behind the latest trustworthy time seen, so changes are refused.

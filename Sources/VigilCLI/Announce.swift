@@ -198,12 +198,12 @@ struct Announce: AsyncParsableCommand {
 
     static func exitCode(_ code: AnnounceError.Code) -> Int32 {
         switch code {
-        case .invalidPrompt, .invalidSettings: 65
-        case .soundServer, .sessionBus: 69
-        case .speechFailed: 70
-        case .journal: 74
-        case .busy, .cancelled: 75
-        case .stateUnsafe: 77
+        case .invalidPrompt, .invalidSettings: ExitCodes.dataError
+        case .soundServer, .sessionBus: ExitCodes.unavailable
+        case .speechFailed: ExitCodes.software
+        case .journal: ExitCodes.ioError
+        case .busy, .cancelled: ExitCodes.temporaryFailure
+        case .stateUnsafe: ExitCodes.noPermission
         }
     }
 

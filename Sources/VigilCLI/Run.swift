@@ -82,7 +82,8 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "vigil.run", factory: { TerminalLogHandler(label: $0) })
+        let identifier = VigilHost.name(configPath: options.config, environment: CLI.environment)
+        var logger = Logger(label: "vigil.run", factory: { LogOutput.handler(label: $0, identifier: identifier) })
         logger.logLevel = .notice
         // A relative path (`./signerd`) names a file in the directory vigil run started in: the
         // spawner resolves relative commands only against a directory it is told (ExecutableLookup).
@@ -96,10 +97,12 @@ struct Run: AsyncParsableCommand {
             backoffInitial: .milliseconds(restartDelayMs), backoffMax: .milliseconds(maxRestartDelayMs),
             startLimitBurst: startLimitBurst, startLimitInterval: .seconds(10),
             stopGrace: .milliseconds(Int64(stopGrace * 1000)))
+        let events = RunCommandPlugin.Events()
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(
-                workers: [spec], configuration: configuration, environment: CLI.environment.variables, logger: logger)
+                workers: [spec], configuration: configuration, environment: CLI.environment.variables, logger: logger,
+                onEvent: { _ in events.changed() })
         } catch let error as SupervisorError {
             printError("vigil run: \(error.message)")
             throw ExitCode.failure
@@ -107,15 +110,15 @@ struct Run: AsyncParsableCommand {
 
         // Keep-alive: the activated plugins of vigil.toml (--config, or the nearest one upward) run
         // for as long as CMD is supervised. Without a vigil.toml, CMD runs supervised on its own.
-        let (host, lock) = try makeHost(logger: logger)
-        defer { withExtendedLifetime(lock) {} }
+        // Either way the host publishes CMD's row for `vigil status` (its `run` plugin).
+        let host = try makeHost(
+            logger: logger, command: RunCommandPlugin.prepared(supervisor: supervisor, events: events))
 
-        // The host (when there is one) and CMD are services of one group; CMD's end stops the group.
+        // The host and CMD are services of one group; CMD's end stops the group.
         let supervised = SupervisedCommand(supervisor: supervisor, host: host) { message in
             printError(message)
         }
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let host { services.append(.init(service: host)) }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: host)]
         services.append(
             .init(
                 service: supervised, successTerminationBehavior: .gracefullyShutdownGroup,
@@ -126,7 +129,11 @@ struct Run: AsyncParsableCommand {
         } catch let error as SupervisorError {
             printError("vigil run: \(error.message)")
             // 127 as a shell says "command not found"; other set-up refusals are 1.
-            throw ExitCode(error.code == .spawnFailed ? 127 : 1)
+            throw ExitCode(error.code == .spawnFailed ? ExitCodes.commandNotFound : ExitCodes.failure)
+        } catch let error as VigilError {
+            // vigil.toml's plugins cannot run (78): CMD was not started.
+            printError("vigil run: \(error.message)")
+            throw ExitCode(error.exitStatus)
         }
 
         let final = supervised.outcome
@@ -138,9 +145,10 @@ struct Run: AsyncParsableCommand {
         if status != 0 { throw ExitCode(status) }
     }
 
-    /// Builds the host from `--config` or the nearest vigil.toml and takes its lock. Returns nil
-    /// when there is no vigil.toml and none was asked for.
-    private func makeHost(logger: Logger) throws -> (VigilHost?, ConfigLock?) {
+    /// Builds the host from `--config` or the nearest vigil.toml (which takes that file's lock:
+    /// exit 75 when another host runs it, 78 when it cannot work), with `command` (CMD's `run`
+    /// plugin) after the file's plugins; without a vigil.toml, a host of `command` alone.
+    private func makeHost(logger: Logger, command: VigilHost.PreparedPlugin) throws -> VigilHost {
         let configPath: String?
         do {
             configPath =
@@ -148,21 +156,24 @@ struct Run: AsyncParsableCommand {
                 ?? HostConfiguration.find(startingAt: CLI.environment.workingDirectory, environment: CLI.environment)
         } catch {
             printError("error: \(error)")
-            throw ExitCode.failure
+            throw ExitCode(ExitCodes.configuration)
         }
-        guard let configPath else {
-            printError("vigil run: no vigil.toml here or above; running the command without keep-alive plugins")
-            return (nil, nil)
-        }
-        let host: VigilHost
+        var hostOptions = VigilHost.Options(environment: CLI.environment)
         do {
-            host = try VigilHost(
-                configPath: configPath, options: VigilHost.Options(environment: CLI.environment), logger: logger)
+            guard let configPath else {
+                printError("vigil run: no vigil.toml here or above; running the command without keep-alive plugins")
+                // A host only for `vigil status`: its notices (sleep handling off without a system
+                // bus) are about plugins it does not run.
+                var quiet = logger
+                quiet.logLevel = .warning
+                return try VigilHost(plugins: [command], hostName: "vigil run", options: hostOptions, logger: quiet)
+            }
+            hostOptions.additionalPlugins = [command]
+            return try VigilHost(configPath: configPath, options: hostOptions, logger: logger)
         } catch {
             printError("error: \(error)")
-            throw ExitCode.failure
+            throw ExitCode(error.exitStatus)
         }
-        return (host, try Up.lockConfig(of: host))
     }
 
     /// What `vigil run` says when CMD ended for good with a failure. Under `--restart never` an
@@ -190,17 +201,17 @@ private func printError(_ message: String) {
     CLI.printErrorLine(message)
 }
 
-/// `vigil run`'s command as a service: waits for the host's plugins (when there is a host),
+/// `vigil run`'s command as a service: waits for the host's plugins,
 /// starts CMD under the supervisor and returns once it settled. Its structured children forward
 /// signals: SIGINT and SIGTERM as a stop (signal, grace, SIGKILL), SIGHUP, SIGUSR1 and SIGUSR2
 /// as they are.
 final class SupervisedCommand: Service, Sendable {
     let supervisor: Supervisor
-    let host: VigilHost?
+    let host: VigilHost
     let report: @Sendable (String) -> Void
     private let final = Mutex<WorkerStatus?>(nil)
 
-    init(supervisor: Supervisor, host: VigilHost?, report: @escaping @Sendable (String) -> Void) {
+    init(supervisor: Supervisor, host: VigilHost, report: @escaping @Sendable (String) -> Void) {
         self.supervisor = supervisor
         self.host = host
         self.report = report
@@ -212,12 +223,15 @@ final class SupervisedCommand: Service, Sendable {
     func run() async throws {
         // Trap before anything starts, so that no signal is lost or kills vigil meanwhile.
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigusr1, .sigusr2)
-        if let host {
-            let status = await host.keepAlive()
-            for plugin in status.plugins where plugin.state != .running {
-                report("vigil run: [\(plugin.name)] \(plugin.state)")
-            }
+        let status = await host.keepAlive()
+        for plugin in status.plugins where plugin.state != .running {
+            report("vigil run: [\(plugin.name)] \(plugin.state)")
         }
+        // vigil.toml's plugins (not CMD's own row) all fail: a configuration that cannot work.
+        let configured = status.plugins.filter { $0.name != RunCommandPlugin.name }
+        let own = HostStatus(
+            pid: status.pid, hostName: status.hostName, configPath: status.configPath, plugins: configured)
+        if let refusal = own.noPluginCanRun { throw refusal }
         try await supervisor.start()
         let supervisor = self.supervisor
         let settled = await withTaskGroup(of: [WorkerStatus]?.self) { group in

@@ -16,8 +16,9 @@ struct SoundscapeCommand: AsyncParsableCommand {
         commandName: "soundscape",
         abstract: "Control the soundscape of this user's running Vigil host.",
         discussion: """
-            Talks to the host through $XDG_STATE_HOME/vigil/plugins/soundscape/control.sock (a directory \
-            only you can open; the host also checks the caller's user id). Exit codes: 0 done, 1 the host \
+            Talks to the host through $XDG_RUNTIME_DIR/vigil/plugins/soundscape/control.sock (without \
+            XDG_RUNTIME_DIR, under $XDG_STATE_HOME/vigil/plugins/soundscape; a directory only you can \
+            open; the host also checks the caller's user id). Exit codes: 0 done, 1 the host \
             refused (unknown soundscape, bad volume…), 2 the host's answer was not understood, 3 no running \
             host plays a soundscape, 4 the host is busy (every control connection in use, or no answer \
             within 5 s: try again), 64 usage error. Pause and stop keep the stream (and the keep-alive) \
@@ -30,7 +31,7 @@ struct SoundscapeCommand: AsyncParsableCommand {
         defaultSubcommand: Plain<Show>.self)
 
     struct Options: ParsableArguments {
-        @Option(name: .long, help: "The control socket (default: the soundscape plugin's, under XDG_STATE_HOME).")
+        @Option(name: .long, help: "The control socket (default: the soundscape plugin's, under XDG_RUNTIME_DIR).")
         var socket: String?
 
         @Flag(name: .long, help: "Print the host's answer as one JSON document.")
@@ -42,7 +43,8 @@ struct SoundscapeCommand: AsyncParsableCommand {
         guard
             let path = options.socket ?? SoundscapeClient.defaultPath(environment: CLI.environment.variables)
         else {
-            throw ValidationError("cannot find the control socket: set HOME or XDG_STATE_HOME, or pass --socket")
+            throw ValidationError(
+                "cannot find the control socket: set XDG_RUNTIME_DIR (or HOME or XDG_STATE_HOME), or pass --socket")
         }
         let client = SoundscapeClient(path: path)
         let result: Result<ControlResponse, SoundscapeError> = await withCheckedContinuation { continuation in
@@ -82,10 +84,10 @@ struct SoundscapeCommand: AsyncParsableCommand {
     /// the host is busy (try again), 1 any refusal of the request itself.
     static func exitCode(for code: SoundscapeError.Code) -> Int32 {
         switch code {
-        case .notRunning: 3
-        case .busy: 4
-        case .controlChannel: 2
-        case .unknownSoundscape, .invalidVolume, .invalidSleepTimer, .fileUnavailable: 1
+        case .notRunning: ExitCodes.noSoundscape
+        case .busy: ExitCodes.busy
+        case .controlChannel: ExitCodes.unknownState
+        case .unknownSoundscape, .invalidVolume, .invalidSleepTimer, .fileUnavailable: ExitCodes.failure
         }
     }
 

@@ -106,11 +106,11 @@ struct Status: AsyncParsableCommand {
 
     /// The exit code when the runtime directory is refused or unreadable (EX_NOPERM); 1 means
     /// that no host is running.
-    static let refusedExitCode: Int32 = 77
+    static let refusedExitCode = ExitCodes.noPermission
 
     /// The exit code when a host runs (it holds its vigil.toml's lock) but its status file is
     /// missing or unreadable, so what it does is unknown.
-    static let unseenExitCode: Int32 = 2
+    static let unseenExitCode = ExitCodes.unknownState
 
     /// A host known from its lock only: it runs, but its status could not be read.
     struct UnseenHost: Equatable {
@@ -154,6 +154,7 @@ struct Status: AsyncParsableCommand {
             var line = "  " + TextFormat.padded(safe(plugin.name), to: width)
             line += "  " + safe(plugin.state.description)
             line += "  (since \(Self.duration(now - plugin.since)) ago)"
+            if let signature = plugin.signature { line += "\n    " + signature.summary(now: Int64(now)) }
             let (plain, tables) = Self.tables(in: plugin.details)
             let details = plain.sorted { $0.key < $1.key }.map { "\(safe($0.key))=\(safe($0.value))" }
             if !details.isEmpty { line += "\n    " + details.joined(separator: " ") }

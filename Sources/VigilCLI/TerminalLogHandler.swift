@@ -1,4 +1,5 @@
 import Logging
+import VigilBase
 import VigilCore
 
 /// The `vigil` commands' log handler: swift-log's standard-error stream handler, with every
@@ -8,6 +9,8 @@ import VigilCore
 /// Log lines quote manifests, worker exits and their commands, other apps' stream names, D-Bus
 /// peers and errors; escaped, none of that can move the cursor, recolour the terminal, reorder
 /// the text or start a log line of its own.
+///
+/// The ``OperatorEvent`` tag (`vigil.event`, the journal's `MESSAGE_ID`) is left out of the line.
 struct TerminalLogHandler: LogHandler {
     private var stream: StreamLogHandler
 
@@ -40,13 +43,14 @@ struct TerminalLogHandler: LogHandler {
         var event = event
         event.message = "\(Sanitizer.display(event.message.description))"
         var metadata = event.metadata ?? [:]
+        metadata[OperatorEvent.metadataKey] = nil
         if let error = event.error {
             // The stream handler would print the error's text as it is.
             metadata["error.message"] = "\(error)"
             metadata["error.type"] = "\(String(reflecting: type(of: error)))"
             event.error = nil
         }
-        event.metadata = metadata.isEmpty ? event.metadata : Self.escaped(metadata)
+        event.metadata = metadata.isEmpty ? nil : Self.escaped(metadata)
         stream.log(event: event)
     }
 

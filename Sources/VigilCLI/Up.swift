@@ -37,10 +37,13 @@ struct Up: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Plugin state changes are shown by the display below; logs repeat them, so they are opt-in.
-        let level: Logger.Level = verbose ? .info : .critical
+        // Plugin state changes are shown by the display below; logs repeat them, so they are opt-in,
+        // except in the journal: there the events an operator alerts on (notice and above) are
+        // entries of their own, with their MESSAGE_ID (docs/logs.md).
+        let level: Logger.Level = verbose ? .info : LogOutput.toJournal ? .notice : .critical
+        let identifier = VigilHost.name(configPath: options.config, environment: CLI.environment)
         LoggingSystem.bootstrap { label in
-            var handler = TerminalLogHandler(label: label)
+            var handler = LogOutput.handler(label: label, identifier: identifier)
             handler.logLevel = level
             return handler
         }
@@ -50,15 +53,16 @@ struct Up: AsyncParsableCommand {
         // A status file that cannot be written is said on the display (logs are opt-in here).
         let (statusProblems, statusProblemSink) = AsyncStream.makeStream(of: String?.self)
         hostOptions.statusFileProblem = { statusProblemSink.yield($0) }
+        // A table nothing reads does not stop the host, but the operator must see it (logs are opt-in).
+        hostOptions.configurationWarning = { CLI.printErrorLine("warning: \($0)") }
+        // The host takes its vigil.toml's lock: a second host on the same file exits 75.
         let host: VigilHost
         do {
             host = try VigilHost(configPath: options.config, options: hostOptions, logger: logger)
         } catch {
             CLI.printErrorLine("error: \(error.message)")
-            throw ExitCode.failure
+            throw ExitCode(error.exitStatus)
         }
-        let lock = try Self.lockConfig(of: host)
-        defer { withExtendedLifetime(lock) {} }
         if let banner = host.unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(host.unsafePlugins) {
             CLI.printError(banner)
         }
@@ -85,29 +89,16 @@ struct Up: AsyncParsableCommand {
         } catch {
             displayTask.cancel()
             output.finish(timeout: 1)
-            CLI.printErrorLine("error: \(error)")
-            throw ExitCode.failure
+            // No activated plugin can run: 78 (EX_CONFIG), which the shipped units do not restart.
+            let refusal = error as? VigilError
+            CLI.printErrorLine("error: \(refusal?.message ?? "\(error)")")
+            throw ExitCode(refusal?.exitStatus ?? 1)
         }
         statusProblemSink.finish()
         displayTask.cancel()
         _ = await displayTask.value
         await display.footer()
         output.finish(timeout: 1)
-    }
-
-    /// The exit status when another host already runs the same vigil.toml.
-    static let configInUseExit: Int32 = 75
-
-    /// Takes `host`'s vigil.toml lock (one host per vigil.toml: a second would run every worker
-    /// twice); nil when the host has no config file or runtime directory. Exits 75 when it is held.
-    static func lockConfig(of host: VigilHost) throws -> ConfigLock? {
-        guard let directory = host.runtimeDirectory, let config = host.configPath else { return nil }
-        do {
-            return try ConfigLock.acquire(configPath: config, in: directory)
-        } catch {
-            CLI.printErrorLine("error: \(error.message)")
-            throw ExitCode(configInUseExit)
-        }
     }
 }
 
@@ -276,6 +267,7 @@ actor StatusDisplay {
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
         case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"
+        case .revoked(let failure): "\(event.plugin): revoked: " + failure.message
         // The state with its reason (an interruption's, a failure's), never a bare "interrupted".
         case .detailsChanged: "\(event.plugin): \(event.state.description)"
         }

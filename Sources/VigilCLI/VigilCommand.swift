@@ -15,10 +15,12 @@ struct VigilCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil",
         abstract: "Keep a Linux host application alive and its audio output awake, through signed plugins.",
-        discussion: "`vigil --version --json` prints the version as one JSON document (schema vigil.version/v1).",
+        discussion: "`vigil --version --json` prints the version as one JSON document (schema vigil.version/v1).\n\n"
+            + ExitCodes.help,
         version: "vigil " + VigilVersion.description,
         subcommands: [
-            PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Announce.self, SoundscapeCommand.self,
+            PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Reload.self, Announce.self,
+            SoundscapeCommand.self,
         ]
     )
 

@@ -90,7 +90,7 @@ package enum CLI {
     }
 
     /// The exit status when the process cannot read its own command line (EX_OSERR).
-    package static let argumentsUnreadableExit: Int32 = 71
+    package static let argumentsUnreadableExit = ExitCodes.osError
 
     /// Exits 71 with the cause and the fix when the process cannot read its own arguments.
     ///

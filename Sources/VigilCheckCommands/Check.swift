@@ -56,9 +56,7 @@ package struct Check: AsyncParsableCommand {
                     "\(path): \(report.plugins.count) plugin\(report.plugins.count == 1 ? "" : "s") activated, "
                         + CheckSummary.plugins(report) + "; "
                         + "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
-                for plugin in report.plugins {
-                    CLI.sayLine("  \(plugin.name): \(plugin.phrase)" + (plugin.directory.map { ", from \($0)" } ?? ""))
-                }
+                for plugin in report.plugins { CLI.sayLine(CheckSummary.pluginLine(plugin, report)) }
             }
         }
         if let buildInputs, !report.hasErrors, !report.diagnostics.isEmpty {
@@ -107,14 +105,26 @@ enum CheckJSON {
                 "plugins",
                 .array(
                     report.plugins.map { p in
-                        .object([
-                            ("name", .string(p.name)), ("state", .string(p.state.rawValue)),
-                            ("summary", .string(p.phrase)), ("reason", string(p.reason)),
-                            ("directory", string(p.directory)),
-                        ])
+                        .object(
+                            [
+                                ("name", .string(p.name)), ("state", .string(p.state.rawValue)),
+                                ("summary", .string(p.phrase)), ("reason", string(p.reason)),
+                                ("directory", string(p.directory)),
+                            ] + signature(report.signatures[p.name], now: report.checkedAt))
                     })
             ),
             ("unsafe_plugins", .array(report.unsafePlugins.map(JSONValue.string))),
         ])
+    }
+
+    /// A plugin's signature freshness: `expires` (RFC 3339), `fresh_for_seconds` and `freshness`
+    /// (`fresh`, `expiring` within `[freshness] grace`, `expired`); `null` without a signed expiry.
+    static func signature(_ freshness: SignatureFreshness?, now: Int64) -> [(key: String, value: JSONValue)] {
+        guard let freshness else { return [("expires", .null), ("fresh_for_seconds", .null), ("freshness", .null)] }
+        return [
+            ("expires", .string(Freshness.formatRFC3339(freshness.expires))),
+            ("fresh_for_seconds", .number(String(freshness.remaining(now: now)))),
+            ("freshness", .string(freshness.stage(now: now).rawValue)),
+        ]
     }
 }

@@ -19,3 +19,12 @@ enum CheckSummary {
         return parts.joined(separator: ", ")
     }
 }
+
+extension CheckSummary {
+    /// One plugin's line under the summary: `  alpha: verified, from DIR; signature fresh for 3d 4h (until …)`.
+    static func pluginLine(_ plugin: HostCheck.Plugin, _ report: HostCheck.Report) -> String {
+        "  \(plugin.name): \(plugin.phrase)"
+            + (plugin.directory.map { ", from \($0)" } ?? "")
+            + (report.signatures[plugin.name].map { "; " + $0.summary(now: report.checkedAt) } ?? "")
+    }
+}

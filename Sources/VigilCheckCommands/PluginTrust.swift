@@ -1,6 +1,7 @@
 import ArgumentParser
 import VigilCore
 import VigilCrypto
+import VigilPlugin
 
 /// `vigil plugin trust NAME [--fingerprint FP] [--yes]`.
 package struct PluginTrust: ParsableCommand {
@@ -174,6 +175,18 @@ package struct PluginTrust: ParsableCommand {
                     "    - \(req.kindTag)\(req.value.map { " \($0)" } ?? "")\(req.why.map { " — \($0)" } ?? "")")
             }
         }
+        if let schema = m.settingsSchema {
+            lines.append(schema.settings.isEmpty ? "  settings:      none" : "  settings (its [\(m.name)] table):")
+            for entry in schema.entries {
+                lines.append(
+                    "    - \(entry.key): \(entry.accepts)\(entry.defaultValue.map { ", default \($0)" } ?? "")"
+                        + (entry.description.isEmpty ? "" : " — \(entry.description)"))
+            }
+        } else {
+            lines.append(
+                "  settings:      no schema (\(PluginManifest.schemaV1) manifest): vigil check cannot check [\(m.name)]"
+            )
+        }
         if m.resources.isEmpty {
             lines.append("  resources:     none")
         } else {
@@ -195,6 +208,21 @@ package struct PluginTrust: ParsableCommand {
             lines.append("  trust state:   not trusted yet")
         }
         for line in lines { CLI.sayLine(line) }
+    }
+
+    /// The settings a plugin accepts, `[{"key", "type", "accepts", "default", "description"}]`;
+    /// null without a schema (a v1 manifest, or no manifest).
+    static func json(settings schema: SettingsSchema?) -> JSONValue {
+        guard let schema else { return .null }
+        return .array(
+            schema.entries.map { entry in
+                .object([
+                    ("key", .string(entry.key)), ("type", .string(entry.type.rawValue)),
+                    ("accepts", .string(entry.accepts)),
+                    ("default", entry.defaultValue.map { .string($0.description) } ?? .null),
+                    ("description", .string(entry.description)),
+                ])
+            })
     }
 
     /// `{"schema": "vigil.trust/v1", …}`: every key always present (null when unknown).
@@ -236,6 +264,7 @@ package struct PluginTrust: ParsableCommand {
             ),
             ("changed_at_same_version", r.map { .bool($0.changedAtSameVersion) } ?? .null),
             ("expected_first_party_key", string(r?.expectedFirstPartyKey?.description)),
+            ("settings", Self.json(settings: m?.settingsSchema)),
             ("trusted", .bool(outcome != nil)),
             ("outcome", string(outcomeText)),
             ("error", CLI.json(error)),

@@ -64,6 +64,11 @@ public struct HostCheck: Sendable {
         public var banner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
         /// The activated plugins, in `vigil.toml` order, each with what it will do at start.
         public var plugins: [Plugin]
+        /// How long each verified plugin's signature stays fresh, for those whose signed manifest
+        /// carries `expires`, by name.
+        public var signatures: [String: SignatureFreshness] = [:]
+        /// The time the freshness was judged at (seconds since the epoch).
+        public var checkedAt: Int64 = Freshness.systemNow()
         /// True when any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
     }
@@ -165,7 +170,9 @@ public struct HostCheck: Sendable {
         var plugins: [Plugin] = []
         for item in plan.items {
             let location = located(["plugins", item.name])
-            if case .unavailable(_, let refusal) = item.outcome {
+            if !item.settingProblems.isEmpty {
+                diagnostics += settingDiagnostics(item, configuration: configuration, display: display)
+            } else if case .unavailable(_, let refusal) = item.outcome {
                 diagnostics.append(
                     .init(
                         severity: .error,
@@ -176,20 +183,43 @@ public struct HostCheck: Sendable {
             if let expires = item.expires {
                 let now = Freshness.systemNow()
                 let until = Freshness.formatRFC3339(expires)
-                if expires <= now {
+                let stage = SignatureFreshness(expires: expires, grace: configuration.freshnessGrace).stage(now: now)
+                if stage == .expired {
                     diagnostics.append(
                         .init(
                             severity: .warning, location: location, plugin: item.name,
                             message: "its signed manifest expired at \(until): the accepted version keeps running, but "
                                 + "updating, re-trusting and key rotations are refused (`expired`) — ask the publisher "
                                 + "for a release signed with a later \"expires\""))
-                } else if expires - now <= configuration.freshnessGrace {
+                } else if stage == .expiring {
                     diagnostics.append(
                         .init(
                             severity: .warning, location: location, plugin: item.name,
                             message: "its signature stays fresh for \(Freshness.formatDuration(expires - now)) (until "
                                 + "\(until)); after that, updates and re-trusting are refused — ask the publisher for a "
                                 + "re-signed release ([freshness] grace decides when this warning starts)"))
+                }
+            }
+            if let expires = item.revocationsExpire {
+                let now = Freshness.systemNow()
+                let until = Freshness.formatRFC3339(expires)
+                switch SignatureFreshness(expires: expires, grace: configuration.freshnessGrace).stage(now: now) {
+                case .fresh: break
+                case .expiring:
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed revocation list stays fresh for "
+                                + "\(Freshness.formatDuration(expires - now)) (until \(until)); after that, updates and "
+                                + "re-trusting are refused (`revocation-expired`) — ask the publisher to re-sign it with a "
+                                + "later \"expires\" (`vigil plugin revoke --expires`)"))
+                case .expired:
+                    diagnostics.append(
+                        .init(
+                            severity: .warning, location: location, plugin: item.name,
+                            message: "its signed revocation list expired at \(until): the accepted version keeps "
+                                + "running, but updating, re-trusting and key rotations are refused "
+                                + "(`revocation-expired`) — ask the publisher to re-sign it with a later \"expires\""))
                 }
             }
             if let rotation = item.rotation, let keys = rotation.keys {
@@ -225,6 +255,14 @@ public struct HostCheck: Sendable {
                         phrase: PluginStateName.phrase(unmet: unmet),
                         reason: unmet.map(\.description).joined(separator: "; "), directory: item.directory))
             }
+            if item.unschemedTable {
+                diagnostics.append(
+                    .init(
+                        severity: .warning, location: located([item.name]), plugin: item.name,
+                        message: "its manifest (\(PluginManifest.schemaV1)) has no settings schema, so [\(item.name)] "
+                            + "is checked only when the plugin starts — ask its publisher for a "
+                            + "\(PluginManifest.schema) manifest"))
+            }
             diagnostics += workerCommandDiagnostics(item, located: located)
             if item.trust == .acknowledgedUnsigned {
                 diagnostics.append(
@@ -237,8 +275,19 @@ public struct HostCheck: Sendable {
                     ))
             }
         }
-        return Report(
+        for stray in plan.strayTables {
+            diagnostics.append(
+                .init(severity: .error, location: located([stray.name]), plugin: nil, message: stray.message))
+        }
+        var report = Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins, plugins: plugins)
+        for item in plan.items {
+            if let expires = item.expires {
+                report.signatures[item.name] = SignatureFreshness(
+                    expires: expires, grace: configuration.freshnessGrace)
+            }
+        }
+        return report
     }
 
     /// A found file's path as a compiler would print it: relative when below `workingDirectory`.

@@ -62,6 +62,13 @@ package struct HostPlan: Sendable {
         package var rotation: RotationState?
         /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
         package var expires: Int64?
+        /// When its signed revocation list stops being fresh, if it has one that says.
+        package var revocationsExpire: Int64? = nil
+        /// What its manifest's settings schema refuses in its `vigil.toml` table (the plugin is
+        /// then unavailable with `invalid-setting`).
+        package var settingProblems: [SettingsSchema.Problem] = []
+        /// True when its manifest has no settings schema (v1) while `vigil.toml` has a table for it.
+        package var unschemedTable = false
     }
 
     package var configuration: HostConfiguration
@@ -109,7 +116,7 @@ package struct HostPlan: Sendable {
                 Item(
                     name: name, outcome: .unavailable(version: "\(manifest.version)", refusal: refusal),
                     trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                    rotation: loaded.rotation, expires: manifest.expires)
+                    rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire)
             }
             if manifest.sharedLibrary != nil {
                 // A third-party library: every check that needs no mapping runs now (so `vigil check`
@@ -123,12 +130,22 @@ package struct HostPlan: Sendable {
                 let error = PluginError.unknownEntry(plugin: name, entry: manifest.entry, known: entries.sorted())
                 return unavailable(.plugin(error))
             }
-            let settings = PluginSettings(
-                pluginName: name, defaults: manifest.settings, overrides: configuration.pluginSettings[name] ?? [:])
+            let table = configuration.pluginSettings[name]
+            if let schema = manifest.settingsSchema, let table {
+                let problems = schema.validate(table)
+                if !problems.isEmpty {
+                    var item = unavailable(
+                        .plugin(Self.settingsRefusal(plugin: name, problems, configuration: configuration)))
+                    item.settingProblems = problems
+                    return item
+                }
+            }
+            let settings = PluginSettings(pluginName: name, defaults: manifest.settings, overrides: table ?? [:])
             return Item(
                 name: name, outcome: .ready(Ready(version: "\(manifest.version)", settings: settings, loaded: loaded)),
                 trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                rotation: loaded.rotation, expires: manifest.expires)
+                rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire,
+                unschemedTable: manifest.settingsSchema == nil && table != nil)
         }
         return HostPlan(configuration: configuration, items: items)
     }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A plugin's settings: manifest defaults overlaid by the plugin's table in `vigil.toml`.
 ///
 /// The one reader of settings tables: the typed accessors (with range checks) throw a
@@ -66,7 +68,28 @@ public struct PluginSettings: Sendable, Hashable {
     }
 
     /// The raw value for `key`, if present.
-    public subscript(key: String) -> SettingValue? { values[key] }
+    public subscript(key: String) -> SettingValue? { lookup(key) }
+
+    /// Collects the keys a plugin's code reads (qualified, `workers[0].name`) while it is set:
+    /// how a test proves that each first-party plugin's code reads exactly the keys its
+    /// manifest's schema declares.
+    package final class ReadRecorder: Sendable {
+        private let keys = Mutex<Set<String>>([])
+        /// Creates an empty recorder.
+        package init() {}
+        /// The keys read so far.
+        package var read: Set<String> { keys.withLock { $0 } }
+        func record(_ key: String) { keys.withLock { _ = $0.insert(key) } }
+    }
+
+    /// The recorder of the current task, if any.
+    @TaskLocal package static var readRecorder: ReadRecorder?
+
+    /// Every accessor's one way to a value: records the read when a recorder is set.
+    private func lookup(_ key: String) -> SettingValue? {
+        Self.readRecorder?.record(qualified(key))
+        return values[key]
+    }
 
     /// A string setting, or `defaultValue` when absent.
     public func string(_ key: String, default defaultValue: String) throws -> String {
@@ -75,14 +98,14 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// A string setting, or `nil` when absent.
     public func string(_ key: String) throws -> String? {
-        guard let value = values[key] else { return nil }
+        guard let value = lookup(key) else { return nil }
         guard case .string(let s) = value else { throw mismatch(key, expected: "a string", found: value) }
         return s
     }
 
     /// A string setting that is not empty and holds no NUL, or `nil` when absent.
     public func nonEmptyString(_ key: String) throws -> String? {
-        guard let value = values[key] else { return nil }
+        guard let value = lookup(key) else { return nil }
         guard case .string(let s) = value, !s.isEmpty, !s.contains("\0") else {
             throw mismatch(key, expected: "a non-empty string", found: value)
         }
@@ -91,7 +114,7 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// An integer setting, or `nil` when absent.
     public func integer(_ key: String) throws -> Int? {
-        guard let value = values[key] else { return nil }
+        guard let value = lookup(key) else { return nil }
         guard case .integer(let i) = value else { throw mismatch(key, expected: "an integer", found: value) }
         return i
     }
@@ -108,7 +131,7 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// A number setting (an integer is accepted too), or `nil` when absent.
     public func number(_ key: String) throws -> Double? {
-        switch values[key] {
+        switch lookup(key) {
         case nil: return nil
         case .double(let d): return d
         case .integer(let i): return Double(i)
@@ -136,7 +159,7 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// A boolean setting, or `defaultValue` when absent.
     public func bool(_ key: String, default defaultValue: Bool) throws -> Bool {
-        guard let value = values[key] else { return defaultValue }
+        guard let value = lookup(key) else { return defaultValue }
         guard case .bool(let b) = value else { throw mismatch(key, expected: "true or false", found: value) }
         return b
     }
@@ -152,14 +175,14 @@ public struct PluginSettings: Sendable, Hashable {
 
     /// An array setting, or `nil` when absent.
     public func array(_ key: String) throws -> [SettingValue]? {
-        guard let value = values[key] else { return nil }
+        guard let value = lookup(key) else { return nil }
         guard case .array(let a) = value else { throw mismatch(key, expected: "an array", found: value) }
         return a
     }
 
     /// A table setting, or `nil` when absent.
     public func table(_ key: String) throws -> [String: SettingValue]? {
-        guard let value = values[key] else { return nil }
+        guard let value = lookup(key) else { return nil }
         guard case .table(let t) = value else { throw mismatch(key, expected: "a table", found: value) }
         return t
     }

@@ -7,8 +7,8 @@ import VigilBase
 import Glibc
 #endif
 
-/// The soundscape's local control channel: a Unix socket in the plugin's state directory
-/// (directory 0700, socket 0600), and a peer-credential check on every connection, so only the
+/// The soundscape's local control channel: a Unix socket in the plugin's runtime directory
+/// (`$XDG_RUNTIME_DIR/vigil/plugins/NAME`, else its state directory; directory 0700, socket 0600), and a peer-credential check on every connection, so only the
 /// host's user can reach it. One JSON ``ControlRequest`` line in, one ``ControlResponse`` line out.
 /// Up to ``maxConnections`` clients are served at once, each within ``connectionDeadlineSeconds``.
 package final class ControlChannel: Sendable {
@@ -16,8 +16,12 @@ package final class ControlChannel: Sendable {
     private let loop: PollLoop
     private let stopped = Mutex(false)
 
-    /// `control.sock` in `stateDirectory`.
-    static func socketPath(stateDirectory: String) -> String { stateDirectory + "/control.sock" }
+    /// `control.sock` in the plugin's directory under the runtime directory,
+    /// `RUNTIME_HOME/vigil/plugins/PLUGIN` (sockets belong there: it is the user's, 0700, and
+    /// emptied at logout), or, without `XDG_RUNTIME_DIR` (`runtimeHome` nil), in `stateDirectory`.
+    static func socketPath(runtimeHome: String?, plugin: String, stateDirectory: String) -> String {
+        (runtimeHome.map { "\($0)/vigil/plugins/\(plugin)" } ?? stateDirectory) + "/control.sock"
+    }
 
     private init(path: String, loop: PollLoop) {
         self.path = path
@@ -38,40 +42,24 @@ package final class ControlChannel: Sendable {
                 code: .controlChannel,
                 message: "\(directory) must be a directory of yours that only you can open (chmod 700 \(directory))")
         }
-        guard var address = SocketAddress.make(path) else {
+        guard SocketAddress.make(path) != nil else {
             throw SoundscapeError(
                 code: .controlChannel,
-                message: "the socket path \(path) is longer than 107 bytes; set a shorter XDG_STATE_HOME")
+                message:
+                    "the socket path \(path) is longer than 107 bytes; set a shorter XDG_RUNTIME_DIR (or XDG_STATE_HOME)"
+            )
         }
-        if SoundscapeClient.canConnect(path) {
+        if LocalSocket.canConnect(path) {
             throw SoundscapeError(code: .controlChannel, message: "another host already serves \(path)")
         }
-        unlink(path)
         let listener: OwnedDescriptor
         let loop: PollLoop
-        do throws(SystemCallError) {
-            listener = try OwnedDescriptor("socket") {
-                socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
-            }
+        do throws(LocalSocket.ListenFailure) {
+            listener = try LocalSocket.listen(path)
         } catch {
-            throw Self.failure(error, "cannot create the control socket")
+            throw Self.failure(
+                error.error, error.step == "socket" ? "cannot create the control socket" : "cannot listen on \(path)")
         }
-        let listenFD = listener.rawValue
-        do throws(SystemCallError) {
-            let previous = umask(0o177)
-            defer { umask(previous) }
-            try SystemCallError.check("bind", retryingInterrupts: false) {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        bind(listenFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                    }
-                }
-            }
-            try SystemCallError.check("listen") { listen(listenFD, 8) }
-        } catch {
-            throw Self.failure(error, "cannot listen on \(path)")
-        }
-        chmod(path, 0o600)
         do throws(SystemCallError) {
             loop = try PollLoop(name: "vigil-soundscape-ctl")
         } catch {
@@ -135,24 +123,16 @@ package final class ControlChannel: Sendable {
         func accept(_ loop: PollLoop, _ listener: Int32) {
             while true {
                 let client: OwnedDescriptor
-                do throws(SystemCallError) {
-                    client = try OwnedDescriptor.accept(from: listener)
-                } catch  where error.number == ECONNABORTED {
-                    continue
-                } catch {
-                    return  // EAGAIN: no more waiting; EMFILE and the like: retried at the next wake-up
-                }
-                let clientFD = client.rawValue
-                var credentials = PeerCredentials()
-                var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-                guard getsockopt(clientFD, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
-                    credentials.uid == getuid()
-                else {
+                switch LocalSocket.acceptNext(from: listener) {
+                case .none: return
+                case .otherUser(let uid):
                     logger.warning(
                         "Soundscape control channel refused a connection from another user",
-                        metadata: ["uid": "\(credentials.uid)"])
+                        metadata: ["uid": "\(uid.map(String.init) ?? "unknown")"])
                     continue
+                case .client(let accepted): client = accepted
                 }
+                let clientFD = client.rawValue
                 guard connections.count < ControlChannel.maxConnections else {
                     // Best effort on a fresh socket: a short line fits its buffer, and nothing waits for it.
                     if let busy = ControlChannel.encode(ControlChannel.busyResponse) {
@@ -268,77 +248,5 @@ package final class ControlChannel: Sendable {
                 error: .init(code: .controlChannel, message: "the request is not a JSON control request"))
         }
         return encode(response)
-    }
-}
-
-/// `struct ucred` (pid, uid, gid), which Glibc's Swift overlay does not export.
-struct PeerCredentials {
-    var pid: Int32 = 0
-    var uid: UInt32 = UInt32.max
-    var gid: UInt32 = UInt32.max
-}
-
-enum SocketAddress {
-    static func make(_ path: String) -> sockaddr_un? {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        return address
-    }
-}
-
-/// Blocking-free socket I/O for the control channel's client.
-enum SocketIO {
-    enum Exchange {
-        /// The answer, without its newline.
-        case line([UInt8])
-        /// The deadline passed first.
-        case timedOut
-        /// The peer closed, failed or sent more than the limit without a newline.
-        case broken
-    }
-
-    /// Writes `request` to the non-blocking socket `fd` and reads one line back (at most `limit`
-    /// bytes), all before `deadline` (a ``MonotonicClock`` time).
-    static func exchange(_ fd: Int32, _ request: [UInt8], limit: Int, until deadline: Double) -> Exchange {
-        var sent = 0
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let writing = sent < request.count
-            if writing {
-                let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n > 0 {
-                    sent += n
-                    continue
-                }
-                if n < 0 && errno != EAGAIN && errno != EINTR {
-                    // The host may have answered and closed before reading (it is busy): read that.
-                    sent = request.count
-                    continue
-                }
-            } else {
-                let n = read(fd, &buffer, buffer.count)
-                if n > 0 {
-                    if let newline = buffer[0..<n].firstIndex(of: UInt8(ascii: "\n")) {
-                        return .line(answer + buffer[0..<newline])
-                    }
-                    answer += buffer[0..<n]
-                    if answer.count > limit { return .broken }
-                    continue
-                }
-                if n == 0 { return answer.isEmpty ? .broken : .line(answer) }
-                if errno != EAGAIN && errno != EINTR { return .broken }
-            }
-            let left = deadline - MonotonicClock.seconds()
-            guard left > 0 else { return .timedOut }
-            var pfd = pollfd(fd: fd, events: Int16(writing ? POLLOUT : POLLIN), revents: 0)
-            _ = poll(&pfd, 1, Int32(min((left * 1000).rounded(.up), 60_000)))
-        }
     }
 }

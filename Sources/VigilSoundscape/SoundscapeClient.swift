@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VigilBase
+import VigilPlugin
 
 #if canImport(Glibc)
 import Glibc
@@ -11,75 +12,23 @@ public struct SoundscapeClient: Sendable {
     /// The socket path.
     public let path: String
 
-    /// The control socket of the soundscape plugin for the state home in `environment`
-    /// (`$XDG_STATE_HOME/vigil/plugins/soundscape/control.sock`, else under `$HOME/.local/state`).
+    /// The control socket of the soundscape plugin of a host run with `environment`:
+    /// `$XDG_RUNTIME_DIR/vigil/plugins/soundscape/control.sock`, else (no runtime directory) in the
+    /// plugin's state directory (`$XDG_STATE_HOME/vigil/plugins/soundscape`, else under
+    /// `$HOME/.local/state`) — where the plugin puts it.
     public static func defaultPath(environment: [String: String], plugin: String = "soundscape") -> String? {
-        let base: String
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            base = state
-        } else if let home = environment["HOME"], home.hasPrefix("/") {
-            base = home + "/.local/state"
-        } else {
-            return nil
+        let host = HostEnvironment(variables: environment)
+        if let runtime = host.runtimeHome {
+            return ControlChannel.socketPath(runtimeHome: runtime, plugin: plugin, stateDirectory: "")
         }
-        return ControlChannel.socketPath(stateDirectory: "\(base)/vigil/plugins/\(plugin)")
+        guard let state = host.pluginStateDirectory(plugin) else { return nil }
+        return ControlChannel.socketPath(runtimeHome: nil, plugin: plugin, stateDirectory: state)
     }
 
     public init(path: String) { self.path = path }
 
     /// How long ``send(_:)`` waits for the host, from connecting to the end of its answer.
     public static let answerDeadlineSeconds = 5
-
-    /// True when something serves `path` (it answers a connection, or its queue is full).
-    static func canConnect(_ path: String) -> Bool {
-        switch connectSocket(path, until: MonotonicClock.seconds() + 1) {
-        case .connected: return true  // the socket closes as it goes
-        case .queueFull: return true
-        case .nobody: return false
-        }
-    }
-
-    private enum Connection: ~Copyable {
-        case connected(OwnedDescriptor)
-        case nobody
-        /// The listening socket's queue stayed full until the deadline.
-        case queueFull
-    }
-
-    /// Connects without blocking: a host whose queue of connections is full is retried until
-    /// `deadline`, never waited on without an end.
-    private static func connectSocket(_ path: String, until deadline: Double) -> Connection {
-        guard var address = SocketAddress.make(path) else { return .nobody }
-        while true {
-            let socket: OwnedDescriptor
-            do throws(SystemCallError) {
-                socket = try OwnedDescriptor("socket") {
-                    Glibc.socket(
-                        AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
-                }
-            } catch {
-                return .nobody
-            }
-            let fd = socket.rawValue
-            do throws(SystemCallError) {
-                try SystemCallError.check("connect", retryingInterrupts: false) {
-                    withUnsafePointer(to: &address) {
-                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                        }
-                    }
-                }
-                return .connected(socket)
-            } catch {
-                // A full queue (EAGAIN) or a signal: try again with a new socket; anything else: nobody.
-                guard error.number == EAGAIN || error.number == EINTR else {
-                    return .nobody
-                }
-            }
-            guard MonotonicClock.seconds() < deadline else { return .queueFull }
-            usleep(20_000)
-        }
-    }
 
     /// Sends `request` and returns the host's answer.
     /// - Throws: ``SoundscapeError/Code/notRunning`` when no host serves the socket,
@@ -90,7 +39,7 @@ public struct SoundscapeClient: Sendable {
     public func send(_ request: ControlRequest) throws(SoundscapeError) -> ControlResponse {
         let deadline = MonotonicClock.seconds() + Double(Self.answerDeadlineSeconds)
         let socket: OwnedDescriptor
-        switch Self.connectSocket(path, until: deadline) {
+        switch LocalSocket.connect(path, until: deadline) {
         case .connected(let connected): socket = connected
         case .nobody:
             throw SoundscapeError(
@@ -107,7 +56,7 @@ public struct SoundscapeClient: Sendable {
         guard let body = try? JSONEncoder().encode(request) else {
             throw SoundscapeError(code: .controlChannel, message: "cannot encode the request")
         }
-        let exchange = SocketIO.exchange(
+        let exchange = LocalSocket.exchange(
             socket.rawValue, Array(body) + [UInt8(ascii: "\n")], limit: 1 << 20, until: deadline)
         guard case .line(let line) = exchange else {
             if case .timedOut = exchange {

@@ -158,7 +158,9 @@ final class SoundscapeKeeper: KeepAlivePlugin {
         if settings.controlSocket {
             do {
                 channel = try ControlChannel.start(
-                    path: ControlChannel.socketPath(stateDirectory: context.stateDirectory), controller: controller,
+                    path: ControlChannel.socketPath(
+                        runtimeHome: context.environment.runtimeHome, plugin: context.pluginName,
+                        stateDirectory: context.stateDirectory), controller: controller,
                     logger: logger)
             } catch {
                 logger.warning("No soundscape control channel: \(error.message)")

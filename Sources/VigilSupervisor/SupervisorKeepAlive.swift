@@ -194,20 +194,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
             out["descriptors"] = budget.summary
             if let problem = budget.problem { out["descriptors_error"] = problem }
         }
-        for worker in workers {
-            let prefix = "worker.\(worker.name)."
-            out[prefix + "state"] = worker.state.rawValue
-            out[prefix + "restarts"] = String(worker.restarts)
-            if let pid = worker.pid { out[prefix + "pid"] = String(pid) }
-            if let exit = worker.lastExit { out[prefix + "last_exit"] = exit.description }
-            if let text = worker.statusText { out[prefix + "status"] = text }
-            if let reason = worker.reason, worker.state == .failed || worker.state == .backingOff {
-                out[prefix + "reason"] = reason
-            }
-            if worker.flooding { out[prefix + "flooding"] = "true" }
-            if let stop = worker.suspended { out[prefix + "stopped_error"] = "\(worker.name) \(stop)" }
-            if let problem = worker.cgroupProblem { out[prefix + "cgroup_error"] = problem }
-        }
+        for worker in workers { out.merge(worker.details) { _, new in new } }
         return out
     }
 

@@ -124,9 +124,13 @@ extension SupervisorLoop {
                 worker.state = .failed
                 worker.reason = "\(exit) (restart = \(worker.spec.restart.rawValue))"
                 // An exit under restart = never is the worker's own end, said by whoever shows it.
-                logger.log(
-                    level: worker.spec.restart == .never ? .info : .error, "worker failed",
-                    metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
+                var metadata: Logger.Metadata = [
+                    "worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)",
+                ]
+                if worker.spec.restart != .never {
+                    metadata[OperatorEvent.metadataKey] = "\(OperatorEvent.workerGaveUp)"
+                }
+                logger.log(level: worker.spec.restart == .never ? .info : .error, "worker failed", metadata: metadata)
                 emit(.failed(worker.reason!), worker)
             } else {
                 worker.state = .stopped
@@ -153,7 +157,10 @@ extension SupervisorLoop {
                 + "last run \(worker.lastExit.map(String.init(describing:)) ?? "unknown")"
             logger.error(
                 "worker failed: start limit hit",
-                metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)"])
+                metadata: [
+                    "worker.name": "\(worker.spec.name)", "worker.reason": "\(worker.reason!)",
+                    OperatorEvent.metadataKey: "\(OperatorEvent.workerGaveUp)",
+                ])
             emit(.failed(worker.reason!), worker)
             return
         }

@@ -248,7 +248,10 @@ final class SupervisorLoop: @unchecked Sendable {
                         worker.lastExit = .spawnFailed(failure.reason)
                         logger.error(
                             "worker could not be started",
-                            metadata: ["worker.name": "\(worker.spec.name)", "worker.reason": "\(failure.reason)"])
+                            metadata: [
+                                "worker.name": "\(worker.spec.name)", "worker.reason": "\(failure.reason)",
+                                OperatorEvent.metadataKey: "\(OperatorEvent.workerGaveUp)",
+                            ])
                         emit(.failed(failure.reason), worker)
                         failures.append(StartFailure(worker: worker.spec.name, reason: failure.reason))
                     }

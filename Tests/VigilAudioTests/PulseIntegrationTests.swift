@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 import VigilTestSupport
 
@@ -16,12 +17,12 @@ struct PulseIntegrationTests {
 
     /// Starts a zero-mode stream that records its events, and expects the server's sink to run.
     static func startRecording(
-        _ configuration: PlaybackConfiguration, on server: PulseAudioServer,
+        _ configuration: PlaybackConfiguration, on server: PulseAudioServer, logger: Logger = quietLogger,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> (PlaybackStream, EventRecorder<PlaybackStream.Event>) {
         let events = EventRecorder<PlaybackStream.Event>()
         let stream = PlaybackStream(
-            configuration: configuration, source: ZeroSource(), logger: quietLogger, onEvent: events.record)
+            configuration: configuration, source: ZeroSource(), logger: logger, onEvent: events.record)
         try await stream.start()
         #expect(await server.waitForSink(state: "RUNNING", timeout: 2), sourceLocation: sourceLocation)
         return (stream, events)
@@ -210,7 +211,9 @@ struct PulseIntegrationTests {
         try await PulseAudioServer.with { server in
             var configuration = Self.configuration(server)
             configuration.healthCheckSeconds = 1
-            let (stream, events) = try await Self.startRecording(configuration, on: server)
+            let log = RecordingLogHandler()
+            let (stream, events) = try await Self.startRecording(
+                configuration, on: server, logger: Logger(label: "test.suspend") { _ in log })
             // A baseline and two healthy checks first: nothing to report.
             try await Task.sleep(nanoseconds: 3_300_000_000)
             #expect(events.all.isEmpty, "\(events.all)")
@@ -224,6 +227,11 @@ struct PulseIntegrationTests {
                 Issue.record("events: \(events.all)")
             }
             #expect(stream.status.state == .recovering)
+            // Logged once as the operator event (the journal's MESSAGE_ID, docs/logs.md), with the sink.
+            let suspended = log.warnings.filter { $0.contains("suspended by someone else") }
+            #expect(suspended.count == 1, "\(log.warnings)")
+            #expect(suspended.first?.contains(#""vigil.event": sink-suspended"#) == true, "\(suspended)")
+            #expect(suspended.first?.contains(#""audio.sink": vigil_null"#) == true, "\(suspended)")
             // Health checks keep running while it is suspended, and do not reopen the stream.
             try await Task.sleep(nanoseconds: 2_500_000_000)
             #expect(events.all.count == 1, "\(events.all)")

@@ -22,16 +22,7 @@ struct HostCommandTests {
         var runtimeDirectory: String { dir.path + "/run" }
 
         /// The environment of every run: no sound server, no session bus, private dirs.
-        var environment: [String: String] {
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_RUNTIME_DIR"] = runtimeDirectory
-            env["XDG_STATE_HOME"] = dir.path + "/state"
-            env["HOME"] = dir.path
-            env["PULSE_SERVER"] = "unix:" + dir.path + "/no-such-pulse-socket"
-            env["VIGIL_FIRST_PARTY_MANIFESTS"] = VigilExecutable.packageRoot + "/manifests"
-            env.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
-            return env
-        }
+        var environment: [String: String] { dir.cliEnvironment }
 
         func vigil(_ arguments: String...) async throws -> RuntimeFixtures.Output {
             try await RuntimeFixtures.run(VigilExecutable.path, arguments, environment: environment, timeout: 30)
@@ -219,7 +210,7 @@ struct HostCommandTests {
             build.stderr.split(separator: "\n").filter { $0.contains(": warning: [supervisor] command") }.count == 4)
     }
 
-    @Test("usage errors exit 64; status with no running host exits 1 and says so")
+    @Test("usage errors exit 64; status with no running host exits 1 and says so; up on a missing vigil.toml exits 78")
     func usageAndNoHost() async throws {
         let project = try Project()
         defer { project.dir.remove() }
@@ -229,7 +220,7 @@ struct HostCommandTests {
         #expect(status.status == 1)
         #expect(status.stderr.contains("no Vigil host is running"))
         let missing = try await project.vigil("up", "--config", project.dir.path + "/missing.toml")
-        #expect(missing.status == 1)
+        #expect(missing.status == 78)  // EX_CONFIG: a configuration that cannot work
         #expect(missing.stderr.contains("missing.toml does not exist"))
     }
 

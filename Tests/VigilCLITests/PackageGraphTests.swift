@@ -93,6 +93,31 @@ struct PackageGraphTests {
         #expect(!checks.contains("VigilSupervisorEngine") && checks.intersection(Self.notForSupervisorHosts).isEmpty)
     }
 
+    /// The one system library a host on the host core must link: libsodium (VigilCrypto), with
+    /// which the core checks every plugin's signed manifest.
+    static let hostCoreSystemLibraries: Set<String> = ["CSodium"]
+
+    @Test(
+        "a supervisor-only host (the host core + the supervisor) links no audio, speech, sound-file or D-Bus module; libsodium is its one C library"
+    )
+    func supervisorOnlyHostClosure() throws {
+        let graph = try Self.graph.get()
+        let core = try graph.closure(product: "VigilHostCore")
+        let closure = core.union(try graph.closure(product: "VigilSupervisor"))
+        #expect(closure.isSuperset(of: ["VigilHostCore", "VigilCore", "VigilSupervisor", "VigilSupervisorEngine"]))
+        #expect(closure.intersection(Self.notForSupervisorHosts).isEmpty, "\(closure.sorted())")
+        let systemLibraries = closure.filter { graph.targets[$0]?.moduleType == "SystemLibraryTarget" }
+        #expect(systemLibraries == Self.hostCoreSystemLibraries, "\(systemLibraries.sorted())")
+        // The host core registers no plugin of its own: a host adds the ones it runs.
+        let plugins: Set<String> = [
+            "VigilSupervisor", "VigilSupervisorDesktop", "VigilSilentEngine", "VigilSoundscape",
+        ]
+        #expect(core.intersection(plugins).isEmpty, "\(core.sorted())")
+        // The example supervisor-only host builds from exactly these, and the umbrella on the core.
+        #expect(graph.closure(["SupervisorHostSource"]) == closure.union(["SupervisorHostSource"]))
+        #expect(try graph.closure(product: "Vigil").isSuperset(of: core.union(plugins)))
+    }
+
     @Test("the same measure finds D-Bus in the optional desktop notification and everything in the umbrella")
     func optionalPiecesAndUmbrella() throws {
         let graph = try Self.graph.get()

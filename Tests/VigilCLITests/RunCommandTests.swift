@@ -63,20 +63,20 @@ struct RunCommandTests {
         #expect(!FileManager.default.fileExists(atPath: marker), "a refused invocation ran its command")
     }
 
-    @Test("a --config that does not parse is refused with its location, exit 1, and the command never runs")
+    @Test("a --config that does not parse, or is missing, is refused with its location, exit 78, and CMD never runs")
     func brokenConfigIsRefused() async throws {
         let project = try HostCommandTests.Project()
         defer { project.dir.remove() }
         try "plugins = [\"supervisor\"\n[host\n".write(toFile: project.config, atomically: true, encoding: .utf8)
         let marker = project.dir.path + "/ran"
         let r = try await project.vigil("run", "--config", project.config, "--", "/bin/touch", marker)
-        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.status == 78, "\(r.stderr)")
         #expect(r.stderr.contains(project.config), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker))
 
         let missing = try await project.vigil(
             "run", "--config", project.dir.path + "/nowhere/vigil.toml", "--", "/bin/touch", marker)
-        #expect(missing.status == 1, "\(missing.stderr)")
+        #expect(missing.status == 78, "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
 }

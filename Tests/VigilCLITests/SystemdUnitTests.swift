@@ -42,7 +42,8 @@ struct SystemdUnitTests {
             // the installed units with them).
             var text = String(decoding: try dir.read(unit), as: UTF8.self)
             let installed = text.contains("ExecStart=/usr/bin/vigil ")
-            if installed {
+            // ExecReload= runs the installed `vigil reload` in every unit, a library host's too.
+            if text.contains("/usr/bin/vigil ") {
                 text = text.replacingOccurrences(of: "/usr/bin/vigil", with: dir.url("prefix/bin/vigil"))
                 try dir.write("prefix/bin/vigil", "#!/bin/sh\nexit 0\n", mode: 0o755)
             }
@@ -54,7 +55,8 @@ struct SystemdUnitTests {
                 try dir.write(relative, "#!/bin/sh\nexit 0\n", mode: 0o755)
             }
             let name = (unit as NSString).lastPathComponent
-            let checked = installed ? try dir.write("units/" + name, text) : unit
+            let rewritten = installed || text.contains(dir.url("prefix/bin/vigil"))
+            let checked = rewritten ? try dir.write("units/" + name, text) : unit
             try dir.makeDirectory("runtime")
             let environment: [String: String?] = ["HOME": dir.url("home"), "XDG_RUNTIME_DIR": dir.url("runtime")]
             for scope in [["verify"], ["--user", "verify"]] {
@@ -66,6 +68,37 @@ struct SystemdUnitTests {
                     r.stderr.isEmpty && r.stdout.isEmpty,
                     "systemd-analyze \(scope.joined(separator: " ")) \(unit):\n\(r.stdout)\(r.stderr)")
             }
+        }
+    }
+
+    @Test("each shipped unit reloads through `vigil reload` of the vigil.toml the host runs, and stops on SIGHUP")
+    func execReload() throws {
+        for unit in Self.unitFiles() where unit.hasSuffix(".service") {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: unit)), as: UTF8.self)
+            let lines = text.split(separator: "\n")
+            let reload = lines.filter { $0.hasPrefix("ExecReload=") }
+            #expect(reload.count == 1, "\(unit): one ExecReload=")
+            guard let command = reload.first else { continue }
+            #expect(command.hasPrefix("ExecReload=/usr/bin/vigil reload --config "), "\(unit): \(command)")
+            if let start = lines.first(where: { $0.hasPrefix("ExecStart=/usr/bin/vigil up --config ") }) {
+                #expect(
+                    command.dropFirst("ExecReload=/usr/bin/vigil reload".count)
+                        == start.dropFirst("ExecStart=/usr/bin/vigil up".count), "\(unit): the same vigil.toml")
+            }
+            // SIGHUP stays a graceful stop: nothing maps reload to it.
+            #expect(!text.contains("ReloadSignal=") && !text.contains("kill -HUP"), "\(unit)")
+        }
+    }
+
+    @Test("every Type=notify unit leaves a configuration that cannot work stopped: RestartPreventExitStatus=78")
+    func configurationErrorsAreNotRestarted() throws {
+        let units = Self.unitFiles().filter { !$0.contains("/docs/") }
+        #expect(units.count >= 3)
+        for unit in units {
+            let lines = String(decoding: try Data(contentsOf: URL(fileURLWithPath: unit)), as: UTF8.self)
+                .split(separator: "\n")
+            guard lines.contains("Type=notify") else { continue }
+            #expect(lines.contains("RestartPreventExitStatus=78"), "\(unit) restarts a host that exits 78 (EX_CONFIG)")
         }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Testing
 import VigilCore
+import VigilCrypto
 import VigilTestSupport
 
 @testable import VigilCheckCommands
@@ -46,6 +47,72 @@ struct CheckCommandTests {
         #expect(json["errors"] as? Int == 1)
         let diagnostic = try #require((json["diagnostics"] as? [[String: Any]])?.first)
         #expect(diagnostic["file"] is NSNull && diagnostic["line"] is NSNull && diagnostic["column"] is NSNull)
+    }
+
+    /// Checks `project` with a vigil.toml activating and trusting `keys` (name → fingerprint, in
+    /// that order), expecting no error.
+    static func checkTrusting(_ project: HostProject, _ keys: KeyValuePairs<String, String>) throws
+        -> HostCheck.Report
+    {
+        let names = keys.map { "\"\($0.key)\"" }.joined(separator: ", ")
+        try project.config(
+            "plugins = [\(names)]\n[trusted_plugins]\n" + keys.map { "\($0.key) = \"\($0.value)\"\n" }.joined())
+        let report = HostCheck(entries: ["ledger"], environment: project.environment, probeEnvironment: false)
+            .run(configPath: project.configPath)
+        #expect(!report.hasErrors, "\(report.diagnostics)")
+        return report
+    }
+
+    @Test("check shows how long each plugin's signature stays fresh (text and --json), with the grace warning")
+    func signatureFreshness() throws {
+        let project = try HostProject()
+        defer { project.remove() }
+        let now = Freshness.systemNow()
+        let soon = Freshness.formatRFC3339(now + 3 * 86400 - 30)
+        let later = Freshness.formatRFC3339(now + 30 * 86400 - 30)
+        let soonKey = try project.signedPlugin("soon", extra: #", "expires": "\#(soon)""#)
+        let laterKey = try project.signedPlugin("later", extra: #", "expires": "\#(later)""#)
+        let neverKey = try project.signedPlugin("never")
+        let report = try Self.checkTrusting(project, ["soon": soonKey, "later": laterKey, "never": neverKey])
+        // The [freshness] grace warning (default 7 days) for the one expiring soon only.
+        let warnings = report.diagnostics.filter { $0.message.contains("stays fresh for") }
+        #expect(warnings.map(\.plugin) == ["soon"])
+        // Text: one line per plugin with how long its signature stays fresh.
+        let lines = report.plugins.map { CheckSummary.pluginLine($0, report) }
+        #expect(lines[0].contains("soon: verified") && lines[0].contains("signature fresh for 2d 23h (until \(soon))"))
+        #expect(lines[0].contains("within [freshness] grace (7d 0h)"))
+        #expect(lines[1].contains("signature fresh for 29d 23h (until \(later))") && !lines[1].contains("warning"))
+        #expect(!lines[2].contains("signature"), "a manifest without expires never expires")
+        // JSON: every plugin has the keys, null without an expiry.
+        let json = try Self.document(CheckJSON.encode(report))
+        let plugins = try #require(json["plugins"] as? [[String: Any]])
+        #expect(plugins[0]["expires"] as? String == soon && plugins[0]["freshness"] as? String == "expiring")
+        let left = try #require(plugins[0]["fresh_for_seconds"] as? Int)
+        #expect(left > 3 * 86400 - 600 && left <= 3 * 86400)
+        #expect(plugins[1]["freshness"] as? String == "fresh")
+        #expect(plugins[2]["expires"] is NSNull && plugins[2]["fresh_for_seconds"] is NSNull)
+        #expect(plugins[2]["freshness"] is NSNull)
+    }
+
+    @Test("check warns while a plugin's revocation list is within [freshness] grace of its expiry")
+    func revocationListFreshness() throws {
+        let project = try HostProject()
+        defer { project.remove() }
+        let key = MinisignSecretKey.generate()
+        let other = MinisignSecretKey.generate()
+        try project.signedPlugin("alpha", key: key)
+        try project.signedPlugin("beta", key: other)
+        let now = Freshness.systemNow()
+        for (name, signer, days) in [("alpha", key, Int64(2)), ("beta", other, Int64(30))] {
+            try PluginRevoker.revoke(
+                directory: project.dir.path + "/manifests/\(name)", keys: [], manifests: [], versionFloor: nil,
+                expires: now + days * 86400, signers: [signer])
+        }
+        let report = try Self.checkTrusting(
+            project, ["alpha": "\(key.publicKey.fingerprint)", "beta": "\(other.publicKey.fingerprint)"])
+        let warnings = report.diagnostics.filter { $0.message.contains("revocation list stays fresh for") }
+        #expect(warnings.map(\.plugin) == ["alpha"], "\(report.diagnostics)")
+        #expect(warnings.first?.message.contains("revocation-expired") == true)
     }
 
     @Test("the summary counts each plugin once, in the words of every output: verified, waiting for …, blocked, failed")

@@ -36,8 +36,12 @@ struct ProcessStateReadTests {
         ("VigilCheckCommands/", all, "the CLI's shared commands: CLI.environment = HostEnvironment.current"),
         ("VigilPluginTool/", all, "the SwiftPM plugins' command-line tool"),
         (
-            "Vigil/VigilHost.swift", ["environment .current"],
+            "VigilHostCore/VigilHost.swift", ["environment .current"],
             "VigilHost.Options: the documented entry point of a library host"
+        ),
+        (
+            "Vigil/VigilHost+StandardParts.swift", ["environment .current"],
+            "VigilHost.Options(…, announce:): the umbrella's form of the same entry point"
         ),
         (
             "VigilAudio/StreamIdentity.swift", ["environ"],
@@ -115,6 +119,6 @@ struct ProcessStateReadTests {
         #expect(Set(found.map(\.read)) == Self.all)
         #expect(found.allSatisfy { !Self.isAllowed(file: $0.file, read: $0.read) }, "VigilCore is not allowed any")
         #expect(Self.isAllowed(file: "VigilCLI/Run.swift", read: "currentDirectoryPath"))
-        #expect(!Self.isAllowed(file: "Vigil/VigilHost.swift", read: "getenv"))
+        #expect(!Self.isAllowed(file: "VigilHostCore/VigilHost.swift", read: "getenv"))
     }
 }

@@ -13,6 +13,19 @@ struct ExamplePluginTests {
     static let directory = VigilExecutable.packageRoot + "/Examples/HeartbeatPlugin"
     static let fingerprint = "ed25519:Sb9NX1s1bgYEwpovUvJPjgv2VSn85ffOQPgktfl3XcY="
 
+    /// A `vigil.toml` activating and trusting the example, with `table` as its `[heartbeat-example]`
+    /// table (line 6 onwards).
+    static func config(_ table: String) -> String {
+        """
+        plugins = ["heartbeat-example"]
+        plugin_paths = ["\(directory)"]
+        [trusted_plugins]
+        heartbeat-example = "\(fingerprint)"
+        [heartbeat-example]
+        \(table)
+        """
+    }
+
     private func beats(_ path: String) -> Int? {
         guard let text = try? TextFile.read(path), text.hasPrefix("beat ") else { return nil }
         return Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -25,17 +38,7 @@ struct ExamplePluginTests {
         try FileManager.default.createDirectory(
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let beat = dir.path + "/beat"
-        try dir.write(
-            "vigil.toml",
-            """
-            plugins = ["heartbeat-example"]
-            plugin_paths = ["\(Self.directory)"]
-            [trusted_plugins]
-            heartbeat-example = "\(Self.fingerprint)"
-            [heartbeat-example]
-            file = "\(beat)"
-            interval_ms = 100
-            """)
+        try dir.write("vigil.toml", Self.config("file = \"\(beat)\"\ninterval_ms = 100"))
         let host = try VigilHost(
             configPath: dir.path + "/vigil.toml",
             options: VigilHost.Options(
@@ -49,7 +52,7 @@ struct ExamplePluginTests {
         for round in 1...2 {
             let status = try #require(await host.keepAlive()[plugin: "heartbeat-example"])
             #expect(status.state == .running, "round \(round): \(status.state)")
-            #expect(status.version == "0.1.1")
+            #expect(status.version == "0.2.0")
             #expect(status.details["file"] == beat)
             #expect(status.details["interval_ms"] == "100")
             let start = beats(beat) ?? 0
@@ -58,5 +61,29 @@ struct ExamplePluginTests {
             await host.stop()
             #expect(await host.status()[plugin: "heartbeat-example"]?.state == .idle)
         }
+    }
+
+    @Test(
+        "a shared-library plugin's table is checked against its signed schema before the library is mapped",
+        arguments: [
+            ("interval_ms = 5", "setting `interval_ms`: 5 is out of range; use an integer from 100 to 3600000"),
+            ("intervall_ms = 500", "setting `intervall_ms`: unknown setting; did you mean `interval_ms`?"),
+            ("file = 3", "setting `file`: expected a non-empty string, found integer 3"),
+        ])
+    func settingsCheckedBeforeMapping(_ example: (String, String)) async throws {
+        let dir = try TestDirectory("vigil-example-settings")
+        defer { dir.remove() }
+        try dir.write("vigil.toml", Self.config(example.0))
+        let host = try VigilHost(
+            configPath: dir.path + "/vigil.toml",
+            options: VigilHost.Options(publishStatus: false, environment: dir.environment()),
+            logger: Logger(label: "example-test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        guard case .failed(let failure) = await host.status()[plugin: "heartbeat-example"]?.state else {
+            Issue.record("expected heartbeat-example to be failed")
+            return
+        }
+        #expect(failure.code == .plugin(.invalidSetting))
+        #expect(failure.message.contains(example.1), "\(failure.message)")
+        #expect(failure.message.contains(dir.path + "/vigil.toml:6:"), "\(failure.message)")
     }
 }

@@ -13,7 +13,7 @@ struct CLIAndFilesTests {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path)
             try await plugin.start()
-            let socket = ControlChannel.socketPath(stateDirectory: state.path)
+            let socket = controlSocket(server, state: state.path)
             func vigil(_ arguments: [String]) async throws -> VigilExecutable.Output {
                 try await VigilExecutable.run(["soundscape"] + arguments + ["--socket", socket], in: state.path)
             }
@@ -46,7 +46,7 @@ struct CLIAndFilesTests {
     func otherUser() async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let (plugin, controller) = try await startPlugin(server, state: state.path)
-            let socket = ControlChannel.socketPath(stateDirectory: state.path)
+            let socket = controlSocket(server, state: state.path)
             let script = """
                 import socket, sys
                 s = socket.socket(socket.AF_UNIX)
@@ -66,10 +66,15 @@ struct CLIAndFilesTests {
                 try ChildProcess.run(
                     "/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/python3", "-c", script, socket])
             }
-            // The state directory is 0700: another user cannot even reach the socket.
+            // The socket's directory is 0700: another user cannot even reach the socket.
             #expect(try asNobody().hasPrefix("refused 13"))
-            // Opened up by mistake, the host still refuses: it checks the caller's uid.
-            chmod(state.path, 0o755)
+            // Opened up by mistake (every directory down to it), the host still refuses: it checks
+            // the caller's uid.
+            var directory = (socket as NSString).deletingLastPathComponent
+            while directory.count >= server.directory.path.count {
+                chmod(directory, 0o755)
+                directory = (directory as NSString).deletingLastPathComponent
+            }
             chmod(socket, 0o666)
             let answer = try asNobody()
             #expect(answer.contains("answer b''"), "\(answer)")
@@ -115,7 +120,7 @@ struct CLIAndFilesTests {
             #expect(controller.current.soundscape == "tone")
             #expect(await plugin.details()["files_unavailable"] == "broken")
             let list = try await VigilExecutable.run(
-                ["soundscape", "list", "--socket", ControlChannel.socketPath(stateDirectory: state.path)],
+                ["soundscape", "list", "--socket", controlSocket(server, state: state.path)],
                 in: state.path)
             #expect(list.status == 0, "\(list.stderr)")
             let lines = list.stdout.split(separator: "\n").map(String.init)

@@ -66,7 +66,7 @@ struct ControlChannelLoadTests {
     ) async throws {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let (plugin, _) = try await startPlugin(server, state: state.path)
-            let socket = ControlChannel.socketPath(stateDirectory: state.path)
+            let socket = controlSocket(server, state: state.path)
             let files = try TestDirectory("vigil-trickle")
             defer { files.remove() }
             let (clients, marker, answers) = try trickle(socket, count: count, interval: interval, in: files)

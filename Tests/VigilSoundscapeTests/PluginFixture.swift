@@ -19,6 +19,14 @@ let manifestDefaults: [String: SettingValue] = [
 ]
 
 /// A soundscape plugin on `server`, with its state in `stateDirectory` and the session bus in `bus` (if any).
+/// Where a plugin made by ``makePlugin(_:state:bus:_:events:logger:busAddress:)`` serves its
+/// control socket: in the runtime directory of `server`'s environment (its `XDG_RUNTIME_DIR`).
+func controlSocket(_ server: any SoundServerFixture, state stateDirectory: String) -> String {
+    ControlChannel.socketPath(
+        runtimeHome: HostEnvironment(variables: server.environment).runtimeHome, plugin: "soundscape",
+        stateDirectory: stateDirectory)
+}
+
 func makePlugin(
     _ server: any SoundServerFixture, state stateDirectory: String, bus: DBusDaemon? = nil,
     _ overrides: [String: SettingValue] = [:], events: EventRecorder<PluginEvent> = EventRecorder<PluginEvent>(),

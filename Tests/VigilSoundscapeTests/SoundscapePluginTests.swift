@@ -118,8 +118,14 @@ struct SoundscapePluginTests {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let plugin = try makePlugin(server, state: state.path)
             try await plugin.start()
-            let path = ControlChannel.socketPath(stateDirectory: state.path)
-            #expect(try state.mode("control.sock") == 0o600)
+            let path = controlSocket(server, state: state.path)
+            // A socket belongs in the runtime directory, not among the plugin's state files.
+            #expect(path == server.directory.path + "/vigil/plugins/soundscape/control.sock")
+            #expect(!FileManager.default.fileExists(atPath: state.path + "/control.sock"))
+            var info = stat()
+            #expect(lstat(path, &info) == 0 && info.st_mode & 0o7777 == 0o600)
+            #expect(
+                lstat(server.directory.path + "/vigil/plugins/soundscape", &info) == 0 && info.st_mode & 0o777 == 0o700)
             let client = SoundscapeClient(path: path)
             func send(_ request: ControlRequest) async throws -> ControlResponse {
                 try await offThread { Result { () throws(SoundscapeError) in try client.send(request) } }.get()

@@ -1,4 +1,5 @@
 import Foundation
+import VigilCore
 import VigilPlugin
 
 /// The first-party manifests this repository ships (`manifests/NAME/plugin.json`), for tests that
@@ -10,29 +11,22 @@ public enum ShippedManifest {
             .appendingPathComponent("../../manifests/\(name)/plugin.json").standardized
     }
 
-    /// The `settings` object of `name`'s shipped manifest as setting values (an integral JSON
-    /// number is an integer, any other a double, as the manifest parser reads them).
+    /// `name`'s shipped manifest, decoded by the host's own decoder.
+    public static func manifest(_ name: String) throws -> PluginManifest {
+        try ManifestDecoder.decode(Array(Data(contentsOf: url(name))), plugin: name)
+    }
+
+    /// The default settings of `name`'s shipped manifest (its schema's defaults).
     public static func settings(_ name: String) throws -> [String: SettingValue] {
-        struct Manifest: Decodable { let settings: [String: Value] }
-        struct Value: Decodable {
-            let value: SettingValue
-            init(from decoder: any Decoder) throws {
-                let single = try decoder.singleValueContainer()
-                if let b = try? single.decode(Bool.self) {
-                    value = .bool(b)
-                } else if let i = try? single.decode(Int.self) {
-                    value = .integer(i)
-                } else if let d = try? single.decode(Double.self) {
-                    value = .double(d)
-                } else if let s = try? single.decode(String.self) {
-                    value = .string(s)
-                } else if let a = try? single.decode([Value].self) {
-                    value = .array(a.map(\.value))
-                } else {
-                    value = .table(try single.decode([String: Value].self).mapValues(\.value))
-                }
-            }
+        try manifest(name).settings
+    }
+
+    /// The settings schema of `name`'s shipped manifest.
+    public static func schema(_ name: String) throws -> SettingsSchema {
+        guard let schema = try manifest(name).settingsSchema else {
+            throw CoreError(
+                code: .malformedManifest, plugin: name, message: "the shipped manifest has no settings schema")
         }
-        return try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: url(name))).settings.mapValues(\.value)
+        return schema
     }
 }

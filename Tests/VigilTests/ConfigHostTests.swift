@@ -5,6 +5,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// `VigilHost(configPath:)` with real signed plugins: verified → registry → prepared; anything
 /// that does not verify, is not trusted or names an unknown entry stays failed and never gets an instance.

@@ -2,6 +2,7 @@ import Testing
 import VigilHostCheck
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// Vigil's registry and the checker's list of built-in plugins (VigilHostCheckTests tests the
 /// checker itself).

@@ -10,6 +10,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// One environment per host: what a host is given reaches the requirement checker, the rollback
 /// store, the configuration's first-party path and every plugin, and nothing of the test

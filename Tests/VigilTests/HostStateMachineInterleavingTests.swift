@@ -4,6 +4,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// The interleavings the 2,000-call `VigilHost` tests exercise, on the pure machine: a seeded
 /// simulation of its executor answers every action in a random order, among random requests,
@@ -26,6 +27,7 @@ struct HostStateMachineInterleavingTests {
         var lastRequest: UInt64 = 0
         var startsMayFail = true
         var violations: [String] = []
+        var pendingReload: Reconfiguration?
 
         static let failure = PluginFailure(code: .plugin(.startFailed), plugin: "p", message: "told to fail")
 
@@ -97,9 +99,57 @@ struct HostStateMachineInterleavingTests {
             case .settled(let generation):
                 if generation < settled { violations.append("settled went back from \(settled) to \(generation)") }
                 settled = generation
+            case .reconfigure:
+                return swapForReload()
             case .changed, .beginPublishing, .endPublishing, .releaseDelayLock: break
             }
             return []
+        }
+
+        /// A reload: a random new list of 1 to 5 plugins, each keeping a current one, replacing
+        /// it (same name, changed) or new.
+        mutating func reload() {
+            let current = machine.plugins.count
+            var items: [Reconfiguration.Item] = []
+            for index in 0..<current where roll(5) != 0 {
+                items.append(
+                    Reconfiguration.Item(
+                        name: machine.plugins[index].name, usesAudio: machine.plugins[index].usesAudio,
+                        keeps: roll(3) == 0 ? nil : index))
+            }
+            while items.isEmpty || (items.count < 5 && roll(3) == 0) {
+                items.append(Reconfiguration.Item(name: "n\(nextInstance)-\(items.count)", usesAudio: roll(2) == 0))
+            }
+            items.shuffle(using: &random)
+            pendingReload = Reconfiguration(items: items)
+            feed(.reconfigure(pendingReload!))
+            lastRequest = machine.generation
+        }
+
+        /// The executor swaps its list: only once nothing is in flight and every plugin the reload
+        /// does not keep has stopped; the live instances and owed outcomes follow their plugin.
+        mutating func swapForReload() -> [HostStateMachine.Event] {
+            guard let reload = pendingReload ?? machine.pendingReload else {
+                violations.append("reconfigure with no reload pending")
+                return []
+            }
+            if inFlight != nil { violations.append("reconfigure while \(inFlight!) is in flight") }
+            var moved: [Int: Int] = [:]
+            for (new, item) in reload.items.enumerated() { if let old = item.keeps { moved[old] = new } }
+            for (index, _) in live where moved[index] == nil {
+                violations.append("reconfigure while p\(index), not kept, still runs")
+            }
+            live = Dictionary(uniqueKeysWithValues: live.compactMap { old, id in moved[old].map { ($0, id) } })
+            owed = owed.compactMap { event in
+                switch event {
+                case .ready(let plugin, let instance): moved[plugin].map { .ready(plugin: $0, instance: instance) }
+                case .ended(let plugin, let instance, let failure):
+                    moved[plugin].map { .ended(plugin: $0, instance: instance, failure: failure) }
+                default: event
+                }
+            }
+            pendingReload = nil
+            return [.reconfigured]
         }
 
         /// Delivers one owed outcome, at random.
@@ -142,10 +192,11 @@ struct HostStateMachineInterleavingTests {
         }
     }
 
-    static func run(seed: UInt64, steps: Int, lastIsUp: Bool) -> Simulation {
+    static func run(seed: UInt64, steps: Int, lastIsUp: Bool, reloads: Bool = false) -> Simulation {
         var sim = Simulation(plugins: 4, audio: [1, 3], seed: seed)
         for _ in 0..<steps {
             switch sim.roll(20) {
+            case 0 where reloads: sim.reload()
             case 0..<7: sim.request(sim.roll(3) != 0)
             case 7..<15: sim.deliverOne()
             case 15..<18: sim.report()
@@ -169,8 +220,20 @@ struct HostStateMachineInterleavingTests {
         "2,000 random steps per seed end in the state of the last request, with every caller settled", arguments: 0..<40
     )
     func randomInterleavings(seed: Int) {
+        Self.expectLastRequestWins(seed: seed, reloads: false)
+    }
+
+    @Test(
+        "with reloads among them (plugins kept, changed, added, removed, reordered), the same promises hold",
+        arguments: 0..<40)
+    func randomInterleavingsWithReloads(seed: Int) {
+        Self.expectLastRequestWins(seed: seed, reloads: true)
+    }
+
+    static func expectLastRequestWins(seed: Int, reloads: Bool) {
         let lastIsUp = seed % 2 == 0
-        let sim = Self.run(seed: UInt64(seed) &* 7919 &+ 1, steps: 2_000, lastIsUp: lastIsUp)
+        let sim = Self.run(seed: UInt64(seed) &* 7919 &+ 1, steps: 2_000, lastIsUp: lastIsUp, reloads: reloads)
+        #expect(sim.machine.pendingReload == nil, "seed \(seed)")
         #expect(sim.violations.count == 0, "seed \(seed): \(sim.violations.prefix(3))")
         #expect(sim.owed.isEmpty, "seed \(seed)")
         #expect(sim.inFlight == nil, "seed \(seed)")
@@ -186,7 +249,7 @@ struct HostStateMachineInterleavingTests {
                 #expect(plugin.state == .idle, "seed \(seed): \(plugin.name) \(plugin.state)")
             }
         }
-        #expect(sim.live.count == (lastIsUp ? 4 : 0), "seed \(seed)")
+        #expect(sim.live.count == (lastIsUp ? sim.machine.plugins.count : 0), "seed \(seed)")
         if !lastIsUp { #expect(sim.machine.isAtRest, "seed \(seed)") }
     }
 }

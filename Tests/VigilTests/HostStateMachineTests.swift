@@ -3,6 +3,7 @@ import VigilCore
 import VigilPlugin
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// ``HostStateMachine`` alone: events in, actions out — no threads, tasks, processes or clocks.
 @Suite("Host state machine (pure)")

@@ -5,6 +5,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// Sleep handling is an injected, optional component of the host core: none at all, or a
 /// stand-in driven by the test (no bus, no logind), through the same loop as logind's.

@@ -6,6 +6,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// Each requirement kind, met and unmet, through a real host: met → the plugin runs;
 /// unmet → it is blocked, nothing of it is created, and the status says which requirement and the fix.

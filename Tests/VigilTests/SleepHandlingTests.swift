@@ -8,6 +8,7 @@ import VigilSoundscape
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// Sleep and resume through systemd-logind, with a real `dbus-daemon` as a private "system" bus
 /// and a logind STAND-IN on it (``LogindStandIn``; logind itself cannot run here).
@@ -77,6 +78,26 @@ struct SleepHandlingTests {
                     bus, logind in try await body(directory, pulse, bus, logind)
                 }
             }
+        }
+    }
+
+    @Test("a host on the host core alone takes no sleep lock; the same host through Vigil's initialiser does")
+    func hostCoreHasNoSleepHandling() async throws {
+        try await withSleepingSession { _, pulse, bus, _ in
+            let variables = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "PULSE_SERVER": pulse.address]
+            let plugins = [TestPlugins.prepared("worker", ledger: InstanceLedger())]
+            let core = try VigilHost(
+                preparedPlugins: plugins, hostName: "core-host", options: Self.options(variables), logger: Self.logger)
+            let status = await core.keepAlive()
+            #expect(status[plugin: "worker"]?.state == .running)
+            #expect(status.sleep == nil)
+            #expect(try await Self.listInhibitors(bus).isEmpty)
+            await core.stop()
+            let umbrella = try VigilHost(
+                plugins: plugins, hostName: "umbrella-host", options: Self.options(variables), logger: Self.logger)
+            #expect(await umbrella.keepAlive().sleep == SleepStatus(locks: ["delay"]))
+            #expect(try await Self.listInhibitors(bus).map(\.who) == ["umbrella-host"])
+            await umbrella.stop()
         }
     }
 

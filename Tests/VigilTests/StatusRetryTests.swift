@@ -2,6 +2,7 @@ import Testing
 import VigilBase
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// The status writer's retry after a failed write, without threads or clocks: when it tries again,
 /// and which outcomes it reports.

@@ -7,6 +7,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// Errors keep their code and location as fields from the core to the host and `vigil check`;
 /// nothing is parsed back out of a message.

@@ -8,6 +8,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 @Suite("VigilHost state machine", .timeLimit(.minutes(1)))
 struct VigilHostTests {

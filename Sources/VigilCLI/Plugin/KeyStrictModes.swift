@@ -11,7 +11,7 @@ import VigilCore
 /// theirs — and every host that trusts the plugin would then run what they signed.
 enum KeyStrictModes {
     /// The exit status of `keygen` and `sign` when they refuse a key or key directory (EX_NOPERM).
-    static let exitCode: Int32 = 77
+    static let exitCode = ExitCodes.noPermission
 
     /// Runs `body` like ``CLI/run(_:)``, but a `key-unsafe` refusal exits ``exitCode``.
     static func run(_ body: () throws -> Void) throws {

@@ -110,13 +110,14 @@ struct ConfigReader {
                 host.name = s
             case "background_modes": host.backgroundModes = try strings(v, at: ["host", key])
             case "services": host.services = try strings(v, at: ["host", key])
+            case "foreign_tables": host.foreignTables = try strings(v, at: ["host", key])
             case "inhibit_sleep":
                 guard let flag = v.bool else { throw fail(at: ["host", key], "expected true or false") }
                 host.inhibitSleep = flag
             default:
                 throw fail(
                     at: ["host", key],
-                    "unknown key `\(Sanitizer.display(key))` in [host] (known: name, background_modes, services, inhibit_sleep)"
+                    "unknown key `\(Sanitizer.display(key))` in [host] (known: name, background_modes, services, inhibit_sleep, foreign_tables)"
                 )
             }
         }

@@ -26,6 +26,10 @@ public struct HostConfiguration: Sendable {
     public static let fileName = "vigil.toml"
     /// The largest `vigil.toml` accepted, in bytes.
     public static let maxSize = 1 << 20
+    /// The tables `vigil.toml` itself defines (never a plugin's settings).
+    public static let reservedTables: Set<String> = ["host", "trusted_plugins", "freshness"]
+    /// Tables the host reads besides the activated plugins' (`[announce]`): not stray.
+    public static let hostTables: Set<String> = ["announce"]
 
     /// The absolute path of the file this configuration was read from.
     public let path: String

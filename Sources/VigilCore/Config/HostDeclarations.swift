@@ -8,6 +8,9 @@ public struct HostDeclarations: Sendable, Hashable {
     public var services: [String]
     /// Hold a logind sleep *block* lock while the host runs (`inhibit_sleep`, default false).
     public var inhibitSleep: Bool
+    /// Tables of `vigil.toml` that another program reads (`foreign_tables`): `vigil check` and the
+    /// build do not call them unknown.
+    public var foreignTables: [String] = []
 
     /// Creates declarations.
     public init(

@@ -139,11 +139,12 @@ public enum ManifestDecoder {
                 ],
                 required: ["schema", "name", "version", "entry"])
             let schema = try stringMember(fields, "schema")
-            guard schema == PluginManifest.schema else {
+            guard PluginManifest.schemas.contains(schema) else {
                 throw fail(
                     at: .key("schema"),
                     "unknown schema \(JSONValue.quote(Sanitizer.display(schema))); this version of Vigil reads "
-                        + "\"\(PluginManifest.schema)\" — update Vigil or ask for a manifest in that schema")
+                        + PluginManifest.schemas.map { "\"\($0)\"" }.joined(separator: " and ")
+                        + " — update Vigil or ask for a manifest in one of those schemas")
             }
             let name = try stringMember(fields, "name", problem: PluginName.problem)
             let version = try at(.key("version")) { r throws(CoreError) in
@@ -166,9 +167,15 @@ public enum ManifestDecoder {
             let resources = try at(.key("resources")) { r throws(CoreError) in
                 try r.resources(fields["resources"] ?? .array([]))
             }
+            var settingsSchema: SettingsSchema?
             let settings = try at(.key("settings")) { r throws(CoreError) -> [String: SettingValue] in
                 let v = fields["settings"] ?? .object([])
                 guard case .object = v else { throw r.fail("expected an object, found \(v.kindName)") }
+                if schema != PluginManifest.schemaV1 {
+                    let decoded = try r.settingsSchema(v, topLevel: true)
+                    settingsSchema = decoded
+                    return decoded.defaults
+                }
                 guard case .table(let t) = try r.setting(v) else { return [:] }
                 return t
             }
@@ -186,6 +193,7 @@ public enum ManifestDecoder {
                 name: name, version: version, description: description, entry: entry,
                 hostRequirements: requirements, resources: resources, settings: settings, sharedLibrary: sharedLibrary)
             manifest.expires = expires
+            manifest.settingsSchema = settingsSchema
             if let sharedLibrary, !resources.contains(where: { $0.path == sharedLibrary.path }) {
                 throw fail(
                     at: .key("entry"),
@@ -295,6 +303,138 @@ public enum ManifestDecoder {
                 return size
             }
             return PluginManifest.Resource(path: path, sha256: sha, size: size)
+        }
+
+        /// A v2 `settings` object: each key's spec, `{"type": "integer", "min": 100, "max": 10000,
+        /// "default": 1000, "description": "…"}` (see docs/signing.md, "Settings schema").
+        mutating func settingsSchema(_ value: JSONValue, topLevel: Bool) throws(CoreError) -> SettingsSchema {
+            guard case .object(let members) = value else { throw fail("expected an object, found \(value.kindName)") }
+            var out: [String: SettingsSchema.Setting] = [:]
+            for member in members {
+                let key = member.key
+                if key.isEmpty || key.utf8.count > 128 || key.unicodeScalars.contains(where: Sanitizer.isUnsafe) {
+                    throw fail(at: .key(key), "a setting's name must be 1–128 bytes without control characters")
+                }
+                out[member.key] = try at(.key(member.key)) { r throws(CoreError) in
+                    try r.settingSpec(member.value, topLevel: topLevel, inTable: !topLevel)
+                }
+            }
+            for (key, setting) in out.sorted(by: { $0.key < $1.key }) {
+                if let other = setting.orKeysOf, out[other]?.type != .table {
+                    throw fail(
+                        at: .key(key), "\"or_keys_of\" names \"\(other)\", which is not a table setting beside it")
+                }
+            }
+            return SettingsSchema(out)
+        }
+
+        /// One setting's spec; `topLevel` ones need a description, `inTable` ones may be `required`.
+        mutating func settingSpec(_ value: JSONValue, topLevel: Bool, inTable: Bool) throws(CoreError)
+            -> SettingsSchema.Setting
+        {
+            let fields = try members(
+                value,
+                allowed: [
+                    "type", "description", "default", "min", "max", "exclusive_min", "choices", "or_keys_of",
+                    "non_empty", "required", "items", "fields", "values",
+                ],
+                required: topLevel ? ["type", "description"] : ["type"])
+            let typeName = try stringMember(fields, "type")
+            guard let type = SettingsSchema.ValueType(rawValue: typeName) else {
+                throw fail(
+                    at: .key("type"),
+                    "unknown setting type \(JSONValue.quote(Sanitizer.display(typeName))) (known: "
+                        + SettingsSchema.ValueType.allCases.map(\.rawValue).joined(separator: ", ") + ")")
+            }
+            var spec = SettingsSchema.Setting(type: type)
+            func allowedOnly(_ key: String, for types: [SettingsSchema.ValueType]) throws(CoreError) {
+                if fields[key] != nil, !types.contains(type) {
+                    throw fail(at: .key(key), "\"\(key)\" does not apply to a setting of type \(type.rawValue)")
+                }
+            }
+            try allowedOnly("min", for: [.integer, .number])
+            try allowedOnly("max", for: [.integer, .number])
+            try allowedOnly("exclusive_min", for: [.integer, .number])
+            try allowedOnly("choices", for: [.string])
+            try allowedOnly("or_keys_of", for: [.string])
+            try allowedOnly("non_empty", for: [.string])
+            try allowedOnly("items", for: [.array])
+            try allowedOnly("fields", for: [.table])
+            try allowedOnly("values", for: [.table])
+            if fields["required"] != nil, !inTable {
+                throw fail(at: .key("required"), "\"required\" applies only to the fields of a table in an array")
+            }
+            if let v = fields["description"] {
+                spec.description = try at(.key("description")) { r throws(CoreError) in try r.plainText(v, max: 512) }
+            }
+            func flag(_ key: String) throws(CoreError) -> Bool {
+                guard let v = fields[key] else { return false }
+                guard case .bool(let b) = v else { throw fail(at: .key(key), "expected true or false") }
+                return b
+            }
+            spec.exclusiveMinimum = try flag("exclusive_min")
+            spec.nonEmpty = try flag("non_empty")
+            spec.required = try flag("required")
+            for key in ["min", "max"] {
+                guard let v = fields[key] else { continue }
+                guard case .number(let n) = v, let d = Double(n), d.isFinite else {
+                    throw fail(at: .key(key), "expected a number")
+                }
+                if type == .integer, d != d.rounded() { throw fail(at: .key(key), "expected a whole number") }
+                if key == "min" { spec.minimum = d } else { spec.maximum = d }
+            }
+            if let low = spec.minimum, let high = spec.maximum, low > high {
+                throw fail(at: .key("max"), "\"max\" is below \"min\"")
+            }
+            if let v = fields["choices"] {
+                spec.choices = try at(.key("choices")) { r throws(CoreError) -> [String] in
+                    guard case .array(let list) = v, !list.isEmpty else {
+                        throw r.fail("expected a non-empty array of strings")
+                    }
+                    var out: [String] = []
+                    for (i, element) in list.enumerated() {
+                        let s = try r.at(.index(i)) { r throws(CoreError) in
+                            try r.plainText(element, max: 256, allowEmpty: true)
+                        }
+                        guard !out.contains(s) else { throw r.fail(at: .index(i), "a choice is listed twice") }
+                        out.append(s)
+                    }
+                    return out
+                }
+            }
+            if let v = fields["or_keys_of"] {
+                guard spec.choices.isEmpty == false else {
+                    throw fail(at: .key("or_keys_of"), "\"or_keys_of\" needs \"choices\"")
+                }
+                spec.orKeysOf = try at(.key("or_keys_of")) { r throws(CoreError) in try r.plainText(v, max: 128) }
+            }
+            if let v = fields["items"] {
+                spec.items = SettingsSchema.Box(
+                    try at(.key("items")) { r throws(CoreError) in
+                        try r.settingSpec(v, topLevel: false, inTable: false)
+                    })
+            }
+            if fields["fields"] != nil, fields["values"] != nil {
+                throw fail("a table setting takes \"fields\" (fixed keys) or \"values\" (any keys), not both")
+            }
+            if let v = fields["fields"] {
+                spec.fields = try at(.key("fields")) { r throws(CoreError) in try r.settingsSchema(v, topLevel: false) }
+            }
+            if let v = fields["values"] {
+                spec.values = SettingsSchema.Box(
+                    try at(.key("values")) { r throws(CoreError) in
+                        try r.settingSpec(v, topLevel: false, inTable: false)
+                    })
+            }
+            if let v = fields["default"] {
+                let value = try at(.key("default")) { r throws(CoreError) in try r.setting(v) }
+                let problems = SettingsSchema(["default": spec]).validate(["default": value])
+                if let problem = problems.first {
+                    throw fail(at: .key("default"), "the default does not fit its own spec: \(problem.message)")
+                }
+                spec.defaultValue = value
+            }
+            return spec
         }
 
         mutating func setting(_ value: JSONValue) throws(CoreError) -> SettingValue {

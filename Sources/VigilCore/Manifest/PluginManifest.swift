@@ -2,8 +2,14 @@ public import VigilPlugin
 
 /// A plugin manifest (`plugin.json`), as parsed after its signature verified.
 public struct PluginManifest: Sendable, Hashable {
-    /// The only `"schema"` tag this version of Vigil accepts.
-    public static let schema = "vigil.plugin-manifest/v1"
+    /// The `"schema"` tag of the current manifest format: `settings` is a settings schema (each
+    /// key's type, range or choices, default and description).
+    public static let schema = "vigil.plugin-manifest/v2"
+    /// The first format, still read: `settings` holds only default values, and the plugin's table
+    /// in `vigil.toml` is checked by the plugin alone when it starts.
+    public static let schemaV1 = "vigil.plugin-manifest/v1"
+    /// Every `"schema"` tag this version of Vigil reads.
+    public static let schemas = [schemaV1, schema]
 
     /// A file the plugin loads, bound to the manifest by size and SHA-256.
     public struct Resource: Sendable, Hashable {
@@ -55,6 +61,9 @@ public struct PluginManifest: Sendable, Hashable {
     public let resources: [Resource]
     /// Default settings, overlaid by the plugin's table in `vigil.toml`.
     public let settings: [String: SettingValue]
+    /// What the plugin's table in `vigil.toml` may hold (a v2 manifest); `nil` for a v1 manifest,
+    /// whose settings only the plugin itself checks.
+    public var settingsSchema: SettingsSchema? = nil
     /// When the signature stops being fresh (`expires`, RFC 3339, signed with the manifest), in
     /// seconds since the Unix epoch; after it, this manifest is refused as a change.
     public var expires: Int64? = nil

@@ -96,4 +96,72 @@ public struct Freshness: Sendable, Hashable {
                     + "with a later \"expires\"")
         }
     }
+
+    /// Refuses a change (trusting, updating or rotating) while the plugin's signed revocation list
+    /// has expired: a list that is no longer fresh may be withholding a newer revocation (a freeze
+    /// attack), so nothing new is accepted under it. Like the manifest's own expiry, this never
+    /// stops a version this host already accepted, and an expired list still revokes what it names.
+    ///
+    /// - Throws: ``CoreError`` `.revocationExpired` when the list's `expires` is not after the later
+    ///   of the clock and `ratchet`.
+    public func checkRevocations(
+        plugin: String, list: RevocationList?, ratchet: Int64?, what: String
+    ) throws(CoreError) {
+        guard let list, let expires = list.expires, expires <= max(now, ratchet ?? now) else { return }
+        throw CoreError(
+            code: .revocationExpired, plugin: plugin,
+            message: "its signed revocation list (version \(list.version)) expired at \(Self.formatRFC3339(expires)), "
+                + "so \(what) is refused (an expired list could be hiding a newer revocation); the accepted version "
+                + "keeps running — the publisher re-signs the list with a later \"expires\" (`vigil plugin revoke "
+                + "--expires`), then install it with the plugin")
+    }
+}
+
+/// How long a plugin's signature stays fresh: its signed manifest's `expires` and the host's
+/// `[freshness] grace`, as `vigil status`, `vigil check` and `vigil plugin list` show them.
+public struct SignatureFreshness: Sendable, Hashable {
+    /// Where the signature is at a given time.
+    public enum Stage: String, Sendable, Hashable {
+        /// More than the grace period left.
+        case fresh
+        /// Within the grace period: still accepted, renew soon.
+        case expiring
+        /// Expired: the accepted version keeps running, changes are refused.
+        case expired
+    }
+
+    /// When the signed manifest stops being fresh (seconds since the epoch).
+    public let expires: Int64
+    /// `[freshness] grace`, in seconds.
+    public let grace: Int64
+
+    /// A signature expiring at `expires`, warned about `grace` seconds before.
+    public init(expires: Int64, grace: Int64) {
+        self.expires = expires
+        self.grace = grace
+    }
+
+    /// Seconds left at `now` (0 once expired).
+    public func remaining(now: Int64) -> Int64 { max(0, expires - now) }
+
+    /// The stage at `now`.
+    public func stage(now: Int64) -> Stage {
+        expires <= now ? .expired : expires - now <= grace ? .expiring : .fresh
+    }
+
+    /// One line for people: `fresh for 3d 4h (until 2027-01-31T12:00:00Z)`, with the grace
+    /// warning or what expiry means.
+    public func summary(now: Int64) -> String {
+        let until = Freshness.formatRFC3339(expires)
+        switch stage(now: now) {
+        case .fresh:
+            return "signature fresh for \(Freshness.formatDuration(expires - now)) (until \(until))"
+        case .expiring:
+            return "signature fresh for \(Freshness.formatDuration(expires - now)) (until \(until)) — warning: "
+                + "within [freshness] grace (\(Freshness.formatDuration(grace))); ask the publisher for a re-signed release"
+        case .expired:
+            return "signature expired at \(until) — it keeps running, but updates, re-trusting and key rotations "
+                + "are refused until the publisher re-signs with a later \"expires\""
+        }
+    }
 }

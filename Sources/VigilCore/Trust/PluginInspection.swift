@@ -161,7 +161,7 @@ public struct PluginInspection: Sendable {
             .unknown
         // Refused after the signature verified with the trusted key.
         case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .stateUnsafe, .expired,
-            .clockRolledBack:
+            .clockRolledBack, .revocationExpired:
             .valid
         }
     }

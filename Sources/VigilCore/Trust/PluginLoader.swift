@@ -27,6 +27,11 @@ public struct LoadedPlugin: Sendable {
     /// The signed key rotations by which the keys that signed it were reached from the keys
     /// `vigil.toml` trusts (`nil` when none was applied).
     public var rotation: RotationState? = nil
+    /// The distinct trusted keys whose signatures over the manifest counted toward the threshold
+    /// (empty for an unsigned plugin).
+    public var signers: [Fingerprint] = []
+    /// When the revocation list that applied stops being fresh (seconds since the epoch), if it says.
+    public var revocationsExpire: Int64? = nil
 }
 
 /// Which key a verification uses.
@@ -301,20 +306,12 @@ public struct PluginLoader: Sendable {
         var revocations: RevocationList?
         var newRevocations = false
         if let keys {
-            let stored = try rollback?.revocations(plugin: name)
-            let shipped = try RevocationList.read(directory: directory, name: name, keys: keys)
-            if let shipped, let stored, shipped.version < stored.version {
-                throw CoreError(
-                    code: .revocationRollback, plugin: name,
-                    message: "its revocation list is version \(shipped.version), older than version "
-                        + "\(stored.version) which this host already applied (a list going back could un-revoke a "
-                        + "key) — install the plugin's current release with its current revocations.json")
-            }
-            revocations = shipped ?? stored
-            newRevocations = shipped != nil && shipped?.version != stored?.version
+            (revocations, newRevocations) = try currentRevocations(
+                directory: directory, name: name, keys: keys, rollback: rollback)
         }
 
         // 3. Verify a threshold of signatures over the exact bytes (revoked keys count for nothing).
+        var signers: [Fingerprint] = []
         if var keys {
             if let revoked = revocations?.keys, keys.keys.contains(where: revoked.contains) {
                 let remaining = keys.keys.filter { !revoked.contains($0) }
@@ -326,7 +323,7 @@ public struct PluginLoader: Sendable {
                 }
                 keys = kept
             }
-            try verifyThreshold(files, keys: keys, offered: offered, name: name)
+            signers = try verifyThreshold(files, keys: keys, offered: offered, name: name)
         }
 
         // 4. Only now parse.
@@ -357,17 +354,20 @@ public struct PluginLoader: Sendable {
                 rotated = try rollback.rotation(plugin: name, base: rotation.base) != rotation.state
             }
             if entry?.version != manifest.version || entry?.manifestSHA256 != sha || rotated {
+                let ratchet = try rollback.latestTime()
+                let what =
+                    rotated
+                    ? "following its key rotation"
+                    : entry == nil ? "accepting it" : "updating it to version \(manifest.version)"
                 try freshness.checkChange(
-                    plugin: name, version: manifest.version, expires: manifest.expires,
-                    ratchet: try rollback.latestTime(),
-                    what: rotated
-                        ? "following its key rotation"
-                        : entry == nil ? "accepting it" : "updating it to version \(manifest.version)")
+                    plugin: name, version: manifest.version, expires: manifest.expires, ratchet: ratchet, what: what)
+                try freshness.checkRevocations(plugin: name, list: revocations, ratchet: ratchet, what: what)
             }
         }
 
         if let revocations {
-            try revocations.check(plugin: name, version: manifest.version, sha: sha)
+            try revocations.check(
+                plugin: name, version: manifest.version, sha: sha, signers: signers, threshold: keys?.threshold ?? 1)
         }
 
         // 7. Resources.
@@ -383,7 +383,56 @@ public struct PluginLoader: Sendable {
         }
         return LoadedPlugin(
             manifest: manifest, directory: directory, trust: keys.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,
-            manifestSHA256: sha, resourceContents: contents, rotation: rotation?.state)
+            manifestSHA256: sha, resourceContents: contents, rotation: rotation?.state, signers: signers,
+            revocationsExpire: revocations?.expires)
+    }
+
+    /// The revocation list that applies to a plugin with `keys` in `directory`: the one it ships
+    /// (verified by a threshold of `keys` before it is parsed) or, when that is absent, the newest
+    /// this host recorded; and whether the shipped one is newer than the recorded one.
+    ///
+    /// - Throws: ``CoreError`` `.revocationInvalid` (not signed, malformed), `.revocationRollback`
+    ///   (older than the recorded one), and the rollback store's errors.
+    static func currentRevocations(
+        directory: String, name: String, keys: TrustedKeys, rollback: RollbackStore?
+    ) throws(CoreError) -> (list: RevocationList?, new: Bool) {
+        let stored = try rollback?.revocations(plugin: name)
+        let shipped = try RevocationList.read(directory: directory, name: name, keys: keys)
+        if let shipped, let stored, shipped.version < stored.version {
+            throw CoreError(
+                code: .revocationRollback, plugin: name,
+                message: "its revocation list is version \(shipped.version), older than version "
+                    + "\(stored.version) which this host already applied (a list going back could un-revoke a "
+                    + "key) — install the plugin's current release with its current revocations.json")
+        }
+        return (shipped ?? stored, shipped != nil && shipped?.version != stored?.version)
+    }
+
+    /// Checks a plugin that was loaded (and may be running) against its revocation list as it is
+    /// now, for a host that learns of a new list: the list is read and verified exactly as at load,
+    /// and a newer one is recorded in `rollback` (so deleting it later revokes nothing back).
+    ///
+    /// - Returns: the `revoked` refusal when the list now revokes the manifest's digest, its
+    ///   version (below the floor) or so many of the keys that signed it that fewer than the
+    ///   threshold remain; `nil` when it does not (or the plugin is unsigned).
+    /// - Throws: the list's own problems (`revocation-invalid`, `revocation-rollback`) and the
+    ///   rollback store's: a list that does not verify revokes nothing, so the caller keeps the
+    ///   plugin running and reports the problem.
+    public static func revocation(of plugin: LoadedPlugin, rollback: RollbackStore?) throws(CoreError) -> CoreError? {
+        guard case .trusted(let keys) = plugin.trust else { return nil }
+        let name = plugin.manifest.name
+        let (list, new) = try currentRevocations(
+            directory: plugin.directory, name: name, keys: keys, rollback: rollback)
+        guard let list else { return nil }
+        if new, let rollback { try rollback.recordRevocations(plugin: name, list) }
+        do throws(CoreError) {
+            try list.check(
+                plugin: name, version: plugin.manifest.version, sha: plugin.manifestSHA256, signers: plugin.signers,
+                threshold: keys.threshold)
+        } catch {
+            return error
+        }
+        return nil
     }
 
     static func readResource(

@@ -156,8 +156,12 @@ public struct RevocationList: Sendable, Hashable {
         return try decode(bytes, plugin: name)
     }
 
-    /// Refuses `manifest` (with digest `sha`) when this list revokes it.
-    func check(plugin: String, version: SemanticVersion, sha: String) throws(CoreError) {
+    /// Refuses a manifest (with digest `sha`, signed by `signers`) when this list revokes it: its
+    /// digest is listed, its version is below the floor, or fewer than `threshold` of its signers
+    /// are left once the revoked keys are taken out.
+    func check(
+        plugin: String, version: SemanticVersion, sha: String, signers: [Fingerprint], threshold: Int
+    ) throws(CoreError) {
         let remedy =
             " — the publisher revoked it (revocation list version \(self.version)); install a release that "
             + "is not revoked"
@@ -170,6 +174,14 @@ public struct RevocationList: Sendable, Hashable {
             throw CoreError(
                 code: .revoked, plugin: plugin,
                 message: "its version \(version) is below the revocation list's floor \(versionFloor)" + remedy)
+        }
+        let revokedSigners = signers.filter(keys.contains)
+        if !revokedSigners.isEmpty, signers.count - revokedSigners.count < threshold {
+            throw CoreError(
+                code: .revoked, plugin: plugin,
+                message: "the key(s) that signed it (\(revokedSigners.map(\.description).joined(separator: ", "))) "
+                    + "are revoked, leaving fewer than \(threshold) valid signature(s)" + remedy
+                    + " (the publisher signs it with keys that are not revoked)")
         }
     }
 }

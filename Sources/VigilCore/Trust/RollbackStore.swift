@@ -64,6 +64,17 @@ public struct RollbackStore: Sendable {
         try readDocument().revocations[plugin]
     }
 
+    /// Records `list` as the newest revocation list applied for `plugin`, unless one with the same
+    /// or a higher version is recorded already (a list never goes back).
+    public func recordRevocations(plugin: String, _ list: RevocationList) throws(CoreError) {
+        try withLock { () throws(CoreError) in
+            var document = try readDocument()
+            guard list.version > document.revocations[plugin]?.version ?? 0 else { return }
+            document.revocations[plugin] = list
+            try write(document)
+        }
+    }
+
     /// The clock ratchet: the latest trustworthy time this host has seen (seconds since the
     /// epoch), recorded with accepted versions; `nil` before the first.
     public func latestTime() throws(CoreError) -> Int64? {

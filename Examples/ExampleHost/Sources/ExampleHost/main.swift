@@ -20,6 +20,7 @@ func describe(_ kind: HostEvent.Kind) -> String {
     case .resumed: "resumed"
     case .resumeFailed(let reason): "gave up: \(reason)"
     case .detailsChanged: "details changed"
+    case .revoked(let failure): "revoked: \(failure.message)"
     }
 }
 
@@ -28,9 +29,10 @@ let host: VigilHost
 do {
     host = try await Vigil.keepAlive(logger: logger)
 } catch {
-    // No vigil.toml, or one that does not parse: the error says why and how to fix it.
+    // No vigil.toml, one that does not parse, no plugin that can run, or another host on the same
+    // file: the error says why and how to fix it; exit 78 or 75 (docs/exit-codes.md).
     FileHandle.standardError.write(Data("example-host: \(error)\n".utf8))
-    exit(1)
+    exit((error as? VigilError)?.exitStatus ?? 1)
 }
 
 let status = await host.status()
