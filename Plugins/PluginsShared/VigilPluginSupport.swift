@@ -144,6 +144,11 @@ enum VigilPluginSupport {
     /// already made plans and builds nothing.
     static func builtTool(context: PluginContext, packageManager: PackageManager) throws -> URL {
         if let tool = recordedTool(context: context) { return tool }
+        // The first command before any `swift build` compiles the tool: a minute or more of
+        // otherwise silent work, so say what is happening before it starts.
+        Diagnostics.progress(
+            "building Vigil's \(toolName) (the checks and the trust review, once: this can take a few minutes; "
+                + "after a `swift build`, the vigil-* commands reuse the copy it made and start at once)…")
         let result = try packageManager.build(
             .product(toolName), parameters: .init(configuration: .debug, logging: .concise))
         guard result.succeeded, let tool = result.builtArtifacts.first(where: { $0.kind == .executable })?.url else {

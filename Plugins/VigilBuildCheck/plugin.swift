@@ -17,8 +17,12 @@ import PackagePlugin
 ///   changes when an entry in it is added, removed or renamed);
 /// - the list of those inputs goes to `vigil check`, which fails the build when it reads a file
 ///   that is not among them (one that appeared after planning), naming the way to re-plan.
-/// An error (a plugin that fails verification or trust, a broken configuration) makes `vigil check`
-/// exit non-zero, which fails the build.
+/// An error (a plugin that fails verification or trust, a broken configuration, a declaration an
+/// activated plugin requires that `[host]` lacks) makes `vigil check` exit non-zero, which fails
+/// the build. Warnings are printed on every build while they hold, no-op builds included: the input
+/// list is itself an input of the command, and a check that warned touches it, so SwiftPM runs the
+/// command (and prints its output) again next time; a clean check leaves it, and a no-op build
+/// stays one.
 @main
 struct VigilBuildCheck: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) async throws -> [Command] {
@@ -63,10 +67,13 @@ struct VigilBuildCheck: BuildToolPlugin {
             + VigilPluginSupport.watchedEntries(in: directories)
         let list = workDirectory.appendingPathComponent("build-inputs.txt")
         var arguments = ["check", "--declarations-only", "--config", config.path]
+        var inputFiles = inputs
         do {
             try FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
             try Data(inputs.map { $0.standardizedFileURL.path + "\n" }.joined().utf8).write(to: list, options: .atomic)
             arguments += ["--build-inputs", list.path]
+            // A check that warned touches the list, so the next build runs it (and shows them) again.
+            inputFiles.append(list)
         } catch {
             Diagnostics.warning(
                 "VigilBuildCheck: could not write \(list.path) (\(error)); files that appear in the plugin "
@@ -80,7 +87,7 @@ struct VigilBuildCheck: BuildToolPlugin {
             // when the environment changes anyway (`vigil check` and `vigil up` probe at run time).
             arguments: arguments,
             environment: environment,
-            inputFiles: inputs,
+            inputFiles: inputFiles,
             // No outputs: a declared output file would become a resource of the target (and a
             // resource bundle); without outputs the command still re-runs when an input changes.
             outputFiles: [])

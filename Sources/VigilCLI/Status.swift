@@ -29,7 +29,7 @@ struct Status: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOption
 
-    @Flag(name: .long, help: "Print a JSON array of vigil.status/v1 documents, one per running host.")
+    @Flag(name: .long, help: "Print a JSON array of vigil.status/v2 documents, one per running host.")
     var json = false
 
     func run() async throws {
@@ -136,7 +136,7 @@ struct Status: AsyncParsableCommand {
         /// The entry in `vigil status --json`: the schema's fields, unknown ones `null`, and why.
         var json: JSONValue {
             .object([
-                ("schema", .string("vigil.status/v1")), ("pid", .number(String(holder.pid))), ("host", .null),
+                ("schema", .string(HostStatus.schema)), ("pid", .number(String(holder.pid))), ("host", .null),
                 ("config", holder.configPath.map(JSONValue.string) ?? .null), ("plugins", .null), ("sleep", .null),
                 ("status", .string(state)), ("reason", .string(reason)),
             ])

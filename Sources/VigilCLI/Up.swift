@@ -219,11 +219,7 @@ actor StatusDisplay {
         let reason: [String]
         switch plugin.state {
         case .blocked(let unmet):
-            reason = unmet.map { item in
-                item.requirement.isDeclaration
-                    ? "\(plugin.name): blocked: \(item)"
-                    : "\(plugin.name): waits for \(item.requirement.noun): \(item)"
-            }
+            reason = unmet.map { "\(plugin.name): \(PluginStateName.phrase(for: $0)): \($0)" }
         case .failed(let failure):
             reason = ["\(plugin.name): failed: " + failure.message]
         default: reason = []
@@ -270,7 +266,7 @@ actor StatusDisplay {
         case .stopped: "\(event.plugin): stopped"
         case .failed(let failure):
             "\(event.plugin): failed: " + failure.message
-        case .blocked: "\(event.plugin): blocked"
+        case .blocked: "\(event.plugin): \(event.state.description)"
         case .interrupted(let reason): "\(event.plugin): interrupted: \(reason)"
         case .resumed: "\(event.plugin): resumed"
         case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import VigilBase
 import VigilCore
 import VigilHostCheck
 
@@ -12,14 +13,16 @@ package struct Check: AsyncParsableCommand {
         abstract: "Check vigil.toml and its plugins; print each problem as a compiler-style diagnostic.",
         discussion: """
             Errors (exit 1): a missing or invalid vigil.toml, a plugin that does not verify or is not \
-            trusted, a manifest entry this Vigil does not provide. Warnings (exit 0): declarations a \
-            plugin requires that [host] lacks, environment requirements not met on this machine (the \
-            plugin waits for them at start), unsigned plugins admitted under acknowledge_unsafe_plugins.
+            trusted, a manifest entry this Vigil does not provide, a declaration a plugin requires that \
+            [host] lacks (the plugin would be blocked). Warnings (exit 0): environment requirements not \
+            met on this machine (the plugin would be waiting for them at start), unsigned plugins \
+            admitted under acknowledge_unsafe_plugins. Each plugin is verified, waiting, blocked or \
+            failed, the words `vigil up` and `vigil status` use (docs/states.md).
             """)
 
     @OptionGroup var options: ConfigOption
 
-    @Flag(name: .long, help: "Print the diagnostics as JSON (schema vigil.check/v1) on standard output.")
+    @Flag(name: .long, help: "Print the diagnostics as JSON (schema vigil.check/v2) on standard output.")
     var json = false
 
     @Flag(
@@ -56,19 +59,30 @@ package struct Check: AsyncParsableCommand {
                 for plugin in report.plugins { CLI.sayLine(CheckSummary.pluginLine(plugin, report)) }
             }
         }
+        if let buildInputs, !report.hasErrors, !report.diagnostics.isEmpty {
+            do throws(SystemCallError) {
+                try BuildInputs.runAgain(listPath: buildInputs)
+            } catch {
+                CLI.printErrorLine(
+                    "warning: the warnings above are not repeated on the next no-op build: \(buildInputs) cannot be "
+                        + "touched (\(error)) — run `swift package clean`, then build")
+            }
+        }
         if report.hasErrors { throw ExitCode.failure }
     }
 }
 
-/// `vigil check --json`: `{"schema": "vigil.check/v1", "config": …, "diagnostics": [...], …}`;
-/// every key is always present (`null` when unknown).
+/// `vigil check --json`: `{"schema": "vigil.check/v2", "config": …, "diagnostics": [...], …}`;
+/// every key is always present (`null` when unknown). v2 gives each plugin its `state` (`verified`,
+/// `waiting`, `blocked`, `failed`), `summary` and `reason` where v1 had `"ready"`, which meant
+/// "verified", not "will start".
 enum CheckJSON {
     static func encode(_ report: HostCheck.Report) -> JSONValue {
         let errors = report.diagnostics.filter { $0.severity == .error }.count
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         func int(_ i: Int?) -> JSONValue { i.map { .number(String($0)) } ?? .null }
         return .object([
-            ("schema", .string("vigil.check/v1")),
+            ("schema", .string("vigil.check/v2")),
             ("config", string(report.configPath)),
             ("errors", int(errors)),
             ("warnings", int(report.diagnostics.count - errors)),
@@ -92,8 +106,11 @@ enum CheckJSON {
                 .array(
                     report.plugins.map { p in
                         .object(
-                            [("name", .string(p.name)), ("ready", .bool(p.ready)), ("directory", string(p.directory))]
-                                + signature(report.signatures[p.name], now: report.checkedAt))
+                            [
+                                ("name", .string(p.name)), ("state", .string(p.state.rawValue)),
+                                ("summary", .string(p.phrase)), ("reason", string(p.reason)),
+                                ("directory", string(p.directory)),
+                            ] + signature(report.signatures[p.name], now: report.checkedAt))
                     })
             ),
             ("unsafe_plugins", .array(report.unsafePlugins.map(JSONValue.string))),

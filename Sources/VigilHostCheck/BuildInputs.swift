@@ -51,6 +51,18 @@ public enum BuildInputs {
         }
     }
 
+    /// Makes SwiftPM run the build check again on the next build, even a no-op one, so that its
+    /// warnings are printed on every build while they hold (SwiftPM prints a command's output only
+    /// when it runs the command): the plugin declares the list at `listPath` as one of the check's
+    /// inputs, and this sets the list's modification time to now. Without warnings the list is left
+    /// alone and a no-op build stays one; a check with errors fails, and SwiftPM runs a failed
+    /// command again anyway.
+    ///
+    /// - Throws: ``SystemCallError`` when the time cannot be set (the list is gone or read-only).
+    package static func runAgain(listPath: String) throws(SystemCallError) {
+        try SystemCallError.check("utimensat") { utimensat(AT_FDCWD, listPath, nil, 0) }
+    }
+
     /// Reads a list written by the plugin: one absolute path per line.
     public static func readList(at path: String) throws -> Set<String> {
         let text = try String(contentsOfFile: path, encoding: .utf8)

@@ -44,10 +44,13 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
 /// verifies every activated plugin exactly as `VigilHost` does (without recording rollback
 /// state), and reports
 /// - errors: a missing or invalid configuration, a plugin that does not verify or is not trusted,
-///   a manifest `entry` this Vigil does not provide;
-/// - warnings: declarations a plugin requires that `[host]` lacks, environment requirements not
-///   met on this machine (the plugin will wait for them at start), unsigned plugins admitted
-///   under `acknowledge_unsafe_plugins` (with ``Report/banner``).
+///   a manifest `entry` this Vigil does not provide, declarations a plugin requires that `[host]`
+///   lacks (the plugin would be `blocked`: it would not start);
+/// - warnings: environment requirements not met on this machine (the plugin will be `waiting` for
+///   them at start), unsigned plugins admitted under `acknowledge_unsafe_plugins` (with ``Report/banner``).
+///
+/// Each activated plugin gets its state in the one vocabulary (``PluginStateName``, docs/states.md):
+/// `verified`, `waiting`, `blocked` or `failed`.
 public struct HostCheck: Sendable {
     /// What a check found.
     public struct Report: Sendable {
@@ -59,14 +62,8 @@ public struct HostCheck: Sendable {
         public let unsafePlugins: [String]
         /// The loud banner to print while unsigned plugins are admitted.
         public var banner: String? { unsafePlugins.isEmpty ? nil : CoreBanner.unsafePlugins(unsafePlugins) }
-        /// The activated plugins: for each, whether it is ready and the directory it was loaded
-        /// from (one of the plugin paths; `nil` when it was not found or did not verify).
-        public let plugins: [(name: String, ready: Bool, directory: String?)]
-        /// Activated plugins that will wait at start, each with what it waits for first
-        /// (`an audio output`): their environment requirements are not met on this machine.
-        public var waiting: [String: String] = [:]
-        /// Activated plugins that will not start: `[host]` lacks a declaration they require.
-        public var blocked: Set<String> = []
+        /// The activated plugins, in `vigil.toml` order, each with what it will do at start.
+        public var plugins: [Plugin]
         /// How long each verified plugin's signature stays fresh, for those whose signed manifest
         /// carries `expires`, by name.
         public var signatures: [String: SignatureFreshness] = [:]
@@ -74,6 +71,36 @@ public struct HostCheck: Sendable {
         public var checkedAt: Int64 = Freshness.systemNow()
         /// True when any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    }
+
+    /// What one activated plugin will do when the host starts.
+    public struct Plugin: Sendable, Hashable {
+        /// The plugin's name.
+        public let name: String
+        /// `verified`, `waiting` (for its environment), `blocked` (by a missing declaration) or `failed`.
+        public let state: PluginStateName
+        /// The state as every output says it: `verified`, `waiting for an audio output`, `blocked by a
+        /// missing declaration`, `failed`.
+        public let phrase: String
+        /// Why it is not `verified` (the unmet requirements or the refusal), or `nil`.
+        public let reason: String?
+        /// The directory it was loaded from (one of the plugin paths; `nil` when it was not found or
+        /// did not verify).
+        public let directory: String?
+
+        /// Creates an entry.
+        public init(name: String, state: PluginStateName, phrase: String, reason: String?, directory: String?) {
+            self.name = name
+            self.state = state
+            self.phrase = phrase
+            self.reason = reason
+            self.directory = directory
+        }
+
+        /// A plugin that does not verify or cannot run: `failed`, with the reason.
+        static func failed(_ name: String, reason: String?, directory: String? = nil) -> Plugin {
+            Plugin(name: name, state: .failed, phrase: "failed", reason: reason, directory: directory)
+        }
     }
 
     /// The manifest `entry` names the host provides implementations for.
@@ -136,12 +163,11 @@ public struct HostCheck: Sendable {
             return Report(
                 configPath: display,
                 diagnostics: [.init(severity: .error, location: nil, plugin: nil, message: error.message)],
-                unsafePlugins: [], plugins: configuration.plugins.map { ($0, false, nil) })
+                unsafePlugins: [], plugins: configuration.plugins.map { .failed($0, reason: error.message) })
         }
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
         var diagnostics = metricsDiagnostics(configuration, located: located)
-        var waiting: [String: String] = [:]
-        var blocked: Set<String> = []
+        var plugins: [Plugin] = []
         for item in plan.items {
             let location = located(["plugins", item.name])
             if !item.settingProblems.isEmpty {
@@ -204,17 +230,30 @@ public struct HostCheck: Sendable {
                             + "(signed by the old and the new keys; followed without a review) — record the new keys in "
                             + "vigil.toml with `\(TrustCommand.display(item.name))` when convenient"))
             }
-            // Requirements of every verified manifest, even one whose entry is unknown.
-            for unmet in checker.unmet(item.requirements, probeEnvironment: probeEnvironment) {
-                if unmet.requirement.isDeclaration { blocked.insert(item.name) }
-                if !unmet.requirement.isDeclaration, waiting[item.name] == nil {
-                    waiting[item.name] = unmet.requirement.noun
-                }
-                let message =
-                    unmet.requirement.isDeclaration
-                    ? unmet.description
-                    : "will wait for \(unmet.requirement.noun) at start: \(unmet.description)"
-                diagnostics.append(.init(severity: .warning, location: location, plugin: item.name, message: message))
+            // Requirements of every verified manifest, even one whose entry is unknown. A missing
+            // declaration is an error: the plugin would be blocked, it would not start.
+            let unmet = checker.unmet(item.requirements, probeEnvironment: probeEnvironment)
+            for requirement in unmet {
+                let blocking = requirement.requirement.isDeclaration
+                diagnostics.append(
+                    .init(
+                        severity: blocking ? .error : .warning, location: location, plugin: item.name,
+                        message: PluginStateName.phrase(for: requirement)
+                            + (blocking ? " (it would not start): " : " at start: ") + requirement.description))
+            }
+            switch item.outcome {
+            case .unavailable(_, let refusal):
+                plugins.append(.failed(item.name, reason: refusal.message, directory: item.directory))
+            case .ready where unmet.isEmpty:
+                plugins.append(
+                    Plugin(
+                        name: item.name, state: .verified, phrase: "verified", reason: nil, directory: item.directory))
+            case .ready:
+                plugins.append(
+                    Plugin(
+                        name: item.name, state: PluginStateName(unmet: unmet),
+                        phrase: PluginStateName.phrase(unmet: unmet),
+                        reason: unmet.map(\.description).joined(separator: "; "), directory: item.directory))
             }
             if item.unschemedTable {
                 diagnostics.append(
@@ -241,14 +280,7 @@ public struct HostCheck: Sendable {
                 .init(severity: .error, location: located([stray.name]), plugin: nil, message: stray.message))
         }
         var report = Report(
-            configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins,
-            plugins: plan.items.map { item in
-                if case .ready = item.outcome {
-                    (item.name, true, item.directory)
-                } else {
-                    (item.name, false, item.directory)
-                }
-            }, waiting: waiting, blocked: blocked)
+            configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins, plugins: plugins)
         for item in plan.items {
             if let expires = item.expires {
                 report.signatures[item.name] = SignatureFreshness(

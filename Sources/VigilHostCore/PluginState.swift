@@ -92,20 +92,27 @@ public enum PluginState: Sendable, Hashable, CustomStringConvertible {
     /// Could not be verified, created or started, or gave up after an interruption.
     case failed(PluginFailure)
     /// Its host requirements are not met, so nothing was started; each entry says how to fix it.
+    /// Its ``word`` is `blocked` when a declaration is missing, `waiting` when only the
+    /// environment is (the host probes again).
     case blocked([UnmetRequirement])
 
-    /// The state's name: `idle`, `starting`, `running`, `stopping`, `interrupted`, `failed`, `blocked`.
-    public var name: String {
+    /// The state's word in the one vocabulary (docs/states.md): `stopped` (for ``idle``),
+    /// `starting`, `running`, `stopping`, `interrupted`, `failed`, and for ``blocked`` `waiting`
+    /// (only environment requirements unmet: the host probes again) or `blocked` (a declaration).
+    public var word: PluginStateName {
         switch self {
-        case .idle: "idle"
-        case .starting: "starting"
-        case .running: "running"
-        case .stopping: "stopping"
-        case .interrupted: "interrupted"
-        case .failed: "failed"
-        case .blocked: "blocked"
+        case .idle: .stopped
+        case .starting: .starting
+        case .running: .running
+        case .stopping: .stopping
+        case .interrupted: .interrupted
+        case .failed: .failed
+        case .blocked(let unmet): PluginStateName(unmet: unmet)
         }
     }
+
+    /// The state's word (``word``), as `vigil status --json` writes it.
+    public var name: String { word.rawValue }
 
     /// True while the plugin holds a live instance that keeps the host alive (`running` or `interrupted`).
     public var isActive: Bool {
@@ -120,7 +127,7 @@ public enum PluginState: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .interrupted(let reason): "interrupted: \(reason)"
         case .failed(let failure): "failed: \(failure.message)"
-        case .blocked(let unmet): "blocked: " + unmet.map(\.description).joined(separator: "; ")
+        case .blocked(let unmet): PluginStateName.line(unmet: unmet)
         default: name
         }
     }

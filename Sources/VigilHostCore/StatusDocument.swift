@@ -6,9 +6,12 @@ import VigilCore
 import Glibc
 #endif
 
-/// The JSON a running host publishes (and `vigil status --json` prints): schema `vigil.status/v1`.
+/// The JSON a running host publishes (and `vigil status --json` prints): schema `vigil.status/v2`.
+///
+/// v2 writes each plugin's `state` in the one vocabulary (``PluginStateName``): `stopped` where v1
+/// wrote `idle`, and `waiting` where v1 wrote `blocked` for a plugin missing only its environment.
 struct StatusDocument: Codable {
-    static let schema = "vigil.status/v1"
+    static let schema = "vigil.status/v2"
 
     struct Failure: Codable {
         var code: String
@@ -159,7 +162,10 @@ struct StatusDocument: Codable {
 }
 
 extension HostStatus {
-    /// The status as `vigil.status/v1` JSON (sorted keys, stable for scripts).
+    /// The schema of the status document: `vigil.status/v2`.
+    public static let schema = StatusDocument.schema
+
+    /// The status as `vigil.status/v2` JSON (sorted keys, stable for scripts).
     public func jsonData(pretty: Bool = false) -> Data {
         let document = StatusDocument(
             schema: StatusDocument.schema, vigil: vigilVersion.map { .init(version: $0, revision: vigilRevision) },
@@ -194,7 +200,7 @@ extension HostStatus {
         return (try? encoder.encode(document)) ?? Data()
     }
 
-    /// Reads `vigil.status/v1` JSON.
+    /// Reads `vigil.status/v2` JSON.
     ///
     /// - Throws: ``VigilError/Code/statusUnreadable`` for anything else.
     public init(jsonData data: Data) throws(VigilError) {
@@ -212,7 +218,7 @@ extension HostStatus {
         }
         // A failed plugin's code, typed: one this `vigil` does not know is refused, not guessed.
         var codes: [String: PluginFailure.Code] = [:]
-        for plugin in document.plugins where plugin.state == "failed" {
+        for plugin in document.plugins where plugin.state == PluginStateName.failed.rawValue {
             let text = plugin.error?.code ?? ""
             guard let code = PluginFailure.Code(text) else {
                 throw VigilError(
@@ -227,20 +233,20 @@ extension HostStatus {
             pid: document.pid, hostName: document.host, configPath: document.config,
             plugins: document.plugins.map { plugin in
                 let state: PluginState =
-                    switch plugin.state {
-                    case "starting": .starting
-                    case "running": .running
-                    case "stopping": .stopping
-                    case "interrupted": .interrupted(reason: plugin.reason ?? "")
-                    case "failed":
+                    switch PluginStateName(rawValue: plugin.state) {
+                    case .starting: .starting
+                    case .running: .running
+                    case .stopping: .stopping
+                    case .interrupted: .interrupted(reason: plugin.reason ?? "")
+                    case .failed:
                         if let code = codes[plugin.name] {
                             .failed(
                                 PluginFailure(code: code, plugin: plugin.name, message: plugin.error?.message ?? ""))
                         } else {
                             .idle  // not reached: every failed plugin's code was read above
                         }
-                    case "blocked": .blocked((plugin.unmet ?? []).map(Self.unmet(from:)))
-                    default: .idle
+                    case .waiting, .blocked: .blocked((plugin.unmet ?? []).map(Self.unmet(from:)))
+                    case .stopped, .verified, nil: .idle
                     }
                 var status = PluginStatus(
                     name: plugin.name, version: plugin.version, state: state, since: plugin.since.secondsSince1970,

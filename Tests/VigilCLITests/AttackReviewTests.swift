@@ -91,7 +91,7 @@ import VigilTestSupport
         let check = try await VigilExecutable.run(["check", "--json"], in: s.work, environment: noState)
         #expect(check.status == 1)
         let doc = try Self.json(check.stdout)
-        #expect((doc["plugins"] as? [[String: Any]])?.first?["ready"] as? Bool == false)
+        #expect((doc["plugins"] as? [[String: Any]])?.first?["state"] as? String == "failed")
         #expect(check.stdout.contains("neither XDG_STATE_HOME nor HOME"))
         let list = try await VigilExecutable.run(["plugin", "list", "--json"], in: s.work, environment: noState)
         let row = try #require((try Self.json(list.stdout)["plugins"] as? [[String: Any]])?.first)
@@ -106,7 +106,7 @@ import VigilTestSupport
         let unsafe = try await s.vigil("check")
         #expect(unsafe.status == 1)
         #expect(unsafe.stderr.contains("writable by group or others"), "\(unsafe.stderr)")
-        #expect(unsafe.stdout.contains("0 ready"))
+        #expect(unsafe.stdout.contains("0 verified, 1 failed"), "\(unsafe.stdout)")
     }
 
     /// vigil.toml must not hold the new key when the rollback state cannot be written.
@@ -187,17 +187,17 @@ import VigilTestSupport
     @Test func aBrokenLocalPluginIsAnErrorAndCheckSaysWherePluginsCameFrom() async throws {
         let s = try CLISandbox(realFirstParty: true)
         defer { s.remove() }
-        try s.dir.write("work/vigil.toml", "plugins = [\"supervisor\"]\n")
+        try s.dir.write("work/vigil.toml", "plugins = [\"supervisor\"]\n[host]\nservices = [\"supervisor\"]\n")
         #expect(try await s.vigil("plugin", "trust", "supervisor", "--yes").status == 0)
         let ok = try await s.vigil("check")
         #expect(ok.status == 0, "\(ok.stderr)")
-        #expect(ok.stdout.contains("supervisor: ready, from \(s.firstParty)/supervisor"), "\(ok.stdout)")
+        #expect(ok.stdout.contains("supervisor: verified, from \(s.firstParty)/supervisor"), "\(ok.stdout)")
         try s.dir.makeDirectory("work/manifests/supervisor")
         let broken = try await s.vigil("check", "--json")
         #expect(broken.status == 1)
         let doc = try Self.json(broken.stdout)
         let plugin = try #require((doc["plugins"] as? [[String: Any]])?.first)
-        #expect(plugin["ready"] as? Bool == false)
+        #expect(plugin["state"] as? String == "failed")
         #expect(broken.stdout.contains("has no plugin.json"), "\(broken.stdout)")
     }
 

@@ -15,9 +15,11 @@ import VigilTestSupport
 /// 3. `vigil-trust --fingerprint` trusts without a terminal; `vigil-trust` under a pseudo-terminal
 ///    (`script`) asks, and `n` declines while `y` trusts;
 /// 4. `vigil-check` reports a worker command that does not exist as a located error, its lines and
-///    its summary in order in one redirected stream; the build reports it as a warning, with the
-///    background_modes warning, and succeeds; after another `vigil-check`, the next build compiles
-///    and links nothing;
+///    its summary in order in one redirected stream; the build fails on the missing background_modes
+///    declaration (silent-engine would be blocked: an error, located at the plugin); once it is
+///    declared, the build reports the worker command as a warning and succeeds; after another
+///    `vigil-check`, the next build compiles and links nothing and prints the warning again, and so
+///    does the no-op build after it (SwiftPM runs the check again while it warns);
 /// 5. a plugin directory that appears after the build was planned fails the build until SwiftPM
 ///    plans again.
 @Suite("Vigil's SwiftPM plugins in a host package")
@@ -207,22 +209,28 @@ struct BuildPluginTests {
         #expect(summary != nil, "no summary in:\n\(check.log)")
         if let commandError, let summary { #expect(commandError < summary, "the summary comes first:\n\(check.log)") }
 
-        // 4b. The build: the same command problem is a warning, next to the background_modes one,
-        // and the build succeeds.
-        let built = try await host.run("build", [])
-        #expect(built.status == 0, "the build failed:\n\(built.output)")
-        let warnings =
-            diagnostics(in: built.output, severity: "warning", plugin: "silent-engine")
-            + diagnostics(in: built.output, severity: "warning", plugin: "supervisor")
-        let background = warnings.first {
+        // 4b. The build: the missing background_modes declaration is an error at silent-engine's
+        // entry (it would be blocked, it would not start), and the build fails.
+        let undeclared = try await host.run("build", [])
+        #expect(undeclared.status != 0, "the build passed a missing declaration:\n\(undeclared.output)")
+        let background = diagnostics(in: undeclared.output, severity: "error", plugin: "silent-engine").first {
             $0.path == host.configPath && $0.text.contains("requires background_modes to include \"audio\"")
         }
-        #expect(background != nil, "no background_modes warning in:\n\(built.output)")
+        #expect(background != nil, "no background_modes error in:\n\(undeclared.output)")
+        #expect(background?.text.contains("blocked by a missing declaration") == true, "\(background?.text ?? "")")
         #expect(background?.line == lineNumber(of: "plugins", in: trusted))
         #expect(background?.column == column(of: "\"silent-engine\"", onLine: 2, in: trusted))
+
+        // Declared: the worker's command is a warning (the build does not probe), and the build passes.
+        try dir.write(
+            "host/vigil.toml",
+            trusted.replacingOccurrences(
+                of: "services = [\"supervisor\"]\n",
+                with: "services = [\"supervisor\"]\nbackground_modes = [\"audio\"]\n"))
+        let built = try await host.run("build", [])
+        #expect(built.status == 0, "the build failed:\n\(built.output)")
         #expect(
-            warnings.contains { $0.text.contains("command \"/nonexistent/signerd\" does not exist") },
-            "no worker command warning in:\n\(built.output)")
+            workerWarning(in: built.output), "no worker command warning in:\n\(built.output)")
 
         // 4c. A plugin command plans and builds nothing, so the next build compiles and links nothing:
         // the command runs the build check's copy of the tool (the old one built the tool through
@@ -232,9 +240,14 @@ struct BuildPluginTests {
         #expect(again.output.contains("vigil check found errors"), "\(again.output)")
         let rebuilt = try await host.run("build", [])
         #expect(rebuilt.status == 0, "\(rebuilt.output)")
+        // The warning holds, so the build says it again (it used to say it once, then nothing).
+        #expect(workerWarning(in: rebuilt.output), "the no-op build dropped the warning:\n\(rebuilt.output)")
+        let noop = try await host.run("build", [])
+        #expect(noop.status == 0, "\(noop.output)")
+        #expect(workerWarning(in: noop.output), "the second no-op build dropped the warning:\n\(noop.output)")
         let compiled = try host.builtFiles().filter { settled[$0.key] != $0.value }.keys.sorted()
         #expect(!settled.isEmpty)
-        #expect(compiled.isEmpty, "vigil-check and the build after it compiled or linked: \(compiled)")
+        #expect(compiled.isEmpty, "vigil-check and the builds after it compiled or linked: \(compiled)")
 
         // 5. A plugin directory that appears after SwiftPM planned the build: the check runs (its
         // directory changed) and fails, because it could not run again when those files change —
@@ -248,6 +261,13 @@ struct BuildPluginTests {
             "host/Package.swift", try TextFile.read(dir.url("host/Package.swift")) + "\n")
         let replanned = try await host.run("build", [])
         #expect(replanned.status == 0, "the build failed after SwiftPM planned again:\n\(replanned.output)")
+    }
+
+    /// True when `output` has the build's located warning for the worker command that does not exist.
+    func workerWarning(in output: String) -> Bool {
+        diagnostics(in: output, severity: "warning", plugin: "supervisor").contains {
+            $0.text.contains("command \"/nonexistent/signerd\" does not exist")
+        }
     }
 
     struct Diagnostic {

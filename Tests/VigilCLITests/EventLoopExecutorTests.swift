@@ -50,8 +50,8 @@ struct EventLoopExecutorTests {
             environment: environment, stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
         defer { child.terminate(grace: 2) }
 
-        // Blocked first: the host waits for the server and re-probes after each `Task.sleep`.
-        let blocked = try await project.pluginStatus("silent-engine") { $0["state"] as? String == "blocked" }
+        // Waiting first: the host waits for the server and re-probes after each `Task.sleep`.
+        let blocked = try await project.pluginStatus("silent-engine") { $0["state"] as? String == "waiting" }
         #expect(
             blocked != nil,
             "stderr: \((try? TextFile.read(project.dir.path + "/up.err")) ?? "")")

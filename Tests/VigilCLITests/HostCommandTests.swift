@@ -80,7 +80,7 @@ struct HostCommandTests {
         let clean = try await project.vigil("check", "--config", project.config)
         #expect(clean.status == 0, "\(clean.stderr)")
         #expect(clean.stderr.isEmpty)
-        #expect(clean.stdout.contains("0 plugins activated, 0 ready; 0 errors, 0 warnings"))
+        #expect(clean.stdout.contains("0 plugins activated, 0 verified; 0 errors, 0 warnings"))
 
         try project.dir.write("vigil.toml", "plugins = [\"supervisor\"]\n")
         let untrusted = try await project.vigil("check", "--config", project.config)
@@ -91,8 +91,9 @@ struct HostCommandTests {
         #expect(untrusted.stderr.contains("run `vigil plugin trust supervisor`"))
     }
 
-    @Test("check: unmet declarations are warnings at the plugin's entry; exit 1 only with errors; --json agrees")
-    func checkWarnings() async throws {
+    @Test(
+        "check: a missing declaration is an error (blocked), a missing audio output a warning (waiting); --json agrees")
+    func checkMissingDeclaration() async throws {
         let project = try Project()
         defer { project.dir.remove() }
         try project.dir.write("vigil.toml", "plugins = [\"silent-engine\"]\n\n[host]\nname = \"kiosk\"\n")
@@ -102,35 +103,55 @@ struct HostCommandTests {
         #expect(
             lines.contains {
                 $0.hasPrefix(
-                    "\(project.config):1:12: warning: [silent-engine] requires background_modes to include \"audio\" — "
-                        + "add it under [host] in vigil.toml: background_modes = [\"audio\"]")
+                    "\(project.config):1:12: error: [silent-engine] blocked by a missing declaration (it would not "
+                        + "start): requires background_modes to include \"audio\" — add it under [host] in vigil.toml: "
+                        + "background_modes = [\"audio\"]")
             }, "\(result.stderr)")
         #expect(
             lines.contains {
                 $0.hasPrefix(
-                    "\(project.config):1:12: warning: [silent-engine] will wait for an audio output at start: ")
+                    "\(project.config):1:12: warning: [silent-engine] waiting for an audio output at start: ")
                     && $0.contains("no-such-pulse-socket (PULSE_SERVER)")
             }, "\(result.stderr)")
-        let errors = lines.filter { $0.contains(": error: ") }
-        #expect(errors.isEmpty, "\(errors)")
-        #expect(result.status == 0)
+        #expect(result.status == 1)
+        #expect(
+            result.stdout.contains(
+                "1 plugin activated, 0 verified, 1 blocked by a missing declaration; 1 error, 1 warning"),
+            "\(result.stdout)")
+        #expect(result.stdout.contains("  silent-engine: blocked by a missing declaration, from "), "\(result.stdout)")
 
         let json = try await project.vigil("check", "--json", "--config", project.config)
         #expect(json.status == result.status)
         let document = try #require(try Self.json(json.stdout) as? [String: Any])
-        #expect(document["schema"] as? String == "vigil.check/v1")
-        #expect(document["warnings"] as? Int == 2)
-        #expect(document["errors"] as? Int == 0)
+        #expect(document["schema"] as? String == "vigil.check/v2")
+        #expect(document["warnings"] as? Int == 1)
+        #expect(document["errors"] as? Int == 1)
         let diagnostics = try #require(document["diagnostics"] as? [[String: Any]])
         #expect(
             diagnostics.contains {
-                $0["line"] as? Int == 1 && $0["column"] as? Int == 12 && $0["severity"] as? String == "warning"
+                $0["line"] as? Int == 1 && $0["column"] as? Int == 12 && $0["severity"] as? String == "error"
             })
+        let plugin = try #require((document["plugins"] as? [[String: Any]])?.first)
+        #expect(plugin["state"] as? String == "blocked" && plugin["ready"] == nil, "\(plugin)")
 
-        // What a build can know: the audio probe is skipped.
+        // What a build can know: the audio probe is skipped; the missing declaration is still an error.
         let build = try await project.vigil("check", "--declarations-only", "--config", project.config)
-        #expect(!build.stderr.contains("will wait for"))
-        #expect(build.stderr.contains("requires background_modes"))
+        #expect(!build.stderr.contains("waiting for"))
+        #expect(build.stderr.contains("error: [silent-engine] blocked by a missing declaration"), "\(build.stderr)")
+        #expect(build.status == 1)
+
+        // Declared: the plugin waits for its audio output, a warning; the check passes.
+        let trusted = String(decoding: try project.dir.read("vigil.toml"), as: UTF8.self)
+        try project.dir.write(
+            "vigil.toml",
+            trusted.replacingOccurrences(
+                of: "name = \"kiosk\"\n", with: "name = \"kiosk\"\nbackground_modes = [\"audio\"]\n"))
+        let declared = try await project.vigil("check", "--config", project.config)
+        #expect(declared.status == 0, "\(declared.stderr)")
+        #expect(
+            declared.stdout.contains(
+                "1 plugin activated, 0 verified, 1 waiting for an audio output; 0 errors, 1 warning"),
+            "\(declared.stdout)")
     }
 
     @Test("check: a worker command that cannot be started is an error at its line; the summary says who waits for what")
@@ -179,7 +200,7 @@ struct HostCommandTests {
         }
         // No sound server and no ALSA device in this environment: silent-engine will wait.
         #expect(
-            result.stdout.contains("2 plugins activated, 1 ready, 1 waiting for an audio output; 4 errors"),
+            result.stdout.contains("2 plugins activated, 1 verified, 1 waiting for an audio output; 4 errors"),
             "\(result.stdout)")
 
         // The build checks declarations only: the same problems are warnings there.
@@ -210,7 +231,7 @@ struct HostCommandTests {
         // A status file for a live process (this one), its strings chosen to forge lines and reorder text.
         let hostile = "a\u{1B}[2Jb\nforged line\u{202E}txt.exe"
         let document: [String: Any] = [
-            "schema": "vigil.status/v1", "pid": Int(getpid()), "host": hostile, "config": "/srv/\u{2028}x.toml",
+            "schema": "vigil.status/v2", "pid": Int(getpid()), "host": hostile, "config": "/srv/\u{2028}x.toml",
             "plugins": [
                 [
                     "name": "silent-engine", "state": "running", "since": "2026-11-23T18:00:00Z",
@@ -270,14 +291,13 @@ struct HostCommandTests {
             document,
             "vigil up did not publish its status; stderr: \((try? TextFile.read(project.dir.path + "/up.err")) ?? "")"
         )
-        #expect(host["schema"] as? String == "vigil.status/v1")
+        #expect(host["schema"] as? String == "vigil.status/v2")
         #expect(host["pid"] as? Int == Int(child.pid))
         #expect(host["config"] as? String == project.config)
         let plugins = try #require(host["plugins"] as? [[String: Any]])
         #expect(plugins.map { $0["name"] as? String } == ["silent-engine", "supervisor"])
-        for plugin in plugins {
-            #expect(plugin["state"] as? String == "blocked", "\(plugin)")
-        }
+        // One vocabulary (docs/states.md): no audio output is `waiting`, a missing declaration `blocked`.
+        #expect(plugins.map { $0["state"] as? String } == ["waiting", "blocked"], "\(plugins)")
         // supervisor's [host] services declaration is missing; silent-engine has no audio output.
         let supervisorUnmet = try #require(plugins[1]["unmet"] as? [[String: Any]])
         #expect(
@@ -302,8 +322,9 @@ struct HostCommandTests {
         let printed = (try? TextFile.read(output)) ?? ""
         #expect(printed.contains("vigil up: host "))
         #expect(printed.contains("vigil up: stopped"))
-        // Plain (non-terminal) output says what each blocked plugin waits for.
-        #expect(printed.contains("silent-engine: waits for an audio output: "), "\(printed)")
-        #expect(printed.contains("supervisor: "), "\(printed)")
+        // Plain (non-terminal) output says what each plugin waits for or is blocked by, in the words
+        // of `vigil check` and `vigil status` (docs/states.md).
+        #expect(printed.contains("silent-engine: waiting for an audio output: "), "\(printed)")
+        #expect(printed.contains("supervisor: blocked by a missing declaration: requires services"), "\(printed)")
     }
 }

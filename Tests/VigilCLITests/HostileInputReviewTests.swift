@@ -56,7 +56,7 @@ struct HostileInputReviewTests {
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let text = """
-            {"schema": "vigil.status/v1", "pid": \(getpid()), "host": "planted", "config": null,
+            {"schema": "vigil.status/v2", "pid": \(getpid()), "host": "planted", "config": null,
              "plugins": [{"name": "silent-engine", "state": "running", "since": \(since), "details": {}}]}
             """
         try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/host-\(getpid()).json"))

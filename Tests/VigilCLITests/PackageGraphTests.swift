@@ -171,6 +171,54 @@ struct PackageGraphTests {
         }
     }
 
+    /// Each system library's apt package, as Package.swift's `providers: [.apt([...])]` names it.
+    static func aptProviders() throws -> [String: String] {
+        let manifest = try String(contentsOfFile: VigilExecutable.packageRoot + "/Package.swift", encoding: .utf8)
+        let block = try Regex(#"\.systemLibrary\(\s*name:\s*"(\w+)"[^)]*?\.apt\(\[\s*"([^"]+)"\s*\]\)"#)
+        var providers: [String: String] = [:]
+        for match in manifest.matches(of: block) {
+            if let name = match.output[1].substring, let package = match.output[2].substring {
+                providers[String(name)] = String(package)
+            }
+        }
+        return providers
+    }
+
+    @Test("the host guide's Debian packages per product are exactly the apt providers of each product's C libraries")
+    func guidePackageList() throws {
+        let graph = try Self.graph.get()
+        let providers = try Self.aptProviders()
+        let systemLibraries = graph.targets.values.filter { $0.moduleType == "SystemLibraryTarget" }.map(\.name)
+        #expect(Set(systemLibraries) == Set(providers.keys), "a system library without an apt provider: \(providers)")
+        let guide = try String(contentsOfFile: VigilExecutable.packageRoot + "/docs/host-guide.md", encoding: .utf8)
+        let start = try #require(guide.range(of: "<!-- packages-per-product"), "no package table in the guide")
+        let end = try #require(guide.range(of: "<!-- end packages-per-product -->"))
+        var rows: [String: Set<String>] = [:]
+        for line in guide[start.upperBound..<end.lowerBound].split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            let product = cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            let packages =
+                cells[3] == "none"
+                ? []
+                : cells[3].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+                    .split(separator: " ").map(String.init)
+            rows[product] = Set(packages)
+        }
+        // The umbrella, the build check every guide host applies, and each plugin's own product.
+        for product in ["Vigil", "VigilBuildCheck", "VigilSupervisor", "VigilSilentEngine", "VigilSoundscape"] {
+            #expect(rows[product] != nil, "the guide lists no packages for \(product)")
+        }
+        for (product, listed) in rows.sorted(by: { $0.key < $1.key }) {
+            let needed = try graph.closure(product: product).compactMap { providers[$0] }
+            #expect(
+                listed == Set(needed), "\(product): the guide lists \(listed.sorted()), it needs \(needed.sorted())")
+        }
+        // The two the guide once left out.
+        #expect(rows["Vigil"]?.isSuperset(of: ["libsndfile1-dev", "libespeak-ng-dev"]) == true)
+    }
+
     @Test("the supervisor's `workers` are read in one module, which the plugin and the checks both use")
     func workersReadOnce() throws {
         let graph = try Self.graph.get()

@@ -29,7 +29,7 @@ struct StatusFreshnessTests {
             return #"{"name": "\#(name)", "state": "running", "since": \#(now), "details": {}\#(signature)}"#
         }
         let text = """
-            {"schema": "vigil.status/v1", "pid": \(getpid()), "host": "planted", "config": null,
+            {"schema": "vigil.status/v2", "pid": \(getpid()), "host": "planted", "config": null,
              "plugins": [\(plugin("fresh", expires: now + 30 * 86400 - 30)), \(plugin("soon", expires: now + 2 * 86400 - 30)),
                          \(plugin("old", expires: now - 86400)), \(plugin("plain", expires: nil))]}
             """

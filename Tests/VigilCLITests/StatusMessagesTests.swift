@@ -154,7 +154,7 @@ struct StatusMessagesTests {
             if index == 7 { details["worker.\(name).reason"] = "exited with status 1" }
         }
         let document: [String: Any] = [
-            "schema": "vigil.status/v1", "pid": Int(getpid()), "host": "many", "config": project.config,
+            "schema": "vigil.status/v2", "pid": Int(getpid()), "host": "many", "config": project.config,
             "plugins": [
                 ["name": "supervisor", "state": "running", "since": "2026-11-23T18:00:00Z", "details": details]
             ],

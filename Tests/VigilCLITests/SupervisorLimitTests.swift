@@ -118,7 +118,8 @@ struct SupervisorLimitTests {
             let deadline = Date().addingTimeInterval(20)
             while host.isRunning, Date() < deadline {
                 status = try await Runtime.supervisorStatus(project, pid: host.pid, timeout: 0.5) { plugin in
-                    Self.allRunning(plugin, 12) || !["starting", "idle"].contains(plugin["state"] as? String ?? "idle")
+                    Self.allRunning(plugin, 12)
+                        || !["starting", "stopped"].contains(plugin["state"] as? String ?? "stopped")
                 }
                 if status != nil { break }
             }

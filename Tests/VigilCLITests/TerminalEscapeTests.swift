@@ -121,7 +121,7 @@ struct TerminalEscapeTests {
         #expect(lines[1].first == "signed demo@1.0.0 in \(directory)/demo", "\(lines[1])")
         #expect(lines[2].contains("  directory:     \(directory)/demo"), "\(lines[2])")
         #expect(lines[3].contains("    directory: \(directory)/demo"), "\(lines[3])")
-        #expect(lines[4].contains("  demo: not ready, from \(directory)/demo"), "\(lines[4])")
+        #expect(lines[4].contains("  demo: failed, from \(directory)/demo"), "\(lines[4])")
         #expect(lines[5] == ["error: [missing] \(directory)/missing has no plugin.json — is this a plugin directory?"])
         #expect(runs.map(\.1.status) == [0, 0, 0, 0, 1, 1], "\(runs.map(\.1.stderr))")
         let json = try await s.vigil("plugin", "list", "--json")

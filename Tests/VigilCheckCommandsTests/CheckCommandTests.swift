@@ -25,7 +25,7 @@ struct CheckCommandTests {
         try project.config("plugins = [\"a\"]\n[host]\nbackground_modes = \"audio\"\n")
         let report = HostCheck(entries: [], environment: project.environment).run(configPath: project.configPath)
         let json = try Self.document(CheckJSON.encode(report))
-        #expect(json["schema"] as? String == "vigil.check/v1")
+        #expect(json["schema"] as? String == "vigil.check/v2")
         #expect(json["config"] as? String == project.configPath)
         #expect(json["errors"] as? Int == 1 && json["warnings"] as? Int == 0)
         let diagnostics = try #require(json["diagnostics"] as? [[String: Any]])
@@ -79,7 +79,7 @@ struct CheckCommandTests {
         #expect(warnings.map(\.plugin) == ["soon"])
         // Text: one line per plugin with how long its signature stays fresh.
         let lines = report.plugins.map { CheckSummary.pluginLine($0, report) }
-        #expect(lines[0].contains("soon: ready") && lines[0].contains("signature fresh for 2d 23h (until \(soon))"))
+        #expect(lines[0].contains("soon: verified") && lines[0].contains("signature fresh for 2d 23h (until \(soon))"))
         #expect(lines[0].contains("within [freshness] grace (7d 0h)"))
         #expect(lines[1].contains("signature fresh for 29d 23h (until \(later))") && !lines[1].contains("warning"))
         #expect(!lines[2].contains("signature"), "a manifest without expires never expires")
@@ -115,21 +115,40 @@ struct CheckCommandTests {
         #expect(warnings.first?.message.contains("revocation-expired") == true)
     }
 
-    @Test("the summary counts each plugin once: failed, blocked, waiting (by what for), else ready")
+    @Test("the summary counts each plugin once, in the words of every output: verified, waiting for …, blocked, failed")
     func summaryLine() {
+        func plugin(_ name: String, _ state: PluginStateName, _ phrase: String? = nil) -> HostCheck.Plugin {
+            HostCheck.Plugin(name: name, state: state, phrase: phrase ?? state.rawValue, reason: nil, directory: nil)
+        }
         var report = HostCheck.Report(
             configPath: "vigil.toml", diagnostics: [], unsafePlugins: [],
-            plugins: [
-                ("a", true, nil), ("b", true, nil), ("c", false, nil), ("d", true, nil), ("e", true, nil),
-                ("f", true, nil),
-            ])
-        #expect(CheckSummary.plugins(report) == "5 ready, 1 failed")
-        report.blocked = ["d"]
-        report.waiting = ["e": "an audio output", "f": "an audio output", "b": "D-Bus"]
+            plugins: ["a", "b", "d", "e", "f"].map { plugin($0, .verified) } + [plugin("c", .failed)])
+        #expect(CheckSummary.plugins(report) == "5 verified, 1 failed")
+        report.plugins[1] = plugin("b", .waiting, "waiting for D-Bus")
+        report.plugins[2] = plugin("d", .blocked, "blocked by a missing declaration")
+        report.plugins[3] = plugin("e", .waiting, "waiting for an audio output")
+        report.plugins[4] = plugin("f", .waiting, "waiting for an audio output")
         #expect(
             CheckSummary.plugins(report)
-                == "1 ready, 1 waiting for D-Bus, 2 waiting for an audio output, 1 blocked by a missing declaration, "
+                == "1 verified, 1 waiting for D-Bus, 2 waiting for an audio output, 1 blocked by a missing declaration, "
                 + "1 failed")
+    }
+
+    @Test("check --json v2: each plugin's state, summary and reason; no \"ready\"")
+    func checkJSONStates() throws {
+        let report = HostCheck.Report(
+            configPath: "vigil.toml", diagnostics: [], unsafePlugins: [],
+            plugins: [
+                HostCheck.Plugin(
+                    name: "a", state: .waiting, phrase: "waiting for an audio output", reason: "no sound server",
+                    directory: "/m/a"),
+                HostCheck.Plugin(name: "b", state: .verified, phrase: "verified", reason: nil, directory: nil),
+            ])
+        let plugins = try #require(try Self.document(CheckJSON.encode(report))["plugins"] as? [[String: Any]])
+        #expect(plugins.map { $0["state"] as? String } == ["waiting", "verified"])
+        #expect(plugins[0]["summary"] as? String == "waiting for an audio output")
+        #expect(plugins[0]["reason"] as? String == "no sound server" && plugins[1]["reason"] is NSNull)
+        #expect(plugins.allSatisfy { Set($0.keys) == ["name", "state", "summary", "reason", "directory"] })
     }
 
     @Test("arguments: bad names, fingerprints and thresholds are usage errors (exit 64) saying which argument")

@@ -15,8 +15,8 @@ struct HostCheckTests {
             probeEnvironment: probe)
     }
 
-    @Test("warnings for unmet declarations and probes, located at the plugin's entry in plugins = [...]")
-    func warningsAreLocated() throws {
+    @Test("a missing declaration is an error (blocked), an unmet probe a warning (waiting), at the plugin's entry")
+    func missingDeclarationIsAnError() throws {
         let project = try HostProject()
         defer { project.remove() }
         let fp = try project.signedPlugin(
@@ -34,19 +34,53 @@ struct HostCheckTests {
             engine = "\(fp)"
             """)
         let report = checker(project).run(configPath: project.configPath)
-        #expect(!report.hasErrors)
+        #expect(report.hasErrors)
         #expect(
             report.diagnostics.map(\.description) == [
-                "\(project.configPath):3:3: warning: [engine] requires background_modes to include \"audio\" — add it under "
-                    + "[host] in vigil.toml: background_modes = [\"audio\"] (why: keeps the sink awake)",
-                "\(project.configPath):3:3: warning: [engine] will wait for the executable \"pactl\" at start: needs the "
+                "\(project.configPath):3:3: error: [engine] blocked by a missing declaration (it would not start): "
+                    + "requires background_modes to include \"audio\" — add it under [host] in vigil.toml: "
+                    + "background_modes = [\"audio\"] (why: keeps the sink awake)",
+                "\(project.configPath):3:3: warning: [engine] waiting for the executable \"pactl\" at start: needs the "
                     + "executable \"pactl\" on PATH, but it is not there — install the package that provides pactl, or add "
                     + "its directory to PATH",
             ])
-        // What a build can know: declarations only.
-        #expect(checker(project, probe: false).run(configPath: project.configPath).diagnostics.count == 1)
+        // What a build can know: declarations only, and the missing one is an error there too.
+        let build = checker(project, probe: false).run(configPath: project.configPath)
+        #expect(build.diagnostics.map(\.severity) == [.error])
+        #expect(build.plugins.map(\.state) == [.blocked])
         #expect(report.plugins.map(\.name) == ["engine"])
-        #expect(report.plugins.map(\.ready) == [true])
+        #expect(report.plugins.map(\.state) == [.blocked])
+        #expect(report.plugins.map(\.phrase) == ["blocked by a missing declaration"])
+    }
+
+    @Test("each plugin's state in the one vocabulary: verified, waiting for …, blocked by … (services), failed")
+    func pluginStates() throws {
+        let project = try HostProject()
+        defer { project.remove() }
+        let waits = try project.signedPlugin("waits", requirements: #"[{"kind": "executable", "value": "pactl"}]"#)
+        let service = try project.signedPlugin(
+            "svc", requirements: #"[{"kind": "service", "value": "supervisor"}, {"kind": "executable", "value": "x"}]"#)
+        let plain = try project.signedPlugin("plain")
+        try project.config(
+            """
+            plugins = ["waits", "svc", "plain", "absent"]
+            [trusted_plugins]
+            waits = "\(waits)"
+            svc = "\(service)"
+            plain = "\(plain)"
+            """)
+        let report = checker(project).run(configPath: project.configPath)
+        #expect(report.plugins.map(\.state) == [.waiting, .blocked, .verified, .failed])
+        #expect(
+            report.plugins.map(\.phrase) == [
+                "waiting for the executable \"pactl\"", "blocked by a missing declaration", "verified", "failed",
+            ])
+        // The missing `services` declaration is an error at svc's entry; the probes only warn.
+        let errors = report.diagnostics.filter { $0.severity == .error }
+        #expect(errors.contains { $0.plugin == "svc" && $0.message.contains("requires services to include") })
+        #expect(!report.diagnostics.contains { $0.plugin == "waits" && $0.severity == .error })
+        #expect(report.plugins[1].reason?.hasPrefix("requires services to include \"supervisor\"") == true)
+        #expect(report.plugins[3].reason != nil && report.plugins[2].reason == nil)
     }
 
     @Test("errors for a tampered or untrusted plugin; a warning and the banner for an acknowledged unsigned one")

@@ -43,7 +43,7 @@ struct SettingsDiagnosticsTests {
                 "\(project.configPath):6:1: error: [alpha] setting `mode`: \"sin\" is not one of \"zero\", \"sine\"; "
                     + "did you mean \"sine\"? — fix it in the [alpha] table (the plugin would not start)",
             ])
-        #expect(report.plugins.map(\.ready) == [false])
+        #expect(report.plugins.map(\.state) == [.failed])
     }
 
     @Test("a valid v2 table passes; a v1 plugin's table is a warning that it is checked only at start")
@@ -70,7 +70,7 @@ struct SettingsDiagnosticsTests {
                     + "schema, so [beta] is checked only when the plugin starts — ask its publisher for a "
                     + "vigil.plugin-manifest/v2 manifest"
             ])
-        #expect(report.plugins.map(\.ready) == [true, true])
+        #expect(report.plugins.map(\.state) == [.verified, .verified])
     }
 
     @Test(

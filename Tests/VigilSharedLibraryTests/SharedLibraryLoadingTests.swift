@@ -315,7 +315,7 @@ struct SharedLibraryLoadingTests {
                 soundDeviceDirectory: "/nonexistent-vigil-snd"))
         let report = check.run(configPath: f.configPath)
         #expect(report.plugins.map(\.name) == ["alpha", "beta"])
-        #expect(report.plugins.map(\.ready) == [false, true])
+        #expect(report.plugins.map(\.state) == [.failed, .verified])
         #expect(report.diagnostics.count == 1)
         #expect(report.diagnostics.first?.message.contains("newer than this Vigil's") == true)
         #expect(!f.exists(f.sentinel("alpha")) && !f.exists(f.sentinel("beta")), "check maps nothing")

@@ -145,7 +145,7 @@ struct ConfigHostTests {
         let state = await host.keepAlive()[plugin: "svc"]?.state
         #expect(
             state?.description
-                == "blocked: requires services to include \"supervisor\" — add it under [host] in vigil.toml: services = [\"supervisor\"]"
+                == "blocked by a missing declaration: requires services to include \"supervisor\" — add it under [host] in vigil.toml: services = [\"supervisor\"]"
         )
         #expect(ledger.snapshot.made == 0)
     }

@@ -31,7 +31,7 @@ struct HostStateMachineTests {
         var m = Self.machine(["a", "b"])
         #expect(m.handle(.requested(up: true)) == [.beginPublishing, .start(plugin: 0, resuming: false)])
         #expect(m.handle(.started(plugin: 0, instance: 1)) == [.changed(plugin: 0, event: nil)])
-        #expect(Self.states(m) == ["starting", "idle"])
+        #expect(Self.states(m) == ["starting", "stopped"])
         #expect(
             m.handle(.ready(plugin: 0, instance: 1)) == [
                 .changed(plugin: 0, event: .started), .start(plugin: 1, resuming: false),
@@ -204,7 +204,7 @@ struct HostStateMachineTests {
         #expect(down.contains(.changed(plugin: 0, event: .stopped)))
         _ = n.handle(.sleepClosed)
         #expect(n.isAtRest)
-        #expect(Self.states(n) == ["idle"])
+        #expect(Self.states(n) == ["stopped"])
     }
 
     @Test("a stop never waits for the system bus; a shutdown during start-up opens no sleep handling")

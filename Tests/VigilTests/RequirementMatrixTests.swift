@@ -118,7 +118,7 @@ struct RequirementMatrixTests {
             try dir.write("pcmC0D0c", "")  // capture only: not enough
             let (captureOnly, _) = try await run(
                 HostRequirement(kind: .audioOutput), environment: [:], soundDirectory: dir.path)
-            #expect(captureOnly.name == "blocked")
+            #expect(captureOnly.name == "waiting")
             try dir.write("pcmC0D0p", "")
             let (playback, _) = try await run(
                 HostRequirement(kind: .audioOutput), environment: [:], soundDirectory: dir.path)
@@ -191,7 +191,7 @@ struct RequirementMatrixTests {
         try await RuntimeFixtures.withTempDirectory { dir in
             let ledger = InstanceLedger()
             let host = try Self.hostWaitingForLateTool(in: dir, ledger: ledger, retryInterval: .seconds(5))
-            #expect(await host.keepAlive()[plugin: "late"]?.state.name == "blocked")
+            #expect(await host.keepAlive()[plugin: "late"]?.state.name == "waiting")
             try dir.write("bin/late-tool", "#!/bin/sh\n", mode: 0o755)
             #expect(await host.keepAlive()[plugin: "late"]?.state == .running)
             await host.stop()
@@ -209,7 +209,7 @@ struct RequirementMatrixTests {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await host.run() }
                     var iterator = events.makeAsyncIterator()
-                    #expect(await iterator.next()?.state.name == "blocked")
+                    #expect(await iterator.next()?.state.name == "waiting")
                     // Several retry intervals pass with the tool still missing: nothing starts.
                     try await Task.sleep(for: .milliseconds(350))
                     #expect(ledger.snapshot.made == 0)

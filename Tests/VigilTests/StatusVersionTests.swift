@@ -21,11 +21,11 @@ import VigilBase
     }
 
     @Test func anotherHostsVersionIsReadAsWritten() throws {
-        let older = #"{"schema":"vigil.status/v1","pid":7,"host":"h","plugins":[]}"#
+        let older = #"{"schema":"vigil.status/v2","pid":7,"host":"h","plugins":[]}"#
         let read = try HostStatus(jsonData: Data(older.utf8))
         #expect(read.vigilVersion == nil && read.vigilRevision == nil)
         let other =
-            #"{"schema":"vigil.status/v1","vigil":{"version":"9.8.7","revision":"0123456789ab"},"#
+            #"{"schema":"vigil.status/v2","vigil":{"version":"9.8.7","revision":"0123456789ab"},"#
             + #""pid":7,"host":"h","plugins":[]}"#
         let parsed = try HostStatus(jsonData: Data(other.utf8))
         #expect(parsed.vigilVersion == "9.8.7" && parsed.vigilRevision == "0123456789ab")

@@ -295,7 +295,7 @@ struct VigilHostTests {
             let writable = runtime.statusFile(pid: 1)
             for (file, pid) in [(owned, getpid()), (writable, 1)] {
                 let text = """
-                    {"schema": "vigil.status/v1", "pid": \(pid), "host": "planted", "config": null, "plugins": []}
+                    {"schema": "vigil.status/v2", "pid": \(pid), "host": "planted", "config": null, "plugins": []}
                     """
                 let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
                 #expect(fd >= 0)
