@@ -1,12 +1,15 @@
 import CoreMetrics
 import VigilBase
+import VigilCore
 import VigilMetrics
 
 /// The host's own metrics (build info, one plugin-state series per state), recorded through the
 /// factory in ``VigilHost/Options/metrics`` (a no-op unless the host app or `vigil up` gives one).
 struct HostMetrics: Sendable {
     /// Every ``PluginState`` name, one series each.
-    static let stateNames = ["idle", "starting", "running", "stopping", "interrupted", "failed", "blocked"]
+    /// The states a running host's plugin can be in: the one vocabulary's (docs/states.md) but the
+    /// check's own `verified`.
+    static let stateNames = PluginStateName.allCases.filter { $0 != .verified }.map(\.rawValue)
 
     let factory: any MetricsFactory
 
