@@ -218,7 +218,6 @@ let package = Package(
             dependencies: [
                 "VigilHostCore", "VigilCore", "VigilPlugin", "VigilSilentEngine", "VigilSupervisor",
                 "VigilSupervisorDesktop", "VigilSoundscape", "VigilAnnounce", "VigilDBus", "VigilHostCheck", log,
-                coreMetrics, "VigilMetrics",
             ],
             swiftSettings: strictSettings),
         // The Prometheus side of `[metrics]` (swift-prometheus, swift-nio): the registry as the

@@ -148,7 +148,12 @@ struct CheckCommandTests {
         #expect(plugins.map { $0["state"] as? String } == ["waiting", "verified"])
         #expect(plugins[0]["summary"] as? String == "waiting for an audio output")
         #expect(plugins[0]["reason"] as? String == "no sound server" && plugins[1]["reason"] is NSNull)
-        #expect(plugins.allSatisfy { Set($0.keys) == ["name", "state", "summary", "reason", "directory"] })
+        #expect(
+            plugins.allSatisfy {
+                Set($0.keys) == [
+                    "name", "state", "summary", "reason", "directory", "expires", "fresh_for_seconds", "freshness",
+                ]
+            })
     }
 
     @Test("arguments: bad names, fingerprints and thresholds are usage errors (exit 64) saying which argument")
