@@ -15,7 +15,9 @@ struct VigilCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil",
         abstract: "Keep a Linux host application alive and its audio output awake, through signed plugins.",
-        discussion: "`vigil --version --json` prints the version as one JSON document (schema vigil.version/v1).\n\n"
+        // One line break, no blank line: the man page is made from this text, and an empty line is
+        // an mdoc warning (`man --warnings`, lintian's groff-message).
+        discussion: "`vigil --version --json` prints the version as one JSON document (schema vigil.version/v1).\n"
             + ExitCodes.help,
         version: "vigil " + VigilVersion.description,
         subcommands: [
