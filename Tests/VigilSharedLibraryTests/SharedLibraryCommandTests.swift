@@ -32,6 +32,14 @@ struct SharedLibraryCommandTests {
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so (plugin ABI 1) — native code"))
         // What it may do, from its signed manifest, in plain words.
         #expect(r.stdout.contains("  may:\n    - read and write heartbeat in its state directory\n"), "\(r.stdout)")
+        // The build tool's trust command (what `swift package vigil-trust` runs) shows the same review.
+        let tool = try await VigilExecutable.run(
+            executable: VigilExecutable.pluginToolPath,
+            ["plugin", "trust", "heartbeat-example", "--config", dir.path + "/vigil.toml", "--yes"], in: dir.path,
+            environment: ["XDG_STATE_HOME": dir.path + "/state"])
+        #expect(tool.status == 0, "\(tool.stderr)")
+        #expect(
+            tool.stdout.contains("  may:\n    - read and write heartbeat in its state directory\n"), "\(tool.stdout)")
         // The example rotated from the examples key to 2 of {examples-next, examples-cosigner}.
         #expect(
             try TextFile.read(dir.path + "/vigil.toml").contains(
