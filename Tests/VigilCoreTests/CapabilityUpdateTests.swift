@@ -115,6 +115,24 @@ import VigilTestSupport
         _ = try loader(f).loadOrThrow("alpha")
     }
 
+    /// Accepting nothing writes no record, so an older Vigil still reads the rollback state of a
+    /// host whose plugins declare no capabilities; a review that accepts nothing removes a record.
+    @Test func nothingAcceptedWritesNoRecord() throws {
+        let f = try fixture()
+        defer { f.remove() }
+        try sign(f, version: "1.0.0", capabilities: nil)
+        try trust(f)
+        #expect(try !TextFile.read(f.store.statePath).contains("accepted_capabilities"))
+        try sign(f, version: "1.1.0", capabilities: Self.heartbeat)
+        try trust(f)
+        #expect(try TextFile.read(f.store.statePath).contains("accepted_capabilities"))
+        try sign(f, version: "1.2.0", capabilities: "{}")
+        let review = try trust(f)
+        #expect(review.addedCapabilities.isEmpty)
+        #expect(try !TextFile.read(f.store.statePath).contains("accepted_capabilities"))
+        #expect(try f.store.acceptedCapabilities(plugin: "alpha") == nil)
+    }
+
     /// The record is part of the rollback state, protected and checked like it: a malformed one
     /// fails closed.
     @Test func aCorruptRecordFailsClosed() throws {
