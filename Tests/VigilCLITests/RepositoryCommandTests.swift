@@ -107,6 +107,10 @@ struct RepositoryCommandTests {
         r = try await s.vigil("check")
         #expect(r.status == ExitCodes.failure && r.stderr.contains("did you mean `mirrors`?"), "\(r.stderr)")
         #expect(r.stderr.contains("(repository-invalid)"))
+        try "plugins = []\n[repository]\nroot = \"missing.json\"\nmirrors = [\"file:///srv/repo/\"]\n".write(
+            toFile: s.project.config, atomically: true, encoding: .utf8)
+        r = try await s.vigil("check")
+        #expect(r.status == ExitCodes.failure && r.stderr.contains("missing.json does not exist"), "\(r.stderr)")
 
         try await s.publish("sup", "1.0.0")
         // 10: unknown plugin; 1: no terminal and no --yes: nothing trusted, nothing placed.

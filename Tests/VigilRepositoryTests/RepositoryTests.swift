@@ -74,6 +74,15 @@ struct RepositoryProject {
             """)
     }
 
+    /// A project whose host trusts `name` and has installed `version` of it from the repository.
+    static func installed(_ name: String, _ version: String) async throws -> RepositoryProject {
+        var p = try RepositoryProject()
+        try p.publish(name, version)
+        try p.writeConfig(plugins: [name], trusted: [name])
+        try await p.install(name)
+        return p
+    }
+
     /// Installs `name` from the repository (the host trusts it, or it is trusted on the way).
     func install(_ name: String) async throws {
         let installer = try installer()
@@ -158,11 +167,8 @@ struct RepositoryTests {
 
     @Test("update installs a new version, a second update finds nothing new, outdated reads custom.version")
     func updateAndNothingNew() async throws {
-        var p = try RepositoryProject()
+        var p = try await RepositoryProject.installed("alpha", "1.0.0")
         defer { p.remove() }
-        try p.publish("alpha", "1.0.0")
-        try p.writeConfig(plugins: ["alpha"], trusted: ["alpha"])
-        try await p.install("alpha")
         try p.publish("alpha", "1.1.0")
         let outdated = try await p.installer().outdated()
         #expect(outdated.map(\.state) == ["outdated"] && outdated.first?.available == "1.1.0", "\(outdated)")
@@ -222,11 +228,8 @@ struct RepositoryTests {
 
     @Test("the repository's root key and targets key rotate: the client follows and updates")
     func keyRotation() async throws {
-        var p = try RepositoryProject()
+        var p = try await RepositoryProject.installed("alpha", "1.0.0")
         defer { p.remove() }
-        try p.publish("alpha", "1.0.0")
-        try p.writeConfig(plugins: ["alpha"], trusted: ["alpha"])
-        try await p.install("alpha")
         try p.repo.run("rotate", ["root"])
         try p.repo.run("rotate", ["targets"])
         try p.publish("alpha", "1.2.0")
@@ -243,11 +246,8 @@ struct RepositoryTests {
             "timestamp", "snapshot", "targets",
         ])
     func staleRepository(role: String) async throws {
-        var p = try RepositoryProject()
+        var p = try await RepositoryProject.installed("alpha", "1.0.0")
         defer { p.remove() }
-        try p.publish("alpha", "1.0.0")
-        try p.writeConfig(plugins: ["alpha"], trusted: ["alpha"])
-        try await p.install("alpha")
         try p.publish("alpha", "1.1.0")
         try p.repo.run("expire", [role])
         let before = try p.snapshot()
@@ -260,11 +260,8 @@ struct RepositoryTests {
 
     @Test("a delegation to a key other than the trusted one is refused; so is an older version")
     func keyMismatchAndRollback() async throws {
-        var p = try RepositoryProject()
+        var p = try await RepositoryProject.installed("alpha", "1.0.0")
         defer { p.remove() }
-        try p.publish("alpha", "1.0.0")
-        try p.writeConfig(plugins: ["alpha"], trusted: ["alpha"])
-        try await p.install("alpha")
         let trusted = p.keys["alpha"]!
         try p.publish("alpha", "1.1.0", freshKey: true)  // the repository re-delegates alpha to another key
         p.keys["alpha"] = trusted
@@ -273,18 +270,15 @@ struct RepositoryTests {
         #expect(mismatch?.code == .keyMismatch, "\(String(describing: mismatch))")
         #expect(try p.snapshot() == before)
 
-        var q = try RepositoryProject()
+        var q = try await RepositoryProject.installed("alpha", "2.0.0")
         defer { q.remove() }
-        try q.publish("alpha", "2.0.0")
-        try q.writeConfig(plugins: ["alpha"], trusted: ["alpha"])
-        try await q.install("alpha")
         try q.publish("alpha", "1.9.0")
         let rollback = await q.refusal { _ = try await q.installer().update() }
         #expect(rollback?.code == .rollback, "\(String(describing: rollback))")
         #expect(try q.installedVersion("alpha") == "2.0.0")
     }
 
-    @Test("mirrors: an unreachable one is skipped, all unreachable is its own code; root_sha256 pins the root")
+    @Test("mirrors: an unreachable one is skipped, file:// works, all unreachable is its own code; root_sha256 pins")
     func mirrorsAndPins() async throws {
         var p = try RepositoryProject()
         defer { p.remove() }
@@ -295,6 +289,19 @@ struct RepositoryTests {
             repository: "root_sha256 = \"\(try p.repo.rootSHA256())\"\nmirrors = [\"\(dead)\", \"\(p.repo.mirror)\"]")
         try await p.install("alpha")
         #expect(try p.installedVersion("alpha") == "1.0.0")
+
+        // A file:// mirror (a USB stick, a mount): the same workflow, the same checks.
+        var f = try RepositoryProject()
+        defer { f.remove() }
+        try f.publish("alpha", "1.0.0")
+        try f.writeConfig(
+            plugins: ["alpha"], trusted: ["alpha"],
+            repository: "root = \"root.json\"\nmirrors = [\"\(dead)\", \"file://\(f.repo.path)/\"]")
+        try await f.install("alpha")
+        #expect(try f.installedVersion("alpha") == "1.0.0")
+        try f.publish("alpha", "1.0.1")
+        #expect(try await f.installer().update().map(\.outcome) == [.updated])
+        #expect(try f.installedVersion("alpha") == "1.0.1")
 
         var q = try RepositoryProject()
         defer { q.remove() }
