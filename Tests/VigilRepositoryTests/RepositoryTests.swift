@@ -23,7 +23,7 @@ struct RepositoryProject {
 
     func remove() {
         dir.remove()
-        try? FileManager.default.removeItem(atPath: repo.path)
+        repo.remove()
     }
 
     var environment: HostEnvironment { dir.environment() }
@@ -241,9 +241,9 @@ struct RepositoryTests {
     }
 
     @Test(
-        "expired timestamp, snapshot or targets: the stale code names the role; nothing changes",
+        "expired timestamp, snapshot, targets or the plugin's own role: the stale code names it; nothing changes",
         arguments: [
-            "timestamp", "snapshot", "targets",
+            "timestamp", "snapshot", "targets", "alpha",
         ])
     func staleRepository(role: String) async throws {
         var p = try await RepositoryProject.installed("alpha", "1.0.0")
