@@ -91,6 +91,8 @@ struct PluginInstall: AsyncParsableCommand {
             let staged = try await installer.stageInstall(name)
             if let review = staged.review {
                 PluginTrust.printReview(review)
+                CLI.sayLine(
+                    "  installs to:   \(staged.destination) (from \(staged.offer.keys), delegated by the repository)")
                 do throws(CoreError) {
                     try PluginTrust.confirm(
                         review, confirmed: yes, json: false,
