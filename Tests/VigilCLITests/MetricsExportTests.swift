@@ -148,19 +148,8 @@ struct MetricsExportTests {
     @Test("listen on an address the test holds: metrics-listen-failed, its remedy, exit 69; the host does not run on")
     func listenFailed() async throws {
         // A socket of the test's own, listening on a port of 127.0.0.1.
-        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (held, port) = try PrometheusServer.loopbackSocket(listening: true)
         defer { close(held) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(held, $0, length) == 0 && listen(held, 1) == 0 && getsockname(held, $0, &length) == 0
-            }
-        }
-        try #require(listening, "errno \(errno)")
-        let port = Int(UInt16(bigEndian: address.sin_port))
         let project = try await SupervisorRuntimeTests.project(workers: [SupervisorRuntimeTests.sleeper])
         defer { project.dir.remove() }
         let config = try String(contentsOfFile: project.config, encoding: .utf8)

@@ -69,19 +69,30 @@ public final class PrometheusServer: Sendable {
 
     /// A free TCP port on 127.0.0.1 (bound to port 0, then released).
     public static func freePort() throws -> Int {
+        let (descriptor, port) = try loopbackSocket(listening: false)
+        close(descriptor)
+        return port
+    }
+
+    /// A TCP socket bound to a free port of 127.0.0.1 (listening when `listening`): the caller
+    /// closes the descriptor.
+    public static func loopbackSocket(listening: Bool) throws -> (descriptor: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                bind(fd, $0, length) == 0 && (!listening || listen(fd, 1) == 0) && getsockname(fd, $0, &length) == 0
             }
         }
-        guard bound else { throw RuntimeFixtures.Failure("no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            let error = errno
+            close(fd)
+            throw RuntimeFixtures.Failure("no free port: errno \(error)")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     /// GET `url` with curl: the status and the body (status 0 when nothing answered).
