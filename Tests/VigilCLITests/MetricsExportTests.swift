@@ -169,6 +169,56 @@ struct MetricsExportTests {
         #expect(left.status == 1, "\(left.stdout)")
     }
 
+    @Test("a host stalled longer than its stream's buffer (SIGSTOP, SIGCONT): the underrun on /metrics")
+    func underrunCounted() async throws {
+        try await PulseAudioServer.with { server in
+            let project = try Project()
+            defer { project.dir.remove() }
+            let port = try PrometheusServer.freePort()
+            try project.dir.write(
+                "vigil.toml",
+                """
+                plugins = ["silent-engine"]
+
+                [host]
+                background_modes = ["audio"]
+
+                [silent-engine]
+                buffer_ms = 200
+
+                [metrics]
+                listen = "127.0.0.1:\(port)"
+
+                """)
+            try await project.trust("silent-engine")
+            var environment = project.environment
+            environment["PULSE_SERVER"] = server.address
+            let host = try ChildProcess(
+                VigilExecutable.path, ["up", "--config", project.config], environment: environment,
+                stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
+            defer { _ = host.terminate(grace: 5) }
+            let url = "http://127.0.0.1:\(port)/metrics"
+            let underruns = #"vigil_audio_underruns_total{plugin="silent-engine"}"#
+            let running = try await Self.waitFor(20) { () async throws -> Double? in
+                let body = try await PrometheusServer.get(url).body
+                let sink = PrometheusServer.sample(
+                    #"vigil_audio_sink_state{plugin="silent-engine",state="running"}"#, in: body)
+                return sink == 1 ? PrometheusServer.sample(underruns, in: body) : nil
+            }
+            let before = try #require(running, "silent-engine never played: \(project.dir.path)")
+            // The whole host stalls (as a swapped-out or frozen process does) for longer than the
+            // audio the server holds for the stream (1.5 s was not enough here): the stream runs dry.
+            #expect(kill(host.pid, SIGSTOP) == 0)
+            try await Task.sleep(for: .milliseconds(4000))
+            #expect(kill(host.pid, SIGCONT) == 0)
+            let after = try await Self.waitFor(10) { () async throws -> Double? in
+                let value = PrometheusServer.sample(underruns, in: try await PrometheusServer.get(url).body)
+                return value.map { $0 > before } == true ? value : nil
+            }
+            #expect(after != nil, "no underrun counted after the stall (before: \(before))")
+        }
+    }
+
     @Test("/readyz names the plugin that is not running; /healthz and /metrics over a Unix socket")
     func readinessOverUnixSocket() async throws {
         let project = try Project()
