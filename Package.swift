@@ -28,6 +28,8 @@ let package = Package(
         .library(name: "VigilExecutor", targets: ["VigilExecutor"]),
         // `[metrics]` for a library host: the Prometheus registry, textfile and HTTP endpoints.
         .library(name: "VigilMetricsExport", targets: ["VigilMetricsExport"]),
+        // journald-native logs for a host app: the handler `vigil` uses, and "is standard error the journal?".
+        .library(name: "VigilJournal", targets: ["VigilJournal"]),
         // The core (configuration, manifests, trust), signatures, the playback layer and the announcer,
         // for the benchmark hosts of the nested Benchmarks/ package (and hosts that use them directly).
         .library(name: "VigilCore", targets: ["VigilCore"]),
@@ -153,6 +155,8 @@ let package = Package(
         // names and exported objects; and the journal's native logging (sd-journal,
         // JournalLogHandler). The only module that imports CSystemd.
         .target(name: "VigilDBus", dependencies: ["CSystemd", "VigilBase", log], swiftSettings: strictSettings),
+        // The journal handler as a product of its own (its code is VigilDBus's, which wraps libsystemd).
+        .target(name: "VigilJournal", dependencies: ["VigilDBus", log], swiftSettings: strictSettings),
         // Decoding sound files (WAV, FLAC, Ogg Vorbis, Opus, MP3) with libsndfile, streamed through
         // a bounded buffer. The only module that imports CSndfile.
         .target(name: "VigilSoundFile", dependencies: ["CSndfile", "VigilBase"], swiftSettings: strictSettings),
@@ -179,7 +183,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(
             name: "VigilSoundscape",
-            dependencies: ["VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilBase", log],
+            dependencies: [
+                "VigilAudio", "VigilPlugin", "VigilDBus", "VigilSoundFile", "VigilBase", log, coreMetrics,
+                "VigilMetrics",
+            ],
             swiftSettings: strictSettings),
         // Announcements: espeak-ng and sound files, and the announcer that ducks the other apps
         // around a prompt.
@@ -187,7 +194,7 @@ let package = Package(
             name: "VigilAnnounce",
             dependencies: [
                 "VigilAudio", "VigilSpeech", "VigilSoundFile", "VigilDBus", "VigilPlugin", "VigilBase",
-                log,
+                log, coreMetrics, "VigilMetrics",
             ],
             swiftSettings: strictSettings),
         // Third-party plugins as shared libraries (docs/native-plugins.md). The loader: checks the
@@ -253,8 +260,8 @@ let package = Package(
             dependencies: [
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSoundscape", "VigilAnnounce",
                 "VigilSharedLibrary", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", "VigilBase", log,
-                lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilDBus", "VigilMetrics", "VigilMetricsExport",
-                "VigilRepository",
+                lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilJournal", "VigilMetrics",
+                "VigilMetricsExport", "VigilRepository",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -314,7 +321,8 @@ let package = Package(
         // what the host-lock, exit-status and log-label tests run in two real processes. Built with
         // a host package's default settings, as ExampleHostSource is (the snippet is what users write).
         .executableTarget(
-            name: "LibraryHost", dependencies: ["Vigil", log, lifecycle], path: "Tests/Hosts/LibraryHost"),
+            name: "LibraryHost", dependencies: ["Vigil", "VigilJournal", log, lifecycle],
+            path: "Tests/Hosts/LibraryHost"),
 
         // MARK: - Fuzzing
         // docs/fuzzing.md: a harness for every parser that sees untrusted bytes (Tests/VigilFuzzTargets),
@@ -439,7 +447,7 @@ package.targets += [
         name: "VigilMetricsTests",
         dependencies: [
             "VigilMetricsExport", "VigilMetrics", "VigilCore", "VigilPlugin", "VigilHostCheck",
-            "VigilTestSupport", log, lifecycle, coreMetrics,
+            "VigilTestSupport", "Vigil", "VigilAnnounce", "VigilSoundscape", log, lifecycle, coreMetrics,
         ],
         swiftSettings: strictSettings),
     .testTarget(

@@ -29,7 +29,7 @@ private let defaultHost = Mutex<VigilHost?>(nil)
 public func keepAlive(configPath: String? = nil, logger: Logger? = nil) async throws -> VigilHost {
     let host = try sharedHost(configPath: configPath, logger: logger)
     let status = await host.keepAlive()
-    if let refusal = host.reportStart(status) {
+    if let refusal = await host.reportStart(status) {
         await host.stop()
         defaultHost.withLock { if $0 === host { $0 = nil } }
         throw refusal

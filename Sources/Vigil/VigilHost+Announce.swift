@@ -44,6 +44,7 @@ extension VigilHost {
         let environment = options.environment
         let settings = options.announce.filled(from: environment)
         let base = environment.vigilStateDirectory ?? environment.temporaryDirectory + "/vigil-\(getuid())"
-        return Announcer(settings: settings, stateDirectory: base + "/announce", logger: logger)
+        return Announcer(
+            settings: settings, stateDirectory: base + "/announce", logger: logger, metrics: options.metrics)
     }
 }

@@ -5,7 +5,7 @@
 public typealias AnnounceError = CodedError<AnnounceErrorCode>
 
 /// The kind of an ``AnnounceError``, stable for callers, tests and exit codes.
-public enum AnnounceErrorCode: String, ErrorCode {
+public enum AnnounceErrorCode: String, ErrorCode, CaseIterable {
     /// The prompt cannot be played (empty, bad rate, bad text, unknown voice).
     case invalidPrompt = "invalid-prompt"
     /// `[announce]` in vigil.toml is invalid.

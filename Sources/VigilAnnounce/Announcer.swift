@@ -1,8 +1,10 @@
+public import CoreMetrics
 import FoundationEssentials
 public import Logging
 import Synchronization
 import VigilBase
 import VigilDBus
+import VigilMetrics
 
 /// Plays announcements — spoken text or audio — over the keep-alive, ducking or pausing the
 /// other apps as the policy says, and puts everything back after.
@@ -29,15 +31,27 @@ public actor Announcer {
     /// One announcement at a time through ``announce(_:)`` (pausing players is part of a turn).
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let metrics: any MetricsFactory
 
     /// Creates an announcer; nothing connects until the first announcement.
-    /// - Parameter stateDirectory: the directory for the duck journal and the lock
-    ///   (for a host: `$XDG_STATE_HOME/vigil/announce`).
-    public init(settings: AnnounceSettings, stateDirectory: String, logger: Logger) {
+    /// - Parameters:
+    ///   - stateDirectory: the directory for the duck journal and the lock
+    ///     (for a host: `$XDG_STATE_HOME/vigil/announce`).
+    ///   - metrics: where the announcements are counted by outcome, and their durations
+    ///     (docs/metrics.md; a host's `Options.metrics`).
+    public init(
+        settings: AnnounceSettings, stateDirectory: String, logger: Logger,
+        metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) {
         self.settings = settings
         self.stateDirectory = stateDirectory
         self.logger = logger
+        self.metrics = metrics
         self.engine = AnnounceEngine(settings: settings, directory: stateDirectory, logger: logger)
+        for outcome in [MetricsCatalog.announcementPlayed] + AnnounceErrorCode.allCases.map(\.rawValue) {
+            Counter(label: MetricsCatalog.announcements.name, dimensions: [("outcome", outcome)], factory: metrics)
+                .increment(by: 0)
+        }
     }
 
     deinit { worker?.close() }
@@ -64,6 +78,28 @@ public actor Announcer {
     ///   for the next start).
     public func announce(_ announcement: Announcement) async throws(AnnounceError) -> AnnouncementReport {
         let calledAt = MonotonicClock.nanoseconds()
+        do throws(AnnounceError) {
+            let report = try await play(announcement, calledAt: calledAt)
+            record(MetricsCatalog.announcementPlayed, since: calledAt)
+            return report
+        } catch {
+            record(error.code.rawValue, since: calledAt)
+            throw error
+        }
+    }
+
+    /// Counts one announcement that ended with `outcome`, and how long it took since `calledAt`.
+    private func record(_ outcome: String, since calledAt: UInt64) {
+        Counter(label: MetricsCatalog.announcements.name, dimensions: [("outcome", outcome)], factory: metrics)
+            .increment()
+        CoreMetrics.Timer(label: MetricsCatalog.announcementDuration.name, dimensions: [], factory: metrics)
+            .recordNanoseconds(Int64(MonotonicClock.nanoseconds() - calledAt))
+    }
+
+    /// ``announce(_:)`` without its metrics.
+    private func play(_ announcement: Announcement, calledAt: UInt64) async throws(AnnounceError)
+        -> AnnouncementReport
+    {
         nextID += 1
         let id = nextID
         await takeTurn()

@@ -191,7 +191,7 @@ final class ALSADriver: PlaybackDriver {
     private func recoverInPlace(_ initialFailure: ALSAFailure) -> AudioError? {
         var failure = initialFailure
         if let pcm, failure.code == -EPIPE || failure.code == -ESTRPIPE || failure.code == -EINTR {
-            stream.update { $0.underruns += 1 }
+            stream.underran()
             logger.warning(
                 "Keep-alive stream underran or was suspended; recovering",
                 metadata: ["audio.error": "\(alsaErrorText(failure.code))"])

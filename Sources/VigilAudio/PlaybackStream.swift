@@ -66,6 +66,15 @@ public final class PlaybackStream: Sendable {
         case resumeFailed(AudioError)
     }
 
+    /// What a stream counts without a change of its state, for metrics.
+    public enum Observation: Sendable, Hashable {
+        /// The stream underran (the server or the device ran out of audio) and is refilled in place.
+        case underrun
+        /// Another program suspended the stream's sink; ``Event/interrupted(_:)`` follows, and
+        /// ``Event/resumed`` once the sink runs again.
+        case sinkSuspended
+    }
+
     /// A snapshot of the stream for status displays and tests.
     public struct Status: Sendable, Hashable {
         /// The current state.
@@ -112,6 +121,7 @@ public final class PlaybackStream: Sendable {
     private let logger: Logger
     private let onEvent: @Sendable (Event) -> Void
     private let onServerRequest: @Sendable (ServerRequest) -> Void
+    private let onObservation: @Sendable (Observation) -> Void
 
     /// Creates a stream that plays `source` as `configuration` says. Nothing opens until ``start()``.
     ///
@@ -119,18 +129,21 @@ public final class PlaybackStream: Sendable {
     ///   - onEvent: called on the writer thread for each ``Event``; it must not block.
     ///   - onServerRequest: called on the writer thread for each ``ServerRequest`` the sound
     ///     server sends (native backend only); it must not block. The stream itself ignores them.
+    ///   - onObservation: called on the writer thread for each ``Observation``; it must not block.
     public init(
         configuration: PlaybackConfiguration,
         source: some SampleSource,
         logger: Logger,
         onEvent: @escaping @Sendable (Event) -> Void = { _ in },
-        onServerRequest: @escaping @Sendable (ServerRequest) -> Void = { _ in }
+        onServerRequest: @escaping @Sendable (ServerRequest) -> Void = { _ in },
+        onObservation: @escaping @Sendable (Observation) -> Void = { _ in }
     ) {
         self.configuration = configuration
         self.source = source
         self.logger = logger
         self.onEvent = onEvent
         self.onServerRequest = onServerRequest
+        self.onObservation = onObservation
     }
 
     /// The stream's current status.
@@ -352,6 +365,18 @@ public final class PlaybackStream: Sendable {
     func resumedInPlace() {
         update { $0.state = .running }
         report(.resumed)
+    }
+
+    /// A driver saw an underrun it refills in place: counted, and ``Observation/underrun``.
+    func underran() {
+        update { $0.underruns += 1 }
+        onObservation(.underrun)
+    }
+
+    /// A driver saw the stream's sink suspended by another program: ``Observation/sinkSuspended``
+    /// (the driver then rides the interruption out in place).
+    func sinkSuspended() {
+        onObservation(.sinkSuspended)
     }
 
     private func report(_ event: Event) {

@@ -72,7 +72,7 @@ extension PulseDriver {
     }
 
     func underflowed() {
-        stream.update { $0.underruns += 1 }
+        stream.underran()
         logger.warning("Keep-alive stream underran; the server refills it from the next write")
     }
 
@@ -103,6 +103,7 @@ extension PulseDriver {
         logger.warning(
             "The keep-alive stream's sink was suspended by someone else",
             metadata: ["audio.sink": "\(sinkName)", OperatorEvent.metadataKey: "\(OperatorEvent.sinkSuspended)"])
+        stream.sinkSuspended()
         stream.interruptedInPlace(
             AudioError(
                 code: .notRunning, function: "pa_stream_is_suspended",

@@ -12,6 +12,9 @@ public enum OperatorEvent: String, Sendable, CaseIterable, CustomStringConvertib
     /// A supervised worker failed for good: its start limit was hit, or its restart policy does not
     /// restart it after a failure.
     case workerGaveUp = "worker-gave-up"
+    /// A supervised worker's process ended (an exit status, a signal, a missed watchdog deadline
+    /// or a failed start) and the supervisor restarts it.
+    case workerRestarted = "worker-restarted"
     /// The keep-alive stream's sink was suspended by another program while the stream plays.
     case sinkSuspended = "sink-suspended"
     /// A plugin was refused because its manifest is signed by another key than the trusted one.
@@ -30,6 +33,7 @@ public enum OperatorEvent: String, Sendable, CaseIterable, CustomStringConvertib
         switch self {
         case .pluginFailed: "0bc1d68492ac4a90b045c10469cafd80"
         case .workerGaveUp: "b109f69c695540149bdfb8356aae1fd6"
+        case .workerRestarted: "6b0d1c93acfa407f94bf8f9f385d3536"
         case .sinkSuspended: "f66869ed41264c17898bb5b395473970"
         case .keyRotationRefused: "4ebc1e5a993449c793709cc0b751149f"
         case .sleepHandlingOff: "ef37005d438e4ee38ee5c1f0248057cd"

@@ -6,6 +6,7 @@ import UnixSignals
 import Vigil
 import VigilCheckCommands
 import VigilCore
+import VigilMetricsExport
 
 #if canImport(Glibc)
 import Glibc
@@ -92,6 +93,7 @@ struct Up: AsyncParsableCommand {
         } catch {
             displayTask.cancel()
             output.finish(timeout: 1)
+            if let failure = error as? MetricsExportError { throw UpMetrics.exit(failure) }
             // No activated plugin can run: 78 (EX_CONFIG), which the shipped units do not restart.
             let refusal = error as? VigilError
             CLI.printErrorLine("error: \(refusal?.message ?? "\(error)")")

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Logging
 import ServiceLifecycle
 import Vigil
@@ -24,5 +25,13 @@ enum UpMetrics {
         guard let export else { return [] }
         return MetricsExporter.services(settings: host.metricsSettings, export: export, host: host, logger: logger)
             .map { .init(service: $0) }
+    }
+
+    /// Says why the endpoints could not be served (`[metrics] listen` in use, no such address),
+    /// with the code, and ends `vigil up` with 69 (EX_UNAVAILABLE: docs/exit-codes.md): another
+    /// try may work once the address is free, so systemd restarts it.
+    static func exit(_ failure: MetricsExportError) -> ExitCode {
+        CLI.printErrorLine("error: \(failure.code.rawValue): \(failure.message)")
+        return ExitCode(ExitCodes.unavailable)
     }
 }

@@ -42,7 +42,8 @@ package enum ExitCodes {
     package static let usage: Int32 = 64
     /// `announce`: an invalid prompt or setting; `reload`: the new configuration was refused.
     package static let dataError: Int32 = 65
-    /// `announce`: the sound server (or the session bus) is unreachable.
+    /// `announce`: the sound server (or the session bus) is unreachable; `up`: `[metrics] listen`
+    /// cannot be bound.
     package static let unavailable: Int32 = 69
     /// `announce`: speech synthesis failed.
     package static let software: Int32 = 70
@@ -119,8 +120,10 @@ package enum ExitCodes {
             meaning: "`announce`: an invalid prompt or setting; `reload`: the host refused the new `vigil.toml` "
                 + "(the message says why) and keeps running the previous one"),
         Row(
-            code: unavailable, name: "EX_UNAVAILABLE", commands: "`announce`",
-            meaning: "the sound server (for pause-spoken, the session bus) is unreachable or failed"),
+            code: unavailable, name: "EX_UNAVAILABLE", commands: "`announce`, `up`",
+            meaning: "`announce`: the sound server (for pause-spoken, the session bus) is unreachable or failed; "
+                + "`up`: `listen` of `[metrics]` cannot be bound (in use, no such address: "
+                + "`metrics-listen-failed`)"),
         Row(code: software, name: "EX_SOFTWARE", commands: "`announce`", meaning: "speech synthesis failed"),
         Row(
             code: osError, name: "EX_OSERR", commands: "all",

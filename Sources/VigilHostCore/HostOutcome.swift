@@ -79,17 +79,20 @@ extension VigilHost {
     /// process, so `Type=notify` never waits for a `READY=1` that cannot come); otherwise
     /// `READY=1` — the supervisor plugin said it already once its workers started, but a host
     /// without it (or whose supervisor failed) would leave systemd waiting — and, when only some
-    /// plugins run, `STATUS=` saying which do not and why. Returns the refusal, if any.
+    /// plugins run, `STATUS=` saying which do not and why. The partly-up warning is logged once
+    /// per summary until the host is stopped: a library host's `keepAlive()` and its `run()` both
+    /// report the same start. Returns the refusal, if any.
     @discardableResult
-    package nonisolated func reportStart(_ status: HostStatus) -> VigilError? {
+    package func reportStart(_ status: HostStatus) -> VigilError? {
         let notifier = SystemdNotifier(environment: options.environment.variables)
         if let refusal = status.noPluginCanRun {
             logger.critical("\(refusal.message)")
             notifier?.send(["STATUS=" + Self.statusText(refusal.message)])
             return refusal
         }
+        defer { reportedSummary = status.partialSummary }
         if let summary = status.partialSummary {
-            logger.warning("\(summary)")
+            if summary != reportedSummary { logger.warning("\(summary)") }
             notifier?.send(["READY=1", "STATUS=" + Self.statusText(summary)])
         } else {
             notifier?.send(["READY=1"])

@@ -26,3 +26,14 @@ extension VigilHost {
         }
     }
 }
+
+extension VigilHost {
+    /// Whether the host is alive, for a health probe (`/healthz`): the host's loop answers — asked
+    /// for the plugins' details as ``status()`` asks, so a loop held up (by a plugin whose details
+    /// call does not return) does not answer — and ``keepAlive()``, not ``stop()``, is the latest
+    /// request. The caller puts its own deadline on the answer.
+    public func isAlive() async -> Bool {
+        _ = await status()
+        return machine.desiredUp
+    }
+}

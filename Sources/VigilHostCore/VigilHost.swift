@@ -200,6 +200,9 @@ public actor VigilHost: Service {
     let partTables: [String: [String: SettingValue]]
     var nextInstanceID: UInt64 = 0
     var publishing = false
+    /// The partly-up summary ``reportStart(_:)`` last logged since the host was last asked to
+    /// stop: `keepAlive()` then `run()` (a library host) report the same start twice, logged once.
+    var reportedSummary: String?
     /// Told when a plugin starts waiting for its environment, so `run()` re-probes only while
     /// one does, and sleeps without a timer otherwise.
     var environmentBlockedSignal: AsyncStream<Void>.Continuation?
@@ -335,6 +338,7 @@ public actor VigilHost: Service {
     /// Stops every running plugin and returns once the host has settled on the latest request.
     /// Idempotent.
     public func stop() async {
+        reportedSummary = nil
         await request(up: false)
     }
 

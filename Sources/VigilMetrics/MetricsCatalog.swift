@@ -75,6 +75,36 @@ public enum MetricsCatalog {
         "vigil_audio_stream_interruptions_total", .counter, unit: "1", labels: ["plugin", "reason"],
         help: "Times the keep-alive audio stream was lost and reconnected, by the playback error's code.")
 
+    /// The keep-alive stream's sink, as the stream sees it: one series per state.
+    public static let sinkState = MetricDescription(
+        "vigil_audio_sink_state", .gauge, unit: "1", labels: ["plugin", "state"],
+        help: "1 for the state of the sink the keep-alive stream plays to, as the stream sees it (running, "
+            + "suspended by another program, unknown while no stream plays), 0 for the others.")
+    /// Suspensions of the keep-alive stream's sink by another program.
+    public static let sinkSuspends = MetricDescription(
+        "vigil_audio_sink_suspends_total", .counter, unit: "1", labels: ["plugin"],
+        help: "Times another program suspended the sink while the keep-alive stream played to it.")
+    /// Underruns of the keep-alive stream.
+    public static let underruns = MetricDescription(
+        "vigil_audio_underruns_total", .counter, unit: "1", labels: ["plugin"],
+        help: "Underruns of the keep-alive stream (the server or the device ran out of audio; refilled in place).")
+    /// 1 while the soundscape plays.
+    public static let soundscapePlaying = MetricDescription(
+        "vigil_soundscape_playing", .gauge, unit: "1", labels: ["plugin"],
+        help: "1 while the soundscape is audible (playing, not paused, asleep or corked by the server); 0 otherwise.")
+    /// The soundscape's volume.
+    public static let soundscapeVolume = MetricDescription(
+        "vigil_soundscape_volume_ratio", .gauge, unit: "ratio", labels: ["plugin"],
+        help: "The soundscape's volume, 0 to 1 (linear amplitude).")
+    /// Announcements by outcome.
+    public static let announcements = MetricDescription(
+        "vigil_announcements_total", .counter, unit: "1", labels: ["outcome"],
+        help: "Announcements the host's announcer finished, by outcome: played, or the error's code.")
+    /// How long announcements took.
+    public static let announcementDuration = MetricDescription(
+        "vigil_announcement_duration_seconds", .histogram, unit: "seconds", labels: [],
+        help: "How long each announcement took, from the call to its return (waiting for its turn included).")
+
     /// logind inhibitor locks held.
     public static let sleepLocks = MetricDescription(
         "vigil_sleep_locks", .gauge, unit: "1", labels: [],
@@ -87,7 +117,8 @@ public enum MetricsCatalog {
     /// Every metric, in the order of docs/metrics.md.
     public static let all: [MetricDescription] = [
         buildInfo, pluginState, workerState, workerStarts, workerRestarts, workerLastExitCode, workerBackoff,
-        workerReady, watchdogPings, streamUp, streamInterruptions, sleepLocks, sleepEvents,
+        workerReady, watchdogPings, streamUp, streamInterruptions, sinkState, sinkSuspends, underruns,
+        soundscapePlaying, soundscapeVolume, announcements, announcementDuration, sleepLocks, sleepEvents,
     ]
 
     /// The description of the metric named `name`.
@@ -98,4 +129,10 @@ public enum MetricsCatalog {
     /// The reasons of ``workerRestarts``: the process exited with a status, was killed by a signal,
     /// was killed for missing its watchdog deadline, or could not be started.
     public static let restartReasons = ["exit", "signal", "watchdog", "start_failure"]
+
+    /// The states of ``sinkState``.
+    public static let sinkStates = ["running", "suspended", "unknown"]
+
+    /// The outcomes of ``announcements`` besides the error codes: the prompt played.
+    public static let announcementPlayed = "played"
 }

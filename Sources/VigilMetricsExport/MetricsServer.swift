@@ -8,11 +8,14 @@ public import Vigil
 public import VigilBase
 public import VigilMetrics
 
-/// Serves `/metrics` (the Prometheus text format), `/healthz` (the host runs) and `/readyz` (every
-/// activated plugin is running) over HTTP/1.1 (swift-nio) on one event-loop thread of its own,
-/// which sleeps in `epoll_wait` without a timeout between requests. Binds when `run()` starts;
-/// stops on graceful shutdown or cancellation.
+/// Serves `/metrics` (the Prometheus text format), `/healthz` (the host answers and runs: asked
+/// each time, within ``healthDeadline``) and `/readyz` (every activated plugin is running) over
+/// HTTP/1.1 (swift-nio) on one event-loop thread of its own, which sleeps in `epoll_wait` without a
+/// timeout between requests. Binds when `run()` starts; stops on graceful shutdown or cancellation.
 public struct MetricsServer: Service {
+    /// How long `/healthz` waits for the host's answer before it says `503`.
+    public static let healthDeadline: TimeAmount = .seconds(1)
+
     let address: MetricsListenAddress
     let export: PrometheusExport
     let host: VigilHost
@@ -44,12 +47,14 @@ public struct MetricsServer: Service {
         on group: MultiThreadedEventLoopGroup, board: PluginBoard, events: AsyncStream<HostEvent>
     ) async throws {
         let export = self.export
+        let probe = HealthProbe()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(MetricsHandler(export: export, board: board))
+                    try channel.pipeline.syncOperations.addHandler(
+                        MetricsHandler(export: export, board: board, probe: probe))
                 }
             }
         let channel: any Channel
@@ -70,6 +75,7 @@ public struct MetricsServer: Service {
             tasks.addTask {
                 for await event in events.cancelOnGracefulShutdown() { board.update([(event.plugin, event.state)]) }
             }
+            tasks.addTask { await probe.answer(from: host) }
             tasks.addTask {
                 await withGracefulShutdownHandler {
                     await withTaskCancellationHandler {
@@ -84,6 +90,58 @@ public struct MetricsServer: Service {
             await tasks.next()
             tasks.cancelAll()
         }
+    }
+}
+
+/// `/healthz`'s questions to the host: each request waits for the answer of a host check that
+/// starts after it (one at a time: requests during a check share the next one), or for
+/// ``MetricsServer/healthDeadline``, whichever comes first.
+final class HealthProbe: Sendable {
+    enum Health: Sendable {
+        case alive, stopped, noAnswer
+    }
+
+    private struct Waiting: ~Copyable {
+        var next: UInt64 = 0
+        var promises: [UInt64: EventLoopPromise<Health>] = [:]
+    }
+
+    private let waiting = Mutex(Waiting())
+    private let asks: AsyncStream<Void>
+    private let ask: AsyncStream<Void>.Continuation
+
+    init() {
+        (asks, ask) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// The host's health, within the deadline.
+    func health(on eventLoop: any EventLoop) -> EventLoopFuture<Health> {
+        let promise = eventLoop.makePromise(of: Health.self)
+        let id = waiting.withLock { waiting in
+            defer { waiting.next += 1 }
+            waiting.promises[waiting.next] = promise
+            return waiting.next
+        }
+        ask.yield()
+        // The deadline; an event loop shutting down cancels it, and the request is answered then.
+        eventLoop.scheduleTask(in: MetricsServer.healthDeadline) { [self] in finish([id], .noAnswer) }
+            .futureResult.whenFailure { [self] _ in finish([id], .noAnswer) }
+        return promise.futureResult
+    }
+
+    /// Checks the host for the waiting requests, one check at a time, until graceful shutdown.
+    func answer(from host: VigilHost) async {
+        for await _ in asks.cancelOnGracefulShutdown() {
+            let ids = waiting.withLock { Array($0.promises.keys) }
+            finish(ids, await host.isAlive() ? .alive : .stopped)
+        }
+        finish(waiting.withLock { Array($0.promises.keys) }, .noAnswer)
+    }
+
+    /// Answers the requests of `ids` still waiting (the first answer wins).
+    private func finish(_ ids: [UInt64], _ health: Health) {
+        let promises = waiting.withLock { waiting in ids.compactMap { waiting.promises.removeValue(forKey: $0) } }
+        for promise in promises { promise.succeed(health) }
     }
 }
 
@@ -116,11 +174,13 @@ private final class MetricsHandler: ChannelInboundHandler, RemovableChannelHandl
 
     let export: PrometheusExport
     let board: PluginBoard
+    let probe: HealthProbe
     private var request: HTTPRequestHead?
 
-    init(export: PrometheusExport, board: PluginBoard) {
+    init(export: PrometheusExport, board: PluginBoard, probe: HealthProbe) {
         self.export = export
         self.board = board
+        self.probe = probe
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -146,7 +206,18 @@ private final class MetricsHandler: ChannelInboundHandler, RemovableChannelHandl
             case "/metrics":
                 (status, contentType, body) = (.ok, "text/plain; version=0.0.4; charset=utf-8", export.render())
             case "/healthz":
-                (status, contentType, body) = (.ok, "text/plain; charset=utf-8", Array("ok\n".utf8))
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                probe.health(on: context.eventLoop).whenSuccess { health in
+                    let (handler, context) = bound.value
+                    let (status, text): (HTTPResponseStatus, String) =
+                        switch health {
+                        case .alive: (.ok, "ok\n")
+                        case .stopped: (.serviceUnavailable, "not alive: the host is stopped\n")
+                        case .noAnswer: (.serviceUnavailable, "not alive: the host did not answer within 1 s\n")
+                        }
+                    handler.send(status, "text/plain; charset=utf-8", Array(text.utf8), to: head, context: context)
+                }
+                return
             case "/readyz":
                 let waiting = board.notRunning
                 (status, contentType, body) =
@@ -162,6 +233,14 @@ private final class MetricsHandler: ChannelInboundHandler, RemovableChannelHandl
                 )
             }
         }
+        send(status, contentType, body, to: head, context: context)
+    }
+
+    /// Writes the response to `head`.
+    private func send(
+        _ status: HTTPResponseStatus, _ contentType: String, _ body: [UInt8], to head: HTTPRequestHead,
+        context: ChannelHandlerContext
+    ) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: String(body.count))

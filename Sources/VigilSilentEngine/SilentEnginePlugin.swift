@@ -28,7 +28,6 @@ final class SilentEngine: KeepAlivePlugin {
     func run() async throws {
         let reporter = context.reporter
         let metrics = StreamMetrics(factory: context.metrics, plugin: context.pluginName)
-        metrics.up(false)
         var logger = context.logger
         logger[metadataKey: "audio.mode"] = "\(settings.mode.rawValue)"
         let playback = PlaybackStream(
@@ -41,12 +40,14 @@ final class SilentEngine: KeepAlivePlugin {
                 metrics.interrupted(error)
                 reporter.report(.interrupted(reason: error.message))
             case .resumed:
-                metrics.up(true)
+                metrics.resumed()
                 reporter.report(.resumed)
             case .resumeFailed(let error):
                 metrics.up(false)
                 reporter.report(.resumeFailed(reason: error.message))
             }
+        } onObservation: {
+            metrics.observed($0)
         }
         do {
             try await playback.start()

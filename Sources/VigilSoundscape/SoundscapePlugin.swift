@@ -54,13 +54,17 @@ final class SoundscapeKeeper: KeepAlivePlugin {
     /// timers and the MPRIS player as children until cancelled, and closes everything.
     func run() async throws {
         let opened = try await open()
+        let metrics = SoundscapeMetrics(factory: context.metrics, plugin: context.pluginName)
         context.reporter.ready()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await opened.controller.runSleepTimers() }
+            // The current state first, then each change, until cancelled.
+            group.addTask { for await state in opened.controller.changes() { metrics.record(state) } }
             if let mpris = opened.mpris { group.addTask { await mpris.run() } }
             group.addTask { await PluginLifetime.untilCancelled() }
             await group.waitForAll()
         }
+        metrics.stopped()
         await PluginLifetime.uncancelled { await self.close() }
     }
 

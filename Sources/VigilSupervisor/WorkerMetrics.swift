@@ -42,13 +42,7 @@ final class WorkerMetrics: Sendable {
             gauge(MetricsCatalog.workerBackoff, worker).record(0)
         case .crashed(let exit, let delay):
             let killed = watchdogKills.withLock { $0.remove(worker) != nil }
-            let reason =
-                switch exit {
-                case _ where killed: "watchdog"
-                case .exited: "exit"
-                case .signaled: "signal"
-                case .spawnFailed: "start_failure"
-                }
+            let reason = exit.restartReason(watchdogFired: killed)
             counter(MetricsCatalog.workerRestarts, worker, [("reason", reason)]).increment()
             let (seconds, attoseconds) = delay.components
             gauge(MetricsCatalog.workerBackoff, worker).record(Double(seconds) + Double(attoseconds) / 1e18)

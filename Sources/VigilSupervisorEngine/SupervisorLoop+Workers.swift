@@ -103,6 +103,7 @@ extension SupervisorLoop {
             default: .signaled(status, coreDumped: false)
             }
         worker.lastExit = exit
+        worker.lastPID = pgid
         logger.debug(
             "worker exited",
             metadata: ["worker.name": "\(worker.spec.name)", "process.pid": "\(pgid)", "worker.exit": "\(exit)"])
@@ -140,6 +141,7 @@ extension SupervisorLoop {
         case .restart(let delay):
             worker.state = .backingOff
             worker.reason = worker.watchdogFired ? "watchdog timeout" : "\(exit)"
+            logRestart(worker, exit: exit, delay: delay)
             emit(.crashed(exit, restartIn: .nanoseconds(Int64(delay * 1e9))), worker)
             if delay <= 0 {
                 restart(worker, now: now)
@@ -147,6 +149,23 @@ extension SupervisorLoop {
                 worker.restartAt = now + delay
             }
         }
+    }
+
+    /// One entry per restart decided after a process ended (docs/logs.md, `worker-restarted`): how
+    /// it ended, why it is restarted (the metric's reason) and in how long. A start limit hit when
+    /// the restart is due is its own `worker-gave-up` entry.
+    func logRestart(_ worker: WorkerRuntime, exit: WorkerExit, delay: Double) {
+        var metadata: Logger.Metadata = [
+            OperatorEvent.metadataKey: "\(OperatorEvent.workerRestarted)",
+            "worker.name": "\(worker.spec.name)",
+            "worker.exit": "\(exit)",
+            "worker.exit_code": "\(exit.shellStatus)",
+            "worker.restart_reason": "\(exit.restartReason(watchdogFired: worker.watchdogFired))",
+            "worker.restart_delay_ms": "\(Int((delay * 1000).rounded()))",
+        ]
+        if case .signaled(let signal, _) = exit { metadata["worker.signal"] = "\(signalName(signal))" }
+        if let pid = worker.lastPID { metadata["process.pid"] = "\(pid)" }
+        logger.warning("worker \(worker.spec.name) \(worker.reason ?? "\(exit)"); restarting", metadata: metadata)
     }
 
     func restart(_ worker: WorkerRuntime, now: Double) {

@@ -12,6 +12,8 @@ final class WorkerRuntime {
 
     var state: WorkerState = .stopped
     var pid: Int32?
+    /// The process id of the last process, once it ended (for the restart's log entry).
+    var lastPID: Int32?
     /// The pidfd's number while the loop owns it (`pidToken`), else -1.
     var pidfd: Int32 = -1
     var pidToken: PollLoop.Token?

@@ -34,6 +34,19 @@ public enum WorkerExit: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Why a worker that ended this way is restarted, as `vigil_worker_restarts_total`'s `reason`
+    /// label and the journal's `VIGIL_WORKER_RESTART_REASON` say it (docs/metrics.md): `watchdog`
+    /// when the supervisor killed it for a missed watchdog deadline (`watchdogFired`), else `exit`,
+    /// `signal` or `start_failure`.
+    public func restartReason(watchdogFired: Bool) -> String {
+        if watchdogFired { return "watchdog" }
+        return switch self {
+        case .exited: "exit"
+        case .signaled: "signal"
+        case .spawnFailed: "start_failure"
+        }
+    }
+
     public var description: String {
         switch self {
         case .exited(let code): "exited with status \(code)"

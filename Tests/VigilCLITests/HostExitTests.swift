@@ -112,6 +112,36 @@ struct HostExitTests {
         #expect(ChildProcess.exitCode(fromWaitStatus: up.terminate(grace: 5)) == 0)
     }
 
+    @Test(
+        "partly up: the warning naming the plugin that does not run is logged once per start, library host and vigil up",
+        arguments: ["library", "up"])
+    func partlyUpWarnedOnce(_ variant: String) async throws {
+        let project = try Project()
+        defer { project.dir.remove() }
+        try project.dir.write("vigil.toml", Self.supervised(["supervisor", "silent-engine"]))
+        try await project.trust("supervisor")
+        let notify = try NotifySocket(path: project.dir.path + "/notify")
+        // The library host reports its start from keepAlive() and again from run(): both reports
+        // reach systemd (READY=1 with STATUS=), the log has the warning once.
+        let (executable, arguments, reports) =
+            variant == "library"
+            ? (Self.libraryHost, [], 2) : (VigilExecutable.path, ["up", "--verbose", "--config", project.config], 1)
+        let host = try Self.start(executable, arguments, in: project, name: "host", notify: notify)
+        defer { host.terminate(grace: 2) }
+        var partial: [String] = []
+        let deadline = Date().addingTimeInterval(20)
+        while partial.count < reports, Date() < deadline {
+            partial += Self.datagrams(notify, timeout: deadline.timeIntervalSinceNow) {
+                $0.contains("of 2 plugins running")
+            }.filter { $0.contains("of 2 plugins running") }
+        }
+        #expect(partial.count == reports, "\(partial); \(Self.output(project, "host.err"))")
+        #expect(ChildProcess.exitCode(fromWaitStatus: host.terminate(grace: 5)) == 0)
+        let lines = Self.output(project, "host.err").split(separator: "\n")
+        let warned = lines.filter { $0.contains("exit-test: 1 of 2 plugins running; silent-engine failed: ") }
+        #expect(warned.count == 1, "\(lines)")
+    }
+
     @Test("up: no vigil.toml, or one that does not parse, is a configuration that cannot work: 78")
     func upBadConfiguration() async throws {
         let project = try Project()

@@ -58,11 +58,7 @@ struct JournalLogTests {
         environment["XDG_RUNTIME_DIR"] = s.dir.url("run")
         environment["HOME"] = s.dir.path
         environment["PULSE_SERVER"] = "unix:" + s.dir.url("no-such-pulse-socket")
-        // No system bus (the namespace's /run hides the machine's): sleep handling is off.
-        environment.removeValue(forKey: "DBUS_SYSTEM_BUS_ADDRESS")
-        environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")
-        environment.removeValue(forKey: "JOURNAL_STREAM")
-        return (s, s.dir.url("work/vigil.toml"), environment)
+        return (s, s.dir.url("work/vigil.toml"), PrivateJournal.serviceEnvironment(environment))
     }
 
     @Test("under journald: native entries with MESSAGE_IDs, fields and the host's name; stdout stays text")
@@ -153,6 +149,31 @@ struct JournalLogTests {
         #expect(entry["VIGIL_WORKER_NAME"] == "sh")
         #expect(entry["VIGIL_WORKER_REASON"]?.contains("exited with status 4") == true, "\(entry)")
         #expect(entry["_TRANSPORT"] == "journal")
+    }
+
+    @Test("a library host with README's two lines (VigilJournal): native entries under its identifier")
+    func libraryHost() async throws {
+        let markers = try TestDirectory("vigil-journal-markers")
+        defer { markers.remove() }
+        let project = try await SupervisorRuntimeTests.project(workers: [
+            MetricsExportTests.crashOnce("crash-once", "exit 7", marker: markers.url("exit"))
+        ])
+        defer { project.dir.remove() }
+        let journal = try PrivateJournal(
+            running: ["/usr/bin/env", "-C", project.dir.path, "--", HostExitTests.libraryHost],
+            environment: PrivateJournal.serviceEnvironment(project.environment), in: project.dir)
+        let restarted = try await journal.waitForEntries(["MESSAGE_ID=\(WorkerCrashObservedTests.workerRestarted)"])
+        #expect(await journal.stop() == 0, "\(journal.output)")
+        let entry = try #require(restarted.first, "no entry; journald: \(journal.output)")
+        #expect(entry["SYSLOG_IDENTIFIER"] == "my-app")
+        #expect(entry["_TRANSPORT"] == "journal")
+        #expect(entry["PRIORITY"] == "4")
+        #expect(entry["VIGIL_WORKER_NAME"] == "crash-once")
+        #expect(entry["VIGIL_WORKER_EXIT_CODE"] == "7")
+        #expect(entry["VIGIL_PLUGIN_NAME"] == "supervisor")
+        // Nothing of the library host's own logging went to the stream as text.
+        let stream = try await journal.entries(["_TRANSPORT=stdout"]).compactMap { $0["MESSAGE"] }
+        #expect(!stream.contains { $0.contains("restarting") }, "\(stream)")
     }
 
     /// `vigil up --verbose` of the sandbox with standard error to a file and `environment`

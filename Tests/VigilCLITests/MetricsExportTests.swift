@@ -15,35 +15,6 @@ import Glibc
 struct MetricsExportTests {
     typealias Project = HostCommandTests.Project
 
-    /// A free TCP port on 127.0.0.1 (bound to port 0, then released).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        try #require(bound, "no free port: errno \(errno)")
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// GET `url` with curl: the status and the body (status 0 when nothing answered).
-    static func get(_ url: String, unixSocket: String? = nil, query: String? = nil) async throws -> (
-        status: Int, body: String
-    ) {
-        var arguments = ["-sS", "--max-time", "5", "-w", "\n%{http_code}"]
-        if let unixSocket { arguments += ["--unix-socket", unixSocket] }
-        if let query { arguments += ["-G", "--data-urlencode", "query=" + query] }
-        let result = try await RuntimeFixtures.run("/usr/bin/curl", arguments + [url], timeout: 10)
-        guard result.status == 0, let newline = result.stdout.lastIndex(of: "\n") else { return (0, result.stderr) }
-        return (Int(result.stdout[result.stdout.index(after: newline)...]) ?? 0, String(result.stdout[..<newline]))
-    }
-
     /// `promtool check metrics` on `text` (its lint: help text, names, types, format): status and output.
     static func promtool(_ text: String, in dir: TestDirectory) async throws -> (status: Int32, output: String) {
         let input = try dir.write("promtool.in", text)
@@ -70,37 +41,14 @@ struct MetricsExportTests {
         #"{ name = "\#(name)", command = "/bin/sh", args = ["-c", "test -e \#(marker) && exec /bin/sleep 300; : > \#(marker); \#(how)"] }"#
     }
 
-    /// One sample's value in an exposition (`name{labels}` exactly as rendered).
-    static func sample(_ series: String, in text: String) -> Double? {
-        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
-    }
-
-    /// The values of a Prometheus instant query by job (`vigil`: scraped from /metrics, `node`:
-    /// through node_exporter's textfile collector).
-    static func query(_ expression: String, port: Int) async throws -> [String: Double] {
-        let answer = try await get("http://127.0.0.1:\(port)/api/v1/query", query: expression)
-        guard answer.status == 200,
-            let document = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
-            let data = document["data"] as? [String: Any], let results = data["result"] as? [[String: Any]]
-        else { return [:] }
-        var values: [String: Double] = [:]
-        for result in results {
-            guard let labels = result["metric"] as? [String: String], let job = labels["job"],
-                let value = result["value"] as? [Any], value.count == 2, let text = value[1] as? String
-            else { continue }
-            values[job] = Double(text)
-        }
-        return values
-    }
-
     @Test("a worker restart the test caused reaches Prometheus through /metrics and through the textfile")
     func restartReachesPrometheus() async throws {
         var ports: [Int] = []
-        while ports.count < 3 {
-            let port = try Self.freePort()
+        while ports.count < 2 {
+            let port = try PrometheusServer.freePort()
             if !ports.contains(port) { ports.append(port) }
         }
-        let (vigilPort, nodePort, prometheusPort) = (ports[0], ports[1], ports[2])
+        let (vigilPort, nodePort) = (ports[0], ports[1])
         let markers = try TestDirectory("vigil-metrics-markers")
         defer { markers.remove() }
         let project = try await SupervisorRuntimeTests.project(workers: [
@@ -119,9 +67,10 @@ struct MetricsExportTests {
         let restarted = #"vigil_worker_restarts_total{plugin="supervisor",worker="crash-exit",reason="exit"}"#
         let killed = #"vigil_worker_restarts_total{plugin="supervisor",worker="crash-signal",reason="signal"}"#
         let body = try await Self.waitFor(20) { () async throws -> String? in
-            let (status, body) = try await Self.get(url)
-            let ready = (try? await Self.get("http://127.0.0.1:\(vigilPort)/readyz"))?.status == 200
-            return status == 200 && ready && Self.sample(restarted, in: body) == 1 && Self.sample(killed, in: body) == 1
+            let (status, body) = try await PrometheusServer.get(url)
+            let ready = (try? await PrometheusServer.get("http://127.0.0.1:\(vigilPort)/readyz"))?.status == 200
+            return status == 200 && ready && PrometheusServer.sample(restarted, in: body) == 1
+                && PrometheusServer.sample(killed, in: body) == 1
                 && body.contains(#"vigil_worker_state{plugin="supervisor",worker="crash-signal",state="running"} 1.0"#)
                 ? body : nil
         }
@@ -129,28 +78,39 @@ struct MetricsExportTests {
         let metrics = try #require(body, "no restarts on /metrics; vigil up said: \(up)")
 
         // What the test caused, exactly: one restart each, for its reason; the exit statuses.
-        #expect(Self.sample(#"vigil_worker_starts_total{plugin="supervisor",worker="crash-exit"}"#, in: metrics) == 2)
         #expect(
-            Self.sample(
+            PrometheusServer.sample(#"vigil_worker_starts_total{plugin="supervisor",worker="crash-exit"}"#, in: metrics)
+                == 2)
+        #expect(
+            PrometheusServer.sample(
                 #"vigil_worker_restarts_total{plugin="supervisor",worker="crash-exit",reason="signal"}"#, in: metrics)
                 == 0)
-        #expect(Self.sample(#"vigil_worker_last_exit_code{plugin="supervisor",worker="crash-exit"}"#, in: metrics) == 3)
         #expect(
-            Self.sample(#"vigil_worker_last_exit_code{plugin="supervisor",worker="crash-signal"}"#, in: metrics) == 137)
-        #expect(Self.sample(#"vigil_plugin_state{plugin="supervisor",state="running"}"#, in: metrics) == 1)
-        #expect(Self.sample(#"vigil_plugin_state{plugin="supervisor",state="failed"}"#, in: metrics) == 0)
+            PrometheusServer.sample(
+                #"vigil_worker_last_exit_code{plugin="supervisor",worker="crash-exit"}"#, in: metrics) == 3)
+        #expect(
+            PrometheusServer.sample(
+                #"vigil_worker_last_exit_code{plugin="supervisor",worker="crash-signal"}"#, in: metrics) == 137)
+        #expect(PrometheusServer.sample(#"vigil_plugin_state{plugin="supervisor",state="running"}"#, in: metrics) == 1)
+        #expect(PrometheusServer.sample(#"vigil_plugin_state{plugin="supervisor",state="failed"}"#, in: metrics) == 0)
         var types: [String: String] = [:]
         for line in metrics.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let parts = line.split(separator: " ")
             types[String(parts[2])] = String(parts[3])
         }
         // Every metric on /metrics is in the catalog (docs/metrics.md's table) with its type; every
-        // catalog metric of the host and the supervisor is registered (this host runs no audio).
+        // catalog metric of the host and the supervisor is registered (this host runs no audio; the
+        // announcer's appear once the host made it).
         for (name, type) in types {
             #expect(MetricsCatalog.description(named: name)?.kind.rawValue == type, "\(name) \(type)")
         }
-        let audio = [MetricsCatalog.streamUp, MetricsCatalog.streamInterruptions].map(\.name)
-        #expect(Set(MetricsCatalog.all.map(\.name)).subtracting(audio) == Set(types.keys), "\(types.keys.sorted())")
+        let hostAndSupervisor = [
+            MetricsCatalog.buildInfo, MetricsCatalog.pluginState, MetricsCatalog.workerState,
+            MetricsCatalog.workerStarts, MetricsCatalog.workerRestarts, MetricsCatalog.workerLastExitCode,
+            MetricsCatalog.workerBackoff, MetricsCatalog.workerReady, MetricsCatalog.watchdogPings,
+            MetricsCatalog.sleepLocks, MetricsCatalog.sleepEvents,
+        ].map(\.name)
+        #expect(Set(types.keys).isSuperset(of: hostAndSupervisor), "\(types.keys.sorted())")
 
         // promtool's lint accepts the exposition and the textfile.
         let lint = try await Self.promtool(metrics, in: project.dir)
@@ -158,11 +118,11 @@ struct MetricsExportTests {
         let textfile = try #require(
             await Self.waitFor(10) { () -> String? in
                 let text = try? String(contentsOfFile: textfiles + "/vigil.prom", encoding: .utf8)
-                return text.flatMap { Self.sample(restarted, in: $0) == 1 ? $0 : nil }
+                return text.flatMap { PrometheusServer.sample(restarted, in: $0) == 1 ? $0 : nil }
             }, "the textfile never showed the restart")
         let textLint = try await Self.promtool(textfile, in: project.dir)
         #expect(textLint.status == 0, "promtool check metrics (textfile): \(textLint.output)")
-        #expect(try await Self.get("http://127.0.0.1:\(vigilPort)/healthz").status == 200)
+        #expect(try await PrometheusServer.get("http://127.0.0.1:\(vigilPort)/healthz").status == 200)
 
         // node_exporter with its textfile collector only, and Prometheus scraping both each second.
         let nodeExporter = try ChildProcess(
@@ -172,39 +132,91 @@ struct MetricsExportTests {
                 "--collector.textfile.directory=\(textfiles)",
             ], stdout: project.dir.path + "/node.log", stderr: project.dir.path + "/node.log")
         defer { _ = nodeExporter.terminate(grace: 5) }
-        let prometheusConfig = try project.dir.write(
-            "prometheus.yml",
-            """
-            global:
-              scrape_interval: 1s
-              evaluation_interval: 1s
-            scrape_configs:
-              - job_name: vigil
-                static_configs: [{targets: ["127.0.0.1:\(vigilPort)"]}]
-              - job_name: node
-                static_configs: [{targets: ["127.0.0.1:\(nodePort)"]}]
-
-            """)
-        let prometheus = try ChildProcess(
-            "/usr/bin/prometheus",
-            [
-                "--config.file=\(prometheusConfig)", "--storage.tsdb.path=\(project.dir.path)/tsdb",
-                "--web.listen-address=127.0.0.1:\(prometheusPort)", "--log.level=warn",
-            ], stdout: project.dir.path + "/prometheus.log", stderr: project.dir.path + "/prometheus.log")
-        defer { _ = prometheus.terminate(grace: 5) }
+        let prometheus = try PrometheusServer(
+            targets: ["vigil": "127.0.0.1:\(vigilPort)", "node": "127.0.0.1:\(nodePort)"], in: project.dir)
 
         let expression = #"vigil_worker_restarts_total{worker="crash-exit",reason="exit"}"#
-        let seen = try await Self.waitFor(30) { () async throws -> [String: Double]? in
-            let values = try await Self.query(expression, port: prometheusPort)
-            return values.count == 2 ? values : nil
-        }
-        let log = (try? String(contentsOfFile: project.dir.path + "/prometheus.log", encoding: .utf8)) ?? ""
-        #expect(seen == ["vigil": 1, "node": 1], "Prometheus: \(log)")
-        let signalled = try await Self.query(
-            #"vigil_worker_restarts_total{reason="signal",worker="crash-signal"}"#, port: prometheusPort)
+        let seen = try await prometheus.waitForQuery(expression, toBe: ["vigil": 1, "node": 1])
+        #expect(seen == ["vigil": 1, "node": 1], "Prometheus: \(prometheus.output)")
+        let signalled = try await prometheus.query(
+            #"vigil_worker_restarts_total{reason="signal",worker="crash-signal"}"#)
         #expect(signalled == ["vigil": 1, "node": 1])
         // node_exporter read the textfile without an error.
-        #expect(try await Self.query("node_textfile_scrape_error", port: prometheusPort) == ["node": 0])
+        #expect(try await prometheus.query("node_textfile_scrape_error") == ["node": 0])
+    }
+
+    @Test("listen on an address the test holds: metrics-listen-failed, its remedy, exit 69; the host does not run on")
+    func listenFailed() async throws {
+        // A socket of the test's own, listening on a port of 127.0.0.1.
+        let (held, port) = try PrometheusServer.loopbackSocket(listening: true)
+        defer { close(held) }
+        let project = try await SupervisorRuntimeTests.project(workers: [SupervisorRuntimeTests.sleeper])
+        defer { project.dir.remove() }
+        let config = try String(contentsOfFile: project.config, encoding: .utf8)
+        try (config + "\n[metrics]\nlisten = \"127.0.0.1:\(port)\"\n")
+            .write(toFile: project.config, atomically: true, encoding: .utf8)
+        let up = try SupervisorRuntimeTests.up(project)
+        defer { _ = up.terminate(grace: 5) }
+        let status = await up.waitForExit(timeout: 20).map(ChildProcess.exitCode(fromWaitStatus:))
+        let stderr = (try? TextFile.read(project.dir.path + "/up.err")) ?? ""
+        #expect(status == 69, "\(stderr)")
+        let line = stderr.split(separator: "\n").first { $0.hasPrefix("error: ") } ?? ""
+        #expect(
+            line.hasPrefix("error: metrics-listen-failed: cannot serve metrics at 127.0.0.1:\(port): "), "\(stderr)")
+        #expect(line.hasSuffix("free that address or choose another `listen` in [metrics] of vigil.toml"), "\(line)")
+        // Nothing runs on: no host is left in `vigil status`.
+        let left = try await project.vigil("status", "--json")
+        #expect(left.status == 1, "\(left.stdout)")
+    }
+
+    @Test("a host stalled longer than its stream's buffer (SIGSTOP, SIGCONT): the underrun on /metrics")
+    func underrunCounted() async throws {
+        try await PulseAudioServer.with { server in
+            let project = try Project()
+            defer { project.dir.remove() }
+            let port = try PrometheusServer.freePort()
+            try project.dir.write(
+                "vigil.toml",
+                """
+                plugins = ["silent-engine"]
+
+                [host]
+                background_modes = ["audio"]
+
+                [silent-engine]
+                buffer_ms = 200
+
+                [metrics]
+                listen = "127.0.0.1:\(port)"
+
+                """)
+            try await project.trust("silent-engine")
+            var environment = project.environment
+            environment["PULSE_SERVER"] = server.address
+            let host = try ChildProcess(
+                VigilExecutable.path, ["up", "--config", project.config], environment: environment,
+                stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
+            defer { _ = host.terminate(grace: 5) }
+            let url = "http://127.0.0.1:\(port)/metrics"
+            let underruns = #"vigil_audio_underruns_total{plugin="silent-engine"}"#
+            let running = try await Self.waitFor(20) { () async throws -> Double? in
+                let body = try await PrometheusServer.get(url).body
+                let sink = PrometheusServer.sample(
+                    #"vigil_audio_sink_state{plugin="silent-engine",state="running"}"#, in: body)
+                return sink == 1 ? PrometheusServer.sample(underruns, in: body) : nil
+            }
+            let before = try #require(running, "silent-engine never played: \(project.dir.path)")
+            // The whole host stalls (as a swapped-out or frozen process does) for longer than the
+            // audio the server holds for the stream (1.5 s was not enough here): the stream runs dry.
+            #expect(kill(host.pid, SIGSTOP) == 0)
+            try await Task.sleep(for: .milliseconds(4000))
+            #expect(kill(host.pid, SIGCONT) == 0)
+            let after = try await Self.waitFor(10) { () async throws -> Double? in
+                let value = PrometheusServer.sample(underruns, in: try await PrometheusServer.get(url).body)
+                return value.map { $0 > before } == true ? value : nil
+            }
+            #expect(after != nil, "no underrun counted after the stall (before: \(before))")
+        }
     }
 
     @Test("/readyz names the plugin that is not running; /healthz and /metrics over a Unix socket")
@@ -233,16 +245,18 @@ struct MetricsExportTests {
         // silent-engine waits for a sound server that is not there: once the supervisor runs, the
         // host is healthy but not ready, and /readyz names silent-engine alone.
         let notReady = try await Self.waitFor(20) { () async throws -> String? in
-            let answer = try await Self.get("http://localhost/readyz", unixSocket: socket)
+            let answer = try await PrometheusServer.get("http://localhost/readyz", unixSocket: socket)
             return answer.status == 503 && !answer.body.contains("supervisor") ? answer.body : nil
         }
-        let last = try await Self.get("http://localhost/readyz", unixSocket: socket)
+        let last = try await PrometheusServer.get("http://localhost/readyz", unixSocket: socket)
         #expect(notReady?.contains("\nsilent-engine: ") == true, "last /readyz: \(last)")
-        #expect(try await Self.get("http://localhost/healthz", unixSocket: socket).status == 200)
-        let metrics = try await Self.get("http://localhost/metrics", unixSocket: socket)
+        #expect(try await PrometheusServer.get("http://localhost/healthz", unixSocket: socket).status == 200)
+        let metrics = try await PrometheusServer.get("http://localhost/metrics", unixSocket: socket)
         #expect(
             metrics.status == 200
                 && metrics.body.contains(#"vigil_plugin_state{plugin="supervisor",state="running"} 1.0"#))
-        #expect(try await Self.get("http://localhost/nothing", unixSocket: socket).status == 404)
+        #expect(try await PrometheusServer.get("http://localhost/nothing", unixSocket: socket).status == 404)
+        // A host whose /healthz was asked stops at SIGTERM as any other: the probe ends with the server.
+        #expect(ChildProcess.exitCode(fromWaitStatus: host.terminate(grace: 10)) == 0, "\(project.dir.path)")
     }
 }

@@ -183,6 +183,20 @@ struct PackageGraphTests {
         #expect(importers == ["Plugin/PluginRepositoryCommands.swift"], "\(importers)")
     }
 
+    @Test("VigilJournal, for a library host's journal logs, links libsystemd and swift-log, not the host or the core")
+    func journalProduct() throws {
+        let graph = try Self.graph.get()
+        #expect(graph.products["VigilJournal"] == ["VigilJournal"], "no library product VigilJournal")
+        let closure = try graph.closure(product: "VigilJournal")
+        let packages = Set(closure.flatMap { graph.targets[$0]?.products ?? [] })
+        #expect(closure.contains("CSystemd") && packages.contains("Logging"), "\(closure.sorted())")
+        for heavy in ["VigilCore", "VigilCrypto", "VigilHostCore", "VigilAudio", "CSodium", "CPulse"] {
+            #expect(!closure.contains(heavy), "\(heavy) in \(closure.sorted())")
+        }
+        #expect(packages.isDisjoint(with: ["NIOCore", "Prometheus", "TOMLKit"]), "\(packages.sorted())")
+        #expect(graph.closure(["vigil"]).contains("VigilJournal"))
+    }
+
     @Test("every first-party plugin module is a library product of its own")
     func onePluginOneProduct() throws {
         let graph = try Self.graph.get()

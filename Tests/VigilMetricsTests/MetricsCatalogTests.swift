@@ -46,6 +46,7 @@ struct MetricsCatalogTests {
             #expect(metric.name.allSatisfy { $0.isLowercase || $0 == "_" }, "\(metric.name)")
             #expect((metric.kind == .counter) == metric.name.hasSuffix("_total"), "\(metric.name)")
             if metric.unit == "seconds" { #expect(metric.name.contains("_seconds"), "\(metric.name)") }
+            if metric.unit == "ratio" { #expect(metric.name.hasSuffix("_ratio"), "\(metric.name)") }
             #expect(!metric.help.isEmpty && !metric.labels.contains("le"))
         }
         #expect(Set(MetricsCatalog.all.map(\.name)).count == MetricsCatalog.all.count)

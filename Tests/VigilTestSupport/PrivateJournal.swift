@@ -32,6 +32,17 @@ public final class PrivateJournal: Sendable {
             environment: environment, stdout: log, stderr: log)
     }
 
+    /// `base` as a service under this journal sees it: no `JOURNAL_STREAM` of the test's own (the
+    /// script sets the command's), and no D-Bus addresses (the namespace's /run hides the
+    /// machine's system bus: sleep handling is off).
+    public static func serviceEnvironment(_ base: [String: String]) -> [String: String] {
+        var environment = base
+        for name in ["JOURNAL_STREAM", "DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS"] {
+            environment.removeValue(forKey: name)
+        }
+        return environment
+    }
+
     /// What the script and journald said (for a failure's message).
     public var output: String { (try? TextFile.read(log)) ?? "" }
 

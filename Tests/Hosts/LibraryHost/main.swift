@@ -2,7 +2,10 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Vigil
+import VigilJournal
 
+// Under systemd, logs are journal entries (MESSAGE_ID, VIGIL_* fields: docs/logs.md); text lines elsewhere.
+LoggingSystem.bootstrap { JournalLogHandler.standardError(label: $0, identifier: "my-app") }
 let host: VigilHost
 do {
     host = try await Vigil.keepAlive()  // nearest vigil.toml; verified, trusted plugins only
