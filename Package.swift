@@ -462,7 +462,7 @@ package.targets += [
         name: "VigilSharedLibraryTests",
         dependencies: [
             "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log,
-            "VigilHostCheck", "VigilLibraryCheck",
+            "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary",
         ],
         exclude: ["Fixtures"],  // C sources the tests compile with cc
         swiftSettings: strictSettings),

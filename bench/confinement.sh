@@ -29,10 +29,10 @@ library=$PWD/Examples/HeartbeatPlugin/heartbeat-example/libVigilHeartbeatExample
 header=$("$driver" header "$library")
 settings=(file="$work/beat" interval_ms=3600000)
 
-run() { # MODE SECONDS: prints the driver's output
+run() { # MODE SECONDS: runs the driver (exec: in the background, $! is its PID)
   case $1 in
-    inprocess) "$driver" inprocess "$library" "$header" "$2" "${settings[@]}" ;;
-    helper) "$driver" helper "$helper" "$library" "$header" "$2" "${settings[@]}" ;;
+    inprocess) exec "$driver" inprocess "$library" "$header" "$2" "${settings[@]}" ;;
+    helper) exec "$driver" helper "$helper" "$library" "$header" "$2" "${settings[@]}" ;;
   esac
 }
 
