@@ -105,13 +105,12 @@ let package = Package(
         // The wire protocol between the host and vigil-plugin-helper, and the host's calls that start and
         // talk to it (posix_spawn, SOCK_SEQPACKET, SCM_RIGHTS, pidfd); imported by VigilSharedLibrary.
         .target(name: "CVigilHelper"),
-        // The process a shared-library plugin runs in (docs/native-plugins.md): plain C, no Swift runtime.
+        // The process a shared-library plugin runs in (docs/native-plugins.md): plain C; built with
+        // --static-swift-stdlib (a release build) it carries no Swift runtime (see its main.c).
         .executableTarget(
             name: "vigil-plugin-helper", dependencies: ["CVigilHelper", "CVigilPluginABI"],
             path: "Sources/VigilPluginHelper",
-            cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))],
-            // SwiftPM links every executable with the Swift runtime; the helper uses none of it.
-            linkerSettings: [.unsafeFlags(["-Xlinker", "--as-needed"])]),
+            cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))]),
 
         // MARK: - Base
         // What every module shares: the error shape (codes, causes, locations, one rendering),

@@ -35,10 +35,12 @@ static int sock = VIGIL_HELPER_SOCKET_FD;
 // ---- no Swift runtime ---------------------------------------------------------------------------
 
 // SwiftPM links every executable with swiftrt.o, whose constructor registers the image's Swift
-// metadata with the runtime (swift_addNewDSOImage), and with -lswiftCore. The helper has no Swift
-// code: these two definitions satisfy swiftrt.o, so the linker (--as-needed) drops libswiftCore and
-// the helper starts without the Swift runtime. Hidden: never exported, so a Swift plugin's own
-// swiftrt.o binds to the real runtime its library loads.
+// metadata with the runtime (swift_addNewDSOImage), and with the Swift runtime. The helper has no
+// Swift code: these two definitions satisfy swiftrt.o, so a build with --static-swift-stdlib (the
+// release build `make` and the package ship) takes nothing from the runtime's archives, and the
+// helper starts without it (a debug build still names libswiftCore.so, which is then loaded but
+// unused). Hidden: never exported, so a Swift plugin's own swiftrt.o binds to the real runtime its
+// library loads.
 __attribute__((visibility("hidden"))) void swift_addNewDSOImage(const void *image) { (void)image; }
 __attribute__((visibility("hidden"))) bool _swift_backtrace_isThunkFunction(const char *name) {
     (void)name;
