@@ -8,6 +8,8 @@
 #
 # Layout under PREFIX (docs/host-guide.md, "Install"):
 #   bin/vigil                              the release build, Swift runtime linked statically
+#   libexec/vigil/vigil-plugin-helper      the process each shared-library plugin runs in (plain C); vigil
+#                                          finds it as ../libexec/vigil/ from its own directory
 #   share/vigil/manifests/NAME/            the first-party signed manifests; an installed vigil finds
 #                                          them as ../share/vigil/manifests from its own directory
 #                                          and never looks at the source checkout it was built from
@@ -27,6 +29,7 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 bindir ?= $(PREFIX)/bin
+libexecdir ?= $(PREFIX)/libexec
 datadir ?= $(PREFIX)/share
 mandir ?= $(datadir)/man
 docdir ?= $(datadir)/doc/vigil
@@ -81,6 +84,7 @@ $(generated)/vigil_build_info.h: FORCE
 
 build: $(generated)/vigil_build_info.h
 	$(SWIFT) build $(swift_release_flags) --product vigil
+	$(SWIFT) build $(swift_release_flags) --product vigil-plugin-helper
 
 # Man pages and completion scripts, generated from the binary that is installed.
 # swift-argument-parser's generate-manual is the tool its GenerateManual plugin runs; it is run
@@ -100,8 +104,9 @@ install: dist
 	$(INSTALL) -d '$(DESTDIR)$(bindir)' '$(DESTDIR)$(manifestdir)' '$(DESTDIR)$(mandir)/man1' \
 	  '$(DESTDIR)$(bashcompletiondir)' '$(DESTDIR)$(zshcompletiondir)' '$(DESTDIR)$(fishcompletiondir)' \
 	  '$(DESTDIR)$(systemduserunitdir)' '$(DESTDIR)$(systemdsystemunitdir)' '$(DESTDIR)$(docdir)' \
-	  '$(DESTDIR)$(catalogdir)'
+	  '$(DESTDIR)$(catalogdir)' '$(DESTDIR)$(libexecdir)/vigil'
 	$(INSTALL) -m 0755 '$(release_bin)/vigil' '$(DESTDIR)$(bindir)/vigil'
+	$(INSTALL) -m 0755 '$(release_bin)/vigil-plugin-helper' '$(DESTDIR)$(libexecdir)/vigil/vigil-plugin-helper'
 	cd manifests && for plugin in */; do \
 	  $(INSTALL) -d '$(DESTDIR)$(manifestdir)/'"$$plugin" && \
 	  $(INSTALL) -m 0644 "$$plugin"* '$(DESTDIR)$(manifestdir)/'"$$plugin" || exit 1; done
@@ -122,7 +127,7 @@ uninstall:
 	  '$(DESTDIR)$(bashcompletiondir)/vigil' '$(DESTDIR)$(zshcompletiondir)/_vigil' \
 	  '$(DESTDIR)$(fishcompletiondir)/vigil.fish' '$(DESTDIR)$(systemduserunitdir)/vigil.service' \
 	  '$(DESTDIR)$(systemdsystemunitdir)/vigil@.service' '$(DESTDIR)$(catalogdir)/vigil.catalog'
-	rm -rf '$(DESTDIR)$(datadir)/vigil' '$(DESTDIR)$(docdir)'
+	rm -rf '$(DESTDIR)$(datadir)/vigil' '$(DESTDIR)$(docdir)' '$(DESTDIR)$(libexecdir)/vigil'
 
 deb:
 	scripts/package-deb.sh

@@ -39,6 +39,8 @@ let package = Package(
         // The fuzz harnesses, for the libFuzzer driver of the nested Fuzz/ package (not for hosts).
         .library(name: "VigilFuzzTargets", targets: ["VigilFuzzTargets"]),
         .executable(name: "vigil", targets: ["vigil"]),
+        // The process each shared-library plugin runs in; installed beside `vigil` or in /usr/libexec/vigil/.
+        .executable(name: "vigil-plugin-helper", targets: ["vigil-plugin-helper"]),
         .plugin(name: "VigilBuildCheck", targets: ["VigilBuildCheck"]),
         .plugin(name: "VigilTrustCommand", targets: ["VigilTrustCommand"]),
         .plugin(name: "VigilCheckCommand", targets: ["VigilCheckCommand"]),
@@ -102,6 +104,15 @@ let package = Package(
         // memfd_create, file seals and dladdr (need _GNU_SOURCE), imported by VigilLibraryCheck only
         // (LoaderCalls), through which VigilSharedLibrary maps plugins.
         .target(name: "CVigilLoader"),
+        // The wire protocol between the host and vigil-plugin-helper, and the host's calls that start and
+        // talk to it (posix_spawn, SOCK_SEQPACKET, SCM_RIGHTS, pidfd); imported by VigilSharedLibrary.
+        .target(name: "CVigilHelper"),
+        // The process a shared-library plugin runs in (docs/native-plugins.md): plain C; built with
+        // --static-swift-stdlib (a release build) it carries no Swift runtime (see its main.c).
+        .executableTarget(
+            name: "vigil-plugin-helper", dependencies: ["CVigilHelper", "CVigilPluginABI"],
+            path: "Sources/VigilPluginHelper",
+            cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))]),
 
         // MARK: - Base
         // What every module shares: the error shape (codes, causes, locations, one rendering),
@@ -203,7 +214,7 @@ let package = Package(
         .target(
             name: "VigilSharedLibrary",
             dependencies: [
-                "CVigilPluginABI", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
+                "CVigilPluginABI", "CVigilHelper", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
             ],
             swiftSettings: strictSettings),
 
@@ -467,7 +478,7 @@ package.targets += [
         name: "VigilSharedLibraryTests",
         dependencies: [
             "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log,
-            "VigilHostCheck", "VigilLibraryCheck",
+            "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary",
         ],
         exclude: ["Fixtures"],  // C sources the tests compile with cc
         swiftSettings: strictSettings),

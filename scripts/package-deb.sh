@@ -48,7 +48,8 @@ arch=$(dpkg --print-architecture)
 [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "package-deb: vigil --version gave '$version'" >&2; exit 1; }
 
 # Debian policy on top of the install layout.
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$vigil"
+helper=$stage/usr/libexec/vigil/vigil-plugin-helper
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$vigil" "$helper"
 gzip -9n "$stage"/usr/share/man/man1/*.1
 doc=$stage/usr/share/doc/vigil
 rm "$doc/LICENSE"  # the license is in copyright (policy 12.5)
@@ -79,7 +80,7 @@ install -D -m 0644 packaging/debian/lintian-overrides "$stage/usr/share/lintian/
 # Depends: from the binary's NEEDED entries and the installed libraries' shlibs/symbols files.
 mkdir -p "$work/shlibs/debian"
 printf 'Source: vigil\n\nPackage: vigil\nArchitecture: any\n' >"$work/shlibs/debian/control"
-depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O -e"$vigil" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p') || {
+depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O -e"$vigil" -e"$helper" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p') || {
   cat "$work/shlibdeps.log" >&2
   exit 1
 }
@@ -107,7 +108,8 @@ Description: keep a Linux host application alive and its audio output awake
  .
  Every plugin is activated only through a signed manifest whose key the host
  has trusted with "vigil plugin trust". This package holds the vigil
- command, the first-party manifests, man pages, shell completions, the user
+ command, the process shared-library plugins run in, the first-party
+ manifests, man pages, shell completions, the user
  unit vigil.service, the system unit template vigil@.service and the journal
  catalog of Vigil's message ids. A supervisor-only host needs no sound
  server.

@@ -53,7 +53,7 @@ public enum SharedLibraryErrorCode: String, ErrorCode {
     case pluginNoteMismatch = "plugin-note-mismatch"
     /// The plugin's library has no `DT_SONAME`.
     case missingSoname = "library-no-soname"
-    /// A library's SONAME is already loaded in this process (another plugin, the host) or names a
+    /// A library's SONAME is one of the host's loaded libraries' or names a
     /// system library, so glibc could alias the two.
     case sonameConflict = "library-soname-conflict"
     /// A library needs (`DT_NEEDED`) a library that is neither a system library nor listed in
@@ -87,4 +87,18 @@ public enum SharedLibraryErrorCode: String, ErrorCode {
     case createFailed = "plugin-create-failed"
     /// The keep-alive interface's `start` returned false.
     case startFailed = "plugin-start-failed"
+    /// No `vigil-plugin-helper` beside the running executable nor in `/usr/libexec/vigil/`.
+    case helperMissing = "plugin-helper-missing"
+    /// The helper executable, or its directory, could be replaced by others (owner, mode).
+    case helperUnsafe = "plugin-helper-unsafe"
+    /// The helper process could not be started (socket pair, `posix_spawn`).
+    case helperFailed = "plugin-helper-failed"
+    /// The helper process ended while the host waited for its answer.
+    case helperDied = "plugin-helper-died"
+    /// The helper did not answer a request within its deadline; it was killed.
+    case helperTimeout = "plugin-helper-timeout"
+    /// The helper sent something the protocol does not allow; it was killed.
+    case helperProtocol = "plugin-helper-protocol"
+    /// The helper could not apply the plugin's confinement to itself.
+    case confinementFailed = "confinement-failed"
 }

@@ -180,14 +180,12 @@ package struct VerifiedLibrarySet: Sendable {
                     "its library \(library.path) has the SONAME \(library.soname), which is a system library's name — "
                         + "give it a unique SONAME (for example lib\(name)-….so)")
             }
-            if SystemLibraries.isLoaded(library.soname)
-                && !LibraryRegistry.shared.isOwn(soname: library.soname, plugin: name, sha256: library.sha256)
-            {
+            if SystemLibraries.isLoaded(library.soname) {
                 throw fail(
                     .sonameConflict,
-                    "its library \(library.path) has the SONAME \(library.soname), which is already loaded in this "
-                        + "process (by another plugin or the host) — give each plugin's libraries unique SONAMEs, for "
-                        + "example prefixed with the plugin's name")
+                    "its library \(library.path) has the SONAME \(library.soname), which a library of the host "
+                        + "already has — give each plugin's libraries unique SONAMEs, for example prefixed with the "
+                        + "plugin's name")
             }
         }
 

@@ -3,25 +3,37 @@ import VigilBase
 import VigilLibraryCheck
 import VigilPlugin
 
-/// A ``KeepAlivePlugin`` backed by a shared library: the one place the C ABI's
-/// init/start/stop meets the `Service` contract. `run()` maps and initialises the library and
-/// starts one instance (a failure there is the start failure), reports ready, waits for
-/// cancellation, then stops and destroys the instance, calls `deinit` and unmaps. Every C call
-/// runs on a thread of its own.
+/// A ``KeepAlivePlugin`` backed by a shared library that runs in a helper process of its own:
+/// the one place the C ABI's init/start/stop meets the `Service` contract. `run()` starts the
+/// helper, which maps the verified library and starts one instance (a failure there is the start
+/// failure), reports ready, waits for cancellation, then stops and destroys the instance and lets
+/// the helper exit. Every exchange with the helper runs on the plugin's own ``PollLoop`` thread,
+/// which between requests sleeps in `poll` on the helper's socket (events, log lines, its end).
 final class SharedLibraryKeepAlive: KeepAlivePlugin {
     private let set: VerifiedLibrarySet
     private let context: PluginContext
-    private let thread: DedicatedThread
-    private let session = Mutex<NativeSession?>(nil)
+    private let deadlines: HelperSession.Deadlines
+    private let loop: PollLoop
+    private let session = Mutex<HelperSession?>(nil)
 
-    init(set: VerifiedLibrarySet, context: PluginContext) {
+    init(set: VerifiedLibrarySet, context: PluginContext, deadlines: HelperSession.Deadlines) throws(SharedLibraryError)
+    {
         self.set = set
         self.context = context
-        self.thread = DedicatedThread(name: "vigil-native")
+        self.deadlines = deadlines
+        do {
+            loop = try PollLoop(name: "vigil-native")
+        } catch {
+            throw SharedLibraryError(
+                code: .helperFailed, plugin: set.plugin,
+                message: "cannot create the thread that talks to its helper process: \(error.reason) — check the "
+                    + "process's descriptor limit", cause: ErrorCause(error))
+        }
+        loop.start()
     }
 
     deinit {
-        thread.close()
+        loop.close()
     }
 
     func run() async throws {
@@ -29,18 +41,18 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
     }
 
     private func start() async throws {
-        let outcome = await thread.run { [self] () -> SharedLibraryError? in
+        let outcome = await loop.run { [self] loop -> SharedLibraryError? in
             session.withLock { current -> SharedLibraryError? in
                 if current != nil { return nil }
-                let fresh = NativeSession(set: set, context: context)
+                let fresh = HelperSession(set: set, context: context, deadlines: deadlines)
                 do throws(SharedLibraryError) {
-                    try fresh.open()
+                    try fresh.open(on: loop)
                 } catch {
                     return error
                 }
                 current = fresh
                 do throws(SharedLibraryError) {
-                    try fresh.start()
+                    try fresh.start(on: loop)
                 } catch {
                     return error
                 }
@@ -49,23 +61,31 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
         }
         guard let outcome else {
             throw SharedLibraryError(
-                code: .loadFailed, plugin: set.plugin,
+                code: .helperFailed, plugin: set.plugin,
                 message: "the plugin's thread has shut down, so it cannot start — restart the host")
         }
         if let outcome { throw outcome }
     }
 
     private func stop() async {
-        _ = await thread.run { [self] in
+        _ = await loop.run { [self] loop in
             session.withLock { current in
-                current?.stop()
-                current?.close()
+                current?.stop(on: loop)
+                current?.close(on: loop)
                 current = nil
             }
         }
     }
 
+    /// The plugin's own details, then the host's about its helper (which a plugin cannot override).
     func details() async -> [String: String] {
-        await thread.run { [self] in session.withLock { $0?.details() ?? [:] } } ?? [:]
+        await loop.run { [self] loop in
+            session.withLock { current -> [String: String] in
+                guard let current else { return [:] }
+                var values = current.details(on: loop)
+                values.merge(current.hostDetails) { _, host in host }
+                return values
+            }
+        } ?? [:]
     }
 }

@@ -24,7 +24,7 @@ public enum SharedLibraryPlugins {
     public static func implementation(for plugin: LoadedPlugin) throws(SharedLibraryError) -> PluginImplementation {
         let set = try VerifiedLibrarySet(plugin)
         return PluginImplementation(entry: plugin.manifest.entry) { context in
-            SharedLibraryKeepAlive(set: set, context: context)
+            try SharedLibraryKeepAlive(set: set, context: context, deadlines: HelperSession.Deadlines())
         }
     }
 }

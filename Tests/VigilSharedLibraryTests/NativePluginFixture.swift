@@ -180,39 +180,35 @@ struct NativePluginFixture {
         guard rename(temporary, target) == 0 else { throw RuntimeFixtures.Failure("rename failed") }
     }
 
-    /// The descriptors this process has open (without the one that lists them).
-    static func openDescriptors() -> Set<Int32> {
-        guard let directory = opendir("/proc/self/fd") else { return [] }
-        defer { closedir(directory) }
-        let own = dirfd(directory)
-        var open: Set<Int32> = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if let fd = Int32(name), fd != own { open.insert(fd) }
-        }
-        return open
-    }
-
-    /// Opens /dev/null on each of `descriptors` (free ones), so the kernel does not hand those
-    /// numbers out; returns them, for the caller to close.
-    static func occupy(_ descriptors: Set<Int32>) -> [Int32] {
-        descriptors.sorted().compactMap { target in
-            let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            guard null >= 0, null != target else { return null >= 0 ? null : nil }
-            defer { close(null) }
-            let fd = fcntl(null, F_DUPFD_CLOEXEC, target)  // the lowest free number from `target` on: itself
-            return fd >= 0 ? fd : nil
-        }
-    }
-
-    /// The lines of /proc/self/maps that belong to plugin `name`'s memfds.
+    /// The lines of the maps of this process and of its children (each shared-library plugin runs
+    /// in a helper process of its own) that belong to plugin `name`'s memfds.
     static func mappings(of name: String) -> [String] {
-        // Read to the end: /proc files report size 0, and a one-shot read may stop early.
-        let data = FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() ?? Data()
-        let maps = String(decoding: data, as: UTF8.self)
-        return maps.split(separator: "\n").map(String.init).filter { $0.contains("vigil-plugin:\(name):") }
+        (["self"] + childProcesses().map(String.init)).flatMap { process in
+            // Read to the end: /proc files report size 0, and a one-shot read may stop early.
+            let data = FileHandle(forReadingAtPath: "/proc/\(process)/maps")?.readDataToEndOfFile() ?? Data()
+            let maps = String(decoding: data, as: UTF8.self)
+            return maps.split(separator: "\n").map(String.init).filter { $0.contains("vigil-plugin:\(name):") }
+        }
+    }
+
+    /// The PIDs of this process's children (of all its threads).
+    static func childProcesses() -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.flatMap { task -> [Int32] in
+            let data = FileHandle(forReadingAtPath: "/proc/self/task/\(task)/children")?.readDataToEndOfFile() ?? Data()
+            return String(decoding: data, as: UTF8.self).split(separator: " ").compactMap { Int32($0) }
+        }
+    }
+
+    /// The descriptors open in process `pid`, with what they are (`/proc/PID/fd` links).
+    static func descriptors(of pid: Int32) -> [Int32: String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        var result: [Int32: String] = [:]
+        for name in names {
+            guard let fd = Int32(name) else { continue }
+            result[fd] = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(name)")) ?? "?"
+        }
+        return result
     }
 }
 

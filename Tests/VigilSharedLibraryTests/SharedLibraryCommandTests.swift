@@ -180,4 +180,65 @@ struct SharedLibraryCommandTests {
         #expect(f.markerLines("alpha") == ["start alpha", "stop alpha"])
         #expect(f.exists(f.sentinel("alpha")))
     }
+
+    @Test(
+        "vigil status (text and JSON) shows a plugin's helper PID and confinement; the helper dies with a killed host")
+    func statusShowsHelperAndItDiesWithTheHost() async throws {
+        let f = try NativePluginFixture()
+        defer { f.remove() }
+        try await f.simplePlugin("alpha")
+        try f.config(["alpha"])
+        try FileManager.default.createDirectory(
+            atPath: f.dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_STATE_HOME"] = f.dir.path + "/state"
+        environment["XDG_RUNTIME_DIR"] = f.dir.path + "/run"
+        environment["HOME"] = f.dir.path
+        let host = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", f.configPath], environment: environment,
+            stderr: f.dir.path + "/up.err")
+        var hostRuns = true
+        defer { if hostRuns { host.signal(SIGKILL) } }
+        let optional = environment.mapValues { Optional($0) }
+
+        // Wait (bounded) until the status names the helper.
+        var helper: Int32?
+        var last = ""
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, helper == nil, host.isRunning {
+            let status = try await VigilExecutable.run(["status", "--json"], in: f.dir.path, environment: optional)
+            last = status.stdout + status.stderr
+            let hosts = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: Any]]
+            let plugin = (hosts?.first?["plugins"] as? [[String: Any]])?.first { $0["name"] as? String == "alpha" }
+            let details = plugin?["details"] as? [String: Any]
+            // The status document writes a number as a number.
+            if let pid = (details?["helper-pid"] as? Int).map({ Int32($0) }) {
+                helper = pid
+                #expect((details?["confinement"] as? String)?.isEmpty == false)
+            } else {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let pid = try #require(
+            helper, "no helper-pid in status: \(last); stderr: \((try? TextFile.read(f.dir.path + "/up.err")) ?? "")")
+        let text = try await VigilExecutable.run(["status"], in: f.dir.path, environment: optional)
+        #expect(text.stdout.contains("helper-pid=\(pid)"), "\(text.stdout)")
+        #expect(text.stdout.contains("confinement="), "\(text.stdout)")
+        // Alive: /proc/PID exists and is no zombie (an orphan's zombie waits for whoever reaps it here).
+        func alive() -> Bool {
+            guard let stat = try? TextFile.read("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else {
+                return false
+            }
+            return !stat[close...].hasPrefix(") Z")
+        }
+        #expect(alive(), "the helper runs")
+
+        // SIGKILL: the host runs no code; the kernel ends the helper (PR_SET_PDEATHSIG, and end-of-file on its socket).
+        host.signal(SIGKILL)
+        _ = host.wait()
+        hostRuns = false
+        let gone = await RuntimeFixtures.waitUntil(timeout: 10) { !alive() }
+        #expect(gone, "the helper \(pid) outlived its host")
+        #expect(f.markerLines("alpha") == ["start alpha"], "killed, not stopped")
+    }
 }

@@ -40,6 +40,8 @@ typedef struct {
     char self[256];
     const vigil_keepalive_events *events;
     bool report_events;
+    bool hang_details;
+    bool crash;
     pthread_t reporter;
     bool reporting;
 } instance;
@@ -53,6 +55,14 @@ static void *report(void *opaque) {
     usleep(300000);
     self->events->resumed(self->events->host_data);
     append(self->marker, "resumed\n");
+    return NULL;
+}
+
+// With the "crash" setting: a while after start returned, the plugin's code crashes (abort).
+static void *crash(void *opaque) {
+    (void)opaque;
+    usleep(200000);
+    abort();
     return NULL;
 }
 
@@ -77,6 +87,8 @@ static void *keepalive_create(const vigil_keepalive_config *config, const vigil_
         if (strcmp(config->settings[i].key, "marker") == 0)
             snprintf(made->marker, sizeof made->marker, "%s", config->settings[i].value);
         if (strcmp(config->settings[i].key, "events") == 0) made->report_events = strcmp(config->settings[i].value, "true") == 0;
+        if (strcmp(config->settings[i].key, "hang_details") == 0) made->hang_details = strcmp(config->settings[i].value, "true") == 0;
+        if (strcmp(config->settings[i].key, "crash") == 0) made->crash = strcmp(config->settings[i].value, "true") == 0;
     }
     if (made->marker[0] == '\0') {
         snprintf(error, error_size, "the \"marker\" setting is missing — set it in the manifest");
@@ -99,6 +111,10 @@ static bool keepalive_start(void *opaque, char *error, size_t error_size) {
     append(self->marker, "\n");
 #endif
     if (self->report_events) self->reporting = pthread_create(&self->reporter, NULL, report, self) == 0;
+    if (self->crash) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, crash, self) == 0) pthread_detach(thread);
+    }
     return true;
 }
 
@@ -111,6 +127,8 @@ static void keepalive_stop(void *opaque) {
 
 static void keepalive_details(void *opaque, vigil_detail_sink sink, void *context) {
     instance *self = opaque;
+    // With the "hang_details" setting: details never returns (a plugin stuck in its own code).
+    while (self->hang_details) pause();
     sink(context, "who", WHO);
     sink(context, "object", self->self);
 }
