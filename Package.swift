@@ -85,6 +85,10 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
+        // seccomp filters, for CVigilConfine only.
+        .systemLibrary(
+            name: "CSeccomp", pkgConfig: "libseccomp",
+            providers: [.apt(["libseccomp-dev"])]),
         // Our own C: prctl(PR_SET_NAME) (a variadic C call Swift cannot make) and the build
         // information `make` records (VigilVersion), for VigilBase.
         .target(name: "CVigilBase"),
@@ -100,6 +104,10 @@ let package = Package(
         // memfd_create, file seals and dladdr (need _GNU_SOURCE), imported by VigilLibraryCheck only
         // (LoaderCalls), through which VigilSharedLibrary maps plugins.
         .target(name: "CVigilLoader"),
+        // A shared-library plugin's confinement (Landlock, seccomp, no_new_privs), applied by the helper
+        // process to itself before it maps the plugin; the policy's wire encoding and the denial reports.
+        // Imported by VigilConfine (Swift) and the helper executable (C).
+        .target(name: "CVigilConfine", dependencies: ["CSeccomp"]),
 
         // MARK: - Base
         // What every module shares: the error shape (codes, causes, locations, one rendering),
