@@ -35,6 +35,13 @@ public enum ManifestDecoder {
         return try reader.manifest(value)
     }
 
+    /// Decodes a `"capabilities"` object on its own (as recorded in the rollback state), with the
+    /// manifest's rules and messages.
+    public static func capabilities(_ value: JSONValue, plugin: String? = nil) throws(CoreError) -> PluginCapabilities {
+        var reader = Reader(plugin: plugin)
+        return try reader.at(.key("capabilities")) { r throws(CoreError) in try r.capabilities(value) }
+    }
+
     static func malformed(_ plugin: String?, path: String, _ reason: String) -> CoreError {
         CoreError(
             code: .malformedManifest, plugin: plugin,
@@ -91,9 +98,11 @@ public enum ManifestDecoder {
                 guard allowed.contains(member.key) else {
                     var p = self
                     p.path.append(.key(member.key))
-                    throw p.fail(
-                        "unknown field \(JSONValue.quote(Sanitizer.display(member.key))) "
-                            + "(allowed: \(allowed.joined(separator: ", ")))")
+                    var reason = "unknown field \(JSONValue.quote(Sanitizer.display(member.key)))"
+                    if let near = NearName.closest(to: member.key, among: allowed) {
+                        reason += "; did you mean \"\(near)\"?"
+                    }
+                    throw p.fail(reason + " (allowed: \(allowed.joined(separator: ", ")))")
                 }
                 out[member.key] = member.value
             }
@@ -135,7 +144,7 @@ public enum ManifestDecoder {
                 value,
                 allowed: [
                     "schema", "name", "version", "description", "entry", "host_requirements", "resources", "settings",
-                    "expires",
+                    "expires", "capabilities",
                 ],
                 required: ["schema", "name", "version", "entry"])
             let schema = try stringMember(fields, "schema")
@@ -189,11 +198,15 @@ public enum ManifestDecoder {
                 }
                 return seconds
             }
+            let capabilities = try at(.key("capabilities")) { r throws(CoreError) in
+                try fields["capabilities"].map { v throws(CoreError) in try r.capabilities(v) } ?? .none
+            }
             var manifest = PluginManifest(
                 name: name, version: version, description: description, entry: entry,
                 hostRequirements: requirements, resources: resources, settings: settings, sharedLibrary: sharedLibrary)
             manifest.expires = expires
             manifest.settingsSchema = settingsSchema
+            manifest.capabilities = capabilities
             if let sharedLibrary, !resources.contains(where: { $0.path == sharedLibrary.path }) {
                 throw fail(
                     at: .key("entry"),
@@ -226,6 +239,135 @@ public enum ManifestDecoder {
                 return abi
             }
             return ("shared-library", PluginManifest.SharedLibraryEntry(path: path, abi: abi))
+        }
+
+        /// `capabilities`: the closed vocabulary of docs/signing.md ("Capabilities"); every path
+        /// normalised, every list without duplicates.
+        mutating func capabilities(_ value: JSONValue) throws(CoreError) -> PluginCapabilities {
+            let fields = try members(
+                value, allowed: ["files", "sound_server", "bus", "network", "spawn"], required: [])
+            var files: [PluginCapabilities.FileGrant] = []
+            if let v = fields["files"] {
+                files = try at(.key("files")) { r throws(CoreError) in try r.fileGrants(v) }
+            }
+            var soundServer = false
+            if let v = fields["sound_server"] {
+                guard case .bool(let b) = v else { throw fail(at: .key("sound_server"), "expected true or false") }
+                soundServer = b
+            }
+            var buses: Set<PluginCapabilities.Bus> = []
+            if let v = fields["bus"] {
+                buses = try at(.key("bus")) { r throws(CoreError) in
+                    Set(
+                        try r.words(
+                            v, of: PluginCapabilities.Bus.allCases.map(\.rawValue), what: "bus"
+                        ).map { PluginCapabilities.Bus(rawValue: $0)! })
+                }
+            }
+            var network = PluginCapabilities.Network.none
+            if let v = fields["network"] {
+                network = try at(.key("network")) { r throws(CoreError) in try r.network(v) }
+            }
+            var spawn: [String] = []
+            if let v = fields["spawn"] {
+                spawn = try at(.key("spawn")) { r throws(CoreError) in try r.executables(v) }
+            }
+            return PluginCapabilities(
+                files: files, soundServer: soundServer, buses: buses, network: network, spawn: spawn)
+        }
+
+        /// A non-empty array without duplicates, each element read by `element`.
+        mutating func uniqueList<T: Hashable>(
+            _ value: JSONValue, _ element: (inout Reader, JSONValue) throws(CoreError) -> T
+        ) throws(CoreError) -> [T] {
+            guard case .array(let list) = value else { throw fail("expected an array, found \(value.kindName)") }
+            guard !list.isEmpty else { throw fail("the list is empty; leave the field out to ask for nothing") }
+            var out: [T] = []
+            for (i, item) in list.enumerated() {
+                let decoded = try at(.index(i)) { r throws(CoreError) in try element(&r, item) }
+                guard !out.contains(decoded) else { throw fail(at: .index(i), "this entry is listed twice") }
+                out.append(decoded)
+            }
+            return out
+        }
+
+        /// A string that is one of `known`, with the nearest known word when it is not.
+        func word(_ value: JSONValue, of known: [String], what: String) throws(CoreError) -> String {
+            let s = try string(value)
+            guard known.contains(s) else {
+                var reason = "unknown \(what) \(JSONValue.quote(Sanitizer.display(s)))"
+                if let near = NearName.closest(to: s, among: known) { reason += "; did you mean \"\(near)\"?" }
+                throw fail(reason + " (known: \(known.joined(separator: ", ")))")
+            }
+            return s
+        }
+
+        mutating func words(_ value: JSONValue, of known: [String], what: String) throws(CoreError) -> [String] {
+            try uniqueList(value) { r, v throws(CoreError) in try r.word(v, of: known, what: what) }
+        }
+
+        /// A declared path, normalised; `absolute` requires a leading `/`.
+        func capabilityPath(_ value: JSONValue, absolute: Bool) throws(CoreError) -> String {
+            let s = try string(value)
+            if absolute, !s.hasPrefix("/") {
+                throw fail(
+                    "\(JSONValue.quote(Sanitizer.display(s))) is not an absolute path; name the executable "
+                        + "by its absolute path (for example \"/usr/bin/aplay\")")
+            }
+            switch PluginCapabilities.normalizedPath(s) {
+            case .success(let path): return path
+            case .failure(let problem): throw fail(problem.reason)
+            }
+        }
+
+        mutating func fileGrants(_ value: JSONValue) throws(CoreError) -> [PluginCapabilities.FileGrant] {
+            let grants = try uniqueList(value) { r, v throws(CoreError) -> PluginCapabilities.FileGrant in
+                let fields = try r.members(v, allowed: ["path", "access"], required: ["path", "access"])
+                let path = try r.at(.key("path")) { r throws(CoreError) in
+                    try r.capabilityPath(fields["path"]!, absolute: false)
+                }
+                let access = try r.at(.key("access")) { r throws(CoreError) in
+                    PluginCapabilities.FileAccess(
+                        rawValue: try r.word(
+                            fields["access"]!, of: PluginCapabilities.FileAccess.allCases.map(\.rawValue),
+                            what: "access"))!
+                }
+                return PluginCapabilities.FileGrant(path: path, access: access)
+            }
+            for (i, grant) in grants.enumerated() where grants[..<i].contains(where: { $0.path == grant.path }) {
+                throw fail(at: .index(i), "\(grant.path) is listed twice; list each path once with its access")
+            }
+            return grants
+        }
+
+        mutating func network(_ value: JSONValue) throws(CoreError) -> PluginCapabilities.Network {
+            if case .string = value {
+                return try word(value, of: ["none", "any"], what: "network") == "any" ? .any : .none
+            }
+            guard case .object = value else {
+                throw fail(
+                    "expected \"none\", \"any\" or {\"tcp_connect\": [PORT, …]}, found \(value.kindName)")
+            }
+            let fields = try members(value, allowed: ["tcp_connect"], required: ["tcp_connect"])
+            let ports = try at(.key("tcp_connect")) { r throws(CoreError) in
+                try r.uniqueList(fields["tcp_connect"]!) { r, v throws(CoreError) -> UInt16 in
+                    guard case .number(let n) = v, n.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                        let port = UInt16(n), port >= 1
+                    else { throw r.fail("expected a TCP port, a whole number from 1 to 65535") }
+                    return port
+                }
+            }
+            return .tcpConnect(ports)
+        }
+
+        mutating func executables(_ value: JSONValue) throws(CoreError) -> [String] {
+            try uniqueList(value) { r, v throws(CoreError) -> String in
+                let path = try r.capabilityPath(v, absolute: true)
+                if path.hasSuffix("/") {
+                    throw r.fail("\(path) is a directory; name each executable the plugin runs")
+                }
+                return path
+            }
         }
 
         mutating func requirements(_ value: JSONValue) throws(CoreError) -> [HostRequirement] {

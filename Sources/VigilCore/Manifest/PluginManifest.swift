@@ -67,6 +67,9 @@ public struct PluginManifest: Sendable, Hashable {
     /// When the signature stops being fresh (`expires`, RFC 3339, signed with the manifest), in
     /// seconds since the Unix epoch; after it, this manifest is refused as a change.
     public var expires: Int64? = nil
+    /// What the plugin may do beyond running its own code (`"capabilities"`, signed with the
+    /// manifest); ``PluginCapabilities/none`` when the manifest declares none.
+    public var capabilities: PluginCapabilities = .none
 
     /// Creates a manifest value.
     public init(
