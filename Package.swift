@@ -144,10 +144,18 @@ let package = Package(
             name: "VigilLibraryCheck",
             dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
             swiftSettings: strictSettings),
+        // A plugin's capabilities as the kernel policy its helper applies (ConfinementPlan), what this
+        // kernel can enforce (ConfinementSupport) and the denials the helper reports (ConfinementDenial).
+        .target(
+            name: "VigilConfine", dependencies: ["CVigilConfine", "VigilCore", "VigilBase"],
+            swiftSettings: strictSettings),
         // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
         .target(
             name: "VigilHostCheck",
-            dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings", "VigilMetrics"],
+            dependencies: [
+                "VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings", "VigilMetrics",
+                "VigilConfine",
+            ],
             swiftSettings: strictSettings),
 
         // MARK: - Plugins: the wrappers they run on, then the plugins
@@ -461,6 +469,10 @@ package.targets += [
             "VigilHostCheck", "VigilLibraryCheck",
         ],
         exclude: ["Fixtures"],  // C sources the tests compile with cc
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilConfineTests", dependencies: ["VigilConfine", "VigilCore", "VigilTestSupport"],
+        exclude: ["Fixtures"],  // the attack plugin and the test launcher, compiled by the tests with gcc
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilAnnounceTests",

@@ -1,5 +1,7 @@
 // Landlock + seccomp + no_new_privs for a shared-library plugin's helper process (vigil_confine.h).
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "vigil_confine.h"
 
 #include <errno.h>
@@ -367,20 +369,33 @@ static const char *syscall_name(long number) {
         NAME(io_uring_setup) NAME(io_uring_enter) NAME(io_uring_register) NAME(kexec_load)
         NAME(kexec_file_load) NAME(init_module) NAME(finit_module) NAME(delete_module) NAME(reboot)
         NAME(swapon) NAME(swapoff) NAME(open_by_handle_at) NAME(name_to_handle_at) NAME(syslog) NAME(acct)
-        NAME(quotactl) NAME(iopl) NAME(ioperm) NAME(fsopen) NAME(fsmount) NAME(fsconfig) NAME(fspick)
+        NAME(quotactl) NAME(fsopen) NAME(fsmount) NAME(fsconfig) NAME(fspick)
         NAME(move_mount) NAME(open_tree) NAME(mount_setattr) NAME(personality) NAME(rt_sigaction)
-        NAME(fanotify_init) NAME(vmsplice)
+        NAME(fanotify_init)
+#ifdef SYS_iopl
+        NAME(iopl) NAME(ioperm)
+#endif
 #undef NAME
     default: return "syscall";
     }
 }
 
+// The trapped call's arguments and its return value, in the signal's saved registers.
+#if defined(__x86_64__)
+#define VC_ARGUMENT(uc, n) ((long long)(uc)->uc_mcontext.gregs[(n) == 0 ? REG_RDI : REG_RSI])
+#define VC_SET_RESULT(uc, value) ((uc)->uc_mcontext.gregs[REG_RAX] = (value))
+#elif defined(__aarch64__)
+#define VC_ARGUMENT(uc, n) ((long long)(uc)->uc_mcontext.regs[n])
+#define VC_SET_RESULT(uc, value) ((uc)->uc_mcontext.regs[0] = (unsigned long long)(value))
+#else
+#error "vigil_confine: the SIGSYS handler knows x86_64 and aarch64 registers only"
+#endif
+
 static void sigsys_handler(int signal_number, siginfo_t *info, void *context) {
     (void)signal_number;
     ucontext_t *uc = context;
-    greg_t *registers = uc->uc_mcontext.gregs;
     long number = info->si_syscall;
-    long long a0 = (long long)registers[REG_RDI];
+    long long a0 = VC_ARGUMENT(uc, 0);
     const char *capability = "none";
     const char *argument = NULL;
     long long argument_number = 0;
@@ -391,16 +406,16 @@ static void sigsys_handler(int signal_number, siginfo_t *info, void *context) {
         has_number = 1;
     } else if (number == SYS_execve || number == SYS_execveat) {
         capability = "spawn";
-        argument = (const char *)(number == SYS_execve ? registers[REG_RDI] : registers[REG_RSI]);
+        argument = (const char *)(number == SYS_execve ? VC_ARGUMENT(uc, 0) : VC_ARGUMENT(uc, 1));
     } else if (number == SYS_kill || number == SYS_tgkill || number == SYS_tkill || number == SYS_ptrace ||
                number == SYS_rt_sigqueueinfo || number == SYS_rt_tgsigqueueinfo ||
                number == SYS_process_vm_readv || number == SYS_process_vm_writev) {
-        argument_number = number == SYS_ptrace ? (long long)registers[REG_RSI] : a0;
+        argument_number = number == SYS_ptrace ? VC_ARGUMENT(uc, 1) : a0;
         has_number = 1;
     }
     report(syscall_name(number), capability, argument, argument_number, has_number, "EPERM (seccomp) syscall ",
            number);
-    registers[REG_RAX] = -EPERM;
+    VC_SET_RESULT(uc, -EPERM);
 }
 
 // MARK: - Landlock
@@ -432,6 +447,22 @@ static int is_inside(const char *path, const char *directory) {
     return strncmp(path, directory, n) == 0 && path[n] == '/';
 }
 
+// Creates `path` and its missing parents (0700), as the plugin would on first use: a declared file
+// of a state directory that does not exist yet needs the directory for its rule.
+static void make_directories(const char *path) {
+    char buffer[PATH_MAX];
+    size_t length = strnlen(path, sizeof buffer);
+    if (length == 0 || length >= sizeof buffer) return;
+    memcpy(buffer, path, length + 1);
+    for (char *p = buffer + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        (void)mkdir(buffer, 0700);
+        *p = '/';
+    }
+    (void)mkdir(buffer, 0700);
+}
+
 static int apply_landlock(const vigil_confine_policy *policy, int abi, char *error, size_t error_size) {
     struct vc_ruleset_attr attributes = {.handled_access_fs = fs_rights(abi)};
     if (abi >= 4 && policy->network != VIGIL_CONFINE_NETWORK_ANY)
@@ -442,6 +473,13 @@ static int apply_landlock(const vigil_confine_policy *policy, int abi, char *err
     if (ruleset < 0) {
         set_error(error, error_size, "landlock_create_ruleset failed: %s", strerror(errno));
         return -1;
+    }
+    for (size_t i = 0; i < policy->rule_count && policy->state_directory; i++) {
+        if (is_inside(policy->rules[i].path, policy->state_directory) ||
+            !strcmp(policy->rules[i].path, policy->state_directory)) {
+            make_directories(policy->state_directory);
+            break;
+        }
     }
     for (size_t i = 0; i < policy->rule_count; i++) {
         const vigil_confine_rule *rule = &policy->rules[i];
