@@ -28,6 +28,7 @@ public struct CoreError: StructuredError, Hashable {
             case revocationExpired = "revocation-expired"
             case clockRolledBack = "clock-rolled-back"
             case rollback = "rollback"
+            case capabilitiesGrown = "capabilities-grown"
             case resourceMismatch = "resource-mismatch"
             case malformedManifest = "malformed-manifest"
             case nameMismatch = "name-mismatch"
@@ -87,6 +88,9 @@ public struct CoreError: StructuredError, Hashable {
         public static let clockRolledBack = Code(.clockRolledBack)
         /// The manifest's version is lower than one already accepted, or the same version changed.
         public static let rollback = Code(.rollback)
+        /// The manifest asks for capabilities the operator did not accept when they trusted the plugin
+        /// (or none were recorded for a plugin that declares some).
+        public static let capabilitiesGrown = Code(.capabilitiesGrown)
         /// A resource's size or SHA-256 differs from the signed manifest.
         public static let resourceMismatch = Code(.resourceMismatch)
         /// The manifest is not a valid `vigil.plugin-manifest/v1` document.

@@ -56,7 +56,10 @@ package struct Check: AsyncParsableCommand {
                     "\(path): \(report.plugins.count) plugin\(report.plugins.count == 1 ? "" : "s") activated, "
                         + CheckSummary.plugins(report) + "; "
                         + "\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")")
-                for plugin in report.plugins { CLI.sayLine(CheckSummary.pluginLine(plugin, report)) }
+                for plugin in report.plugins {
+                    CLI.sayLine(CheckSummary.pluginLine(plugin, report))
+                    for line in report.manifests[plugin.name]?.capabilityLines ?? [] { CLI.sayLine("    may: " + line) }
+                }
             }
         }
         if let buildInputs, !report.hasErrors, !report.diagnostics.isEmpty {
@@ -110,6 +113,7 @@ enum CheckJSON {
                                 ("name", .string(p.name)), ("state", .string(p.state.rawValue)),
                                 ("summary", .string(p.phrase)), ("reason", string(p.reason)),
                                 ("directory", string(p.directory)),
+                                ("capabilities", report.manifests[p.name]?.capabilitiesJSON ?? .null),
                             ] + signature(report.signatures[p.name], now: report.checkedAt))
                     })
             ),

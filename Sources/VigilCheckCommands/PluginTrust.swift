@@ -187,6 +187,7 @@ package struct PluginTrust: ParsableCommand {
                 "  settings:      no schema (\(PluginManifest.schemaV1) manifest): vigil check cannot check [\(m.name)]"
             )
         }
+        lines += capabilityLines(r)
         if m.resources.isEmpty {
             lines.append("  resources:     none")
         } else {
@@ -210,6 +211,27 @@ package struct PluginTrust: ParsableCommand {
         for line in lines { CLI.sayLine(line) }
     }
 
+    /// What the plugin may do, in plain words, and what that adds to the capabilities the operator
+    /// accepted at their last review of it (the difference a host refuses with `capabilities-grown`
+    /// until this review is accepted) and what it no longer asks for.
+    static func capabilityLines(_ r: TrustReview) -> [String] {
+        let m = r.plugin.manifest
+        var lines = ["  may:"]
+        lines += m.capabilityLines.map { "    - \($0)" }
+        guard let accepted = r.acceptedCapabilities else { return lines }
+        let added = r.addedCapabilities
+        if !added.isEmpty {
+            lines.append("  MORE than you accepted when you last trusted it — new in this version:")
+            lines += added.map { "    + \($0)" }
+        }
+        let dropped = accepted.added(since: m.capabilities)
+        if !dropped.isEmpty {
+            lines.append("  no longer asks to:")
+            lines += dropped.map { "    - \($0)" }
+        }
+        return lines
+    }
+
     /// The settings a plugin accepts, `[{"key", "type", "accepts", "default", "description"}]`;
     /// null without a schema (a v1 manifest, or no manifest).
     static func json(settings schema: SettingsSchema?) -> JSONValue {
@@ -223,6 +245,15 @@ package struct PluginTrust: ParsableCommand {
                     ("description", .string(entry.description)),
                 ])
             })
+    }
+
+    /// The review's `capabilities`: the manifest's (``PluginManifest/capabilitiesJSON``) with
+    /// `accepted` (what the last review accepted, or null) and `added` (the lines beyond it).
+    static func capabilities(_ r: TrustReview?) -> JSONValue {
+        guard let r, case .object(var members) = r.plugin.manifest.capabilitiesJSON else { return .null }
+        members.append(("accepted", r.acceptedCapabilities?.jsonValue ?? .null))
+        members.append(("added", .array(r.addedCapabilities.map(JSONValue.string))))
+        return .object(members)
     }
 
     /// `{"schema": "vigil.trust/v1", …}`: every key always present (null when unknown).
@@ -265,6 +296,7 @@ package struct PluginTrust: ParsableCommand {
             ("changed_at_same_version", r.map { .bool($0.changedAtSameVersion) } ?? .null),
             ("expected_first_party_key", string(r?.expectedFirstPartyKey?.description)),
             ("settings", Self.json(settings: m?.settingsSchema)),
+            ("capabilities", capabilities(r)),
             ("trusted", .bool(outcome != nil)),
             ("outcome", string(outcomeText)),
             ("error", CLI.json(error)),

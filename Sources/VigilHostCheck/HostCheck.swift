@@ -68,6 +68,9 @@ public struct HostCheck: Sendable {
         /// How long each verified plugin's signature stays fresh, for those whose signed manifest
         /// carries `expires`, by name.
         public var signatures: [String: SignatureFreshness] = [:]
+        /// The verified manifest of each activated plugin that verified, by name (its capabilities
+        /// are shown under the summary and in `--json`).
+        public var manifests: [String: PluginManifest] = [:]
         /// The time the freshness was judged at (seconds since the epoch).
         public var checkedAt: Int64 = Freshness.systemNow()
         /// True when any diagnostic is an error.
@@ -287,6 +290,7 @@ public struct HostCheck: Sendable {
         var report = Report(
             configPath: display, diagnostics: diagnostics, unsafePlugins: plan.unsafePlugins, plugins: plugins)
         for item in plan.items {
+            report.manifests[item.name] = item.manifest
             if let expires = item.expires {
                 report.signatures[item.name] = SignatureFreshness(
                     expires: expires, grace: configuration.freshnessGrace)

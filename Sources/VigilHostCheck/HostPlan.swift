@@ -69,6 +69,8 @@ package struct HostPlan: Sendable {
         package var settingProblems: [SettingsSchema.Problem] = []
         /// True when its manifest has no settings schema (v1) while `vigil.toml` has a table for it.
         package var unschemedTable = false
+        /// Its verified manifest (`nil` when it did not verify).
+        package var manifest: PluginManifest? = nil
     }
 
     package var configuration: HostConfiguration
@@ -116,7 +118,8 @@ package struct HostPlan: Sendable {
                 Item(
                     name: name, outcome: .unavailable(version: "\(manifest.version)", refusal: refusal),
                     trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
-                    rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire)
+                    rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire,
+                    manifest: manifest)
             }
             if manifest.sharedLibrary != nil {
                 // A third-party library: every check that needs no mapping runs now (so `vigil check`
@@ -145,7 +148,7 @@ package struct HostPlan: Sendable {
                 name: name, outcome: .ready(Ready(version: "\(manifest.version)", settings: settings, loaded: loaded)),
                 trust: loaded.trust, requirements: manifest.hostRequirements, directory: loaded.directory,
                 rotation: loaded.rotation, expires: manifest.expires, revocationsExpire: loaded.revocationsExpire,
-                unschemedTable: manifest.settingsSchema == nil && table != nil)
+                unschemedTable: manifest.settingsSchema == nil && table != nil, manifest: manifest)
         }
         return HostPlan(configuration: configuration, items: items)
     }

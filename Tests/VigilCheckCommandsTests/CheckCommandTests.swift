@@ -151,9 +151,11 @@ struct CheckCommandTests {
         #expect(
             plugins.allSatisfy {
                 Set($0.keys) == [
-                    "name", "state", "summary", "reason", "directory", "expires", "fresh_for_seconds", "freshness",
+                    "name", "state", "summary", "reason", "directory", "capabilities", "expires", "fresh_for_seconds",
+                    "freshness",
                 ]
             })
+        #expect(plugins.allSatisfy { $0["capabilities"] is NSNull }, "no verified manifest: null")
     }
 
     @Test("arguments: bad names, fingerprints and thresholds are usage errors (exit 64) saying which argument")

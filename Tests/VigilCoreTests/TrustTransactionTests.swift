@@ -71,7 +71,7 @@ import VigilTestSupport
     @Test func noRefusalBeforeOrDuringVerificationShowsAValidSignature() {
         let afterVerification: Set<CoreError.Code.Kind> = [
             .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .stateUnsafe, .expired,
-            .clockRolledBack, .revocationExpired,
+            .clockRolledBack, .revocationExpired, .capabilitiesGrown,
         ]
         for kind in CoreError.Code.Kind.allCases {
             let column = PluginInspection.signature(after: CoreError.Code(kind))

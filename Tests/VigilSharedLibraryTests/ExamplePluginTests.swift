@@ -26,6 +26,18 @@ struct ExamplePluginTests {
         """
     }
 
+    /// Reviews and trusts the example for `dir`'s `vigil.toml` as `vigil plugin trust heartbeat-example
+    /// --yes` does: its capabilities are recorded as accepted in the rollback state under `dir/state`
+    /// (a plugin that declares capabilities fails closed without that record).
+    static func trust(_ dir: TestDirectory) throws {
+        let environment = dir.environment()
+        let config = try HostConfiguration.load(path: dir.path + "/vigil.toml", environment: environment)
+        let store = try RollbackStore.standard(environment: environment)
+        let review = try TrustTransaction.review(
+            name: "heartbeat-example", configuration: config, pinned: [], store: store)
+        _ = try TrustTransaction.commit(review, store: store)
+    }
+
     private func beats(_ path: String) -> Int? {
         guard let text = try? TextFile.read(path), text.hasPrefix("beat ") else { return nil }
         return Int(text.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
@@ -39,6 +51,7 @@ struct ExamplePluginTests {
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let beat = dir.path + "/beat"
         try dir.write("vigil.toml", Self.config("file = \"\(beat)\"\ninterval_ms = 100"))
+        try Self.trust(dir)
         let host = try VigilHost(
             configPath: dir.path + "/vigil.toml",
             options: VigilHost.Options(
@@ -52,7 +65,7 @@ struct ExamplePluginTests {
         for round in 1...2 {
             let status = try #require(await host.keepAlive()[plugin: "heartbeat-example"])
             #expect(status.state == .running, "round \(round): \(status.state)")
-            #expect(status.version == "0.2.0")
+            #expect(status.version == "0.3.0")
             #expect(status.details["file"] == beat)
             #expect(status.details["interval_ms"] == "100")
             let start = beats(beat) ?? 0
@@ -74,6 +87,7 @@ struct ExamplePluginTests {
         let dir = try TestDirectory("vigil-example-settings")
         defer { dir.remove() }
         try dir.write("vigil.toml", Self.config(example.0))
+        try Self.trust(dir)
         let host = try VigilHost(
             configPath: dir.path + "/vigil.toml",
             options: VigilHost.Options(publishStatus: false, environment: dir.environment()),

@@ -30,11 +30,36 @@ struct SharedLibraryCommandTests {
             environment: ["XDG_STATE_HOME": dir.path + "/state"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("shared library libVigilHeartbeatExample.so (plugin ABI 1) — native code"))
+        // What it may do, from its signed manifest, in plain words.
+        #expect(r.stdout.contains("  may:\n    - read and write heartbeat in its state directory\n"), "\(r.stdout)")
         // The example rotated from the examples key to 2 of {examples-next, examples-cosigner}.
         #expect(
             try TextFile.read(dir.path + "/vigil.toml").contains(
                 "heartbeat-example = { keys = [\"ed25519:QOrI7WAhblHeS1SlvhKdfN+RFij+HpbW9emtKjpi3bc=\", "
                     + "\"ed25519:bCnW+qFsrMBYR/JRlFK0ETJwZ4I9gm+QEGBSDHN9StI=\"], threshold = 2 }"))
+
+        // plugin list and check show the same, in text and JSON; the trusted example loads.
+        let environment: [String: String?] = ["XDG_STATE_HOME": dir.path + "/state", "HOME": dir.path]
+        let config = ["--config", dir.path + "/vigil.toml"]
+        let list = try await VigilExecutable.run(["plugin", "list"] + config, in: dir.path, environment: environment)
+        #expect(
+            list.stdout.contains("    may:         read and write heartbeat in its state directory"), "\(list.stdout)")
+        let check = try await VigilExecutable.run(
+            ["check", "--declarations-only"] + config, in: dir.path, environment: environment)
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("    may: read and write heartbeat in its state directory"), "\(check.stdout)")
+        for arguments in [["plugin", "list", "--json"], ["check", "--declarations-only", "--json"]] {
+            let r = try await VigilExecutable.run(arguments + config, in: dir.path, environment: environment)
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+            let plugin = try #require(
+                (document["plugins"] as? [[String: Any]])?.first { $0["name"] as? String == "heartbeat-example" })
+            let capabilities = try #require(plugin["capabilities"] as? [String: Any], "\(arguments)")
+            #expect(capabilities["plain_words"] as? [String] == ["read and write heartbeat in its state directory"])
+            #expect(capabilities["in_host_process"] as? Bool == false)
+            #expect(
+                (capabilities["declared"] as? [String: Any])?["files"] as? [[String: String]]
+                    == [["path": "heartbeat", "access": "read-write"]])
+        }
     }
 
     @Test("a dependency's name from a signed library is one escaped line in verify's and check's errors")

@@ -100,6 +100,7 @@ struct PluginList: ParsableCommand {
                         ])
                     })
             ),
+            ("capabilities", r.manifest?.capabilitiesJSON ?? .null),
             ("status", .string(r.error == nil ? "ok" : "error")),
             ("error", CLI.json(r.error)),
         ])
@@ -127,6 +128,11 @@ struct PluginList: ParsableCommand {
             lines.append("    offered key: \(offered)")
         }
         for q in r.requirements { lines.append("    requires \(q.kind)\(q.value.map { " \($0)" } ?? ""): \(q.state)") }
+        if let manifest = r.manifest {
+            for (i, line) in manifest.capabilityLines.enumerated() {
+                lines.append((i == 0 ? "    may:         " : "                 ") + line)
+            }
+        }
         if let error = r.error { lines.append("    error: [\(error.code)] \(error.message)") }
         for line in lines { CLI.sayLine(line) }
     }

@@ -109,8 +109,8 @@ public struct PluginCapabilities: Sendable, Equatable, Hashable {
     /// when it asks for nothing. The lines hold paths from the manifest: escape them
     /// (`Sanitizer.display`) before a terminal.
     public var plainWords: [String] {
-        let lines = lines(network: network)
-        return lines.isEmpty ? ["nothing beyond running its own code"] : lines
+        let words = lines(network: network)
+        return words.isEmpty ? ["nothing beyond running its own code"] : words
     }
 
     /// The lines of ``plainWords`` this declaration asks for that `trusted` did not allow: a new
@@ -216,8 +216,8 @@ extension PluginCapabilities {
                 (
                     "files",
                     .array(
-                        files.map {
-                            .object([("path", .string($0.path)), ("access", .string($0.access.rawValue))])
+                        files.map { grant -> JSONValue in
+                            .object([("path", .string(grant.path)), ("access", .string(grant.access.rawValue))])
                         })
                 ))
         }

@@ -60,6 +60,9 @@ public struct PluginInspection: Sendable {
     /// When its signed manifest stops being fresh (seconds since the epoch), if it says.
     public var expires: Int64?
     public var requirements: [Requirement] = []
+    /// The manifest shown (verified with the trusted key, or with the offered one for an
+    /// untrusted plugin), whose capabilities the list shows; `nil` when none verified.
+    public var manifest: PluginManifest?
     /// Why the host would refuse it, or `nil` when it loads.
     public var error: CoreError?
 
@@ -132,6 +135,7 @@ public struct PluginInspection: Sendable {
         }
         if let manifest {
             report.version = "\(manifest.version)"
+            report.manifest = manifest
             report.expires = manifest.expires
             // Declarations only (nothing is probed here), so no environment is needed.
             let checker = RequirementChecker(
@@ -161,7 +165,7 @@ public struct PluginInspection: Sendable {
             .unknown
         // Refused after the signature verified with the trusted key.
         case .malformedManifest, .nameMismatch, .rollback, .resourceMismatch, .stateInvalid, .stateUnsafe, .expired,
-            .clockRolledBack, .revocationExpired:
+            .clockRolledBack, .revocationExpired, .capabilitiesGrown:
             .valid
         }
     }

@@ -365,6 +365,11 @@ public struct PluginLoader: Sendable {
             }
         }
 
+        // 6c. Capabilities: no more than the operator accepted at their last review.
+        if case .configured = policy, keys != nil, let rollback {
+            try checkCapabilities(manifest, name: name, rollback: rollback)
+        }
+
         if let revocations {
             try revocations.check(
                 plugin: name, version: manifest.version, sha: sha, signers: signers, threshold: keys?.threshold ?? 1)
@@ -385,6 +390,27 @@ public struct PluginLoader: Sendable {
             manifest: manifest, directory: directory, trust: keys.map(PluginTrust.trusted) ?? .acknowledgedUnsigned,
             manifestSHA256: sha, resourceContents: contents, rotation: rotation?.state, signers: signers,
             revocationsExpire: revocations?.expires)
+    }
+
+    /// Refuses (`capabilities-grown`) a manifest that asks for more than the capabilities the
+    /// operator accepted when they last trusted the plugin, with exactly the added lines; with no
+    /// record (trusted before capabilities were recorded, or a key written into `vigil.toml` by
+    /// hand) every capability it declares is new. A manifest that asks for nothing always passes.
+    static func checkCapabilities(_ manifest: PluginManifest, name: String, rollback: RollbackStore) throws(CoreError) {
+        guard !manifest.capabilities.isEmpty else { return }
+        let accepted = try rollback.acceptedCapabilities(plugin: name)
+        let added = manifest.capabilities.added(since: accepted ?? .none)
+        guard !added.isEmpty else { return }
+        let context =
+            accepted == nil
+            ? "no review on this host accepted what it may do (it was trusted before Vigil recorded capabilities, "
+                + "or its key was written into vigil.toml by hand)"
+            : "that is more than you accepted when you last trusted it"
+        throw CoreError(
+            code: .capabilitiesGrown, plugin: name,
+            message: "version \(manifest.version) asks to " + added.joined(separator: "; ") + " — \(context); "
+                + "review the difference and accept it with `\(TrustCommand.display(name))`, or keep the version "
+                + "you trusted")
     }
 
     /// The revocation list that applies to a plugin with `keys` in `directory`: the one it ships

@@ -99,6 +99,13 @@ public struct RollbackStore: Sendable {
         }
     }
 
+    /// The capabilities the operator accepted for `plugin` when they last trusted it (`vigil plugin
+    /// trust`), or `nil` when it was never trusted by a review since capabilities exist. A manifest
+    /// may ask for no more than this (``PluginCapabilities/added(since:)``).
+    public func acceptedCapabilities(plugin: String) throws(CoreError) -> PluginCapabilities? {
+        try readDocument().capabilities[plugin]
+    }
+
     /// Throws when the state cannot be written safely: the directory is created if missing (0700)
     /// and checked, the lock can be taken and the state file reads. Records nothing.
     public func checkWritable() throws(CoreError) {
@@ -114,13 +121,19 @@ public struct RollbackStore: Sendable {
     }
 
     /// Like ``replace(plugin:fingerprint:version:manifestSHA256:)`` for a key set.
+    ///
+    /// - Parameter capabilities: what the reviewed manifest declares, recorded as what the operator
+    ///   accepted (``acceptedCapabilities(plugin:)``); `nil` keeps the record as it is.
     public func replace(
-        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String, time: Int64? = nil
+        plugin: String, keys: TrustedKeys, version: SemanticVersion, manifestSHA256: String, time: Int64? = nil,
+        capabilities: PluginCapabilities? = nil
     ) throws(CoreError) {
         try withLock { () throws(CoreError) in
             var document = try readDocument()
             if let time { document.latestTime = max(document.latestTime ?? time, time) }
             document.plugins[plugin] = [keys.recordKey: Entry(version: version, manifestSHA256: manifestSHA256)]
+            // Nothing accepted is the same as no record, and writes none (an older Vigil reads the file).
+            if let capabilities { document.capabilities[plugin] = capabilities.isEmpty ? nil : capabilities }
             document.rotations[plugin] = nil
             try write(document)
         }
@@ -208,7 +221,8 @@ public struct RollbackStore: Sendable {
         guard try !read().isEmpty || SystemCall.fileType(statePath) != nil else { return }
         try withLock { () throws(CoreError) in
             var document = try readDocument()
-            let removed = document.plugins.removeValue(forKey: plugin) != nil
+            var removed = document.plugins.removeValue(forKey: plugin) != nil
+            removed = document.capabilities.removeValue(forKey: plugin) != nil || removed
             guard document.rotations.removeValue(forKey: plugin) != nil || removed else { return }
             try write(document)
         }
@@ -256,6 +270,8 @@ public struct RollbackStore: Sendable {
         var latestTime: Int64?
         /// The newest revocation list applied per plugin.
         var revocations: [String: RevocationList] = [:]
+        /// What the operator accepted per plugin at its last review (`vigil plugin trust`).
+        var capabilities: [String: PluginCapabilities] = [:]
     }
 
     func read() throws(CoreError) -> State {
@@ -284,7 +300,7 @@ public struct RollbackStore: Sendable {
         }
         let optional =
             (json["rotations"] == nil ? 0 : 1) + (json["latest_time"] == nil ? 0 : 1)
-            + (json["revocations"] == nil ? 0 : 1)
+            + (json["revocations"] == nil ? 0 : 1) + (json["accepted_capabilities"] == nil ? 0 : 1)
         guard case .object(let top) = json, top.count == 2 + optional,
             json["schema"] == .string(Self.schema), case .object(let plugins)? = json["plugins"]
         else { throw corrupt("it is not a \(Self.schema) document") }
@@ -297,6 +313,19 @@ public struct RollbackStore: Sendable {
                         member.value.serialized(), plugin: member.key)
                 } catch {
                     throw corrupt("revocation list \(member.key) is malformed (\(error.message))")
+                }
+            }
+        }
+        if let accepted = json["accepted_capabilities"] {
+            guard case .object(let members) = accepted else {
+                throw corrupt("its accepted_capabilities member is not an object")
+            }
+            for member in members {
+                do {
+                    document.capabilities[member.key] = try ManifestDecoder.capabilities(
+                        member.value, plugin: member.key)
+                } catch {
+                    throw corrupt("the accepted capabilities of \(member.key) are malformed (\(error.message))")
                 }
             }
         }
@@ -380,6 +409,12 @@ public struct RollbackStore: Sendable {
                 return (name, json)
             }
             members.append(("revocations", .object(lists)))
+        }
+        if !document.capabilities.isEmpty {
+            let accepted: [(key: String, value: JSONValue)] = document.capabilities.keys.sorted().map { name in
+                (name, document.capabilities[name]!.jsonValue)
+            }
+            members.append(("accepted_capabilities", .object(accepted)))
         }
         let doc = JSONValue.object(members)
         try StateFile.write(doc.serialized(), to: statePath, what: "the rollback state")

@@ -39,6 +39,16 @@ public struct TrustReview: Sendable {
     /// when there is one (hosts follow it without a review).
     public let signedRotation: Int?
 
+    /// The capabilities the operator accepted when they last trusted this plugin, if recorded.
+    public var acceptedCapabilities: PluginCapabilities? = nil
+
+    /// What the manifest under review asks for beyond ``acceptedCapabilities`` (everything it
+    /// declares when nothing was recorded): the lines a host refuses with `capabilities-grown` until
+    /// this review is accepted. Empty when it asks for no more.
+    public var addedCapabilities: [String] {
+        plugin.manifest.capabilities.added(since: acceptedCapabilities ?? .none)
+    }
+
     /// True when another key is trusted now.
     public var isRotation: Bool { currentlyTrusted != nil && currentlyTrusted != keys }
 }
@@ -95,15 +105,17 @@ public enum TrustTransaction {
             signedRotation = reached.version
         }
         let changed = accepted.contains { $0.version == version && $0.manifestSHA256 != plugin.manifestSHA256 }
-        return TrustReview(
+        var review = TrustReview(
             name: name, plugin: plugin, keys: keys, keyIDs: keys.keys.map { keyID($0, files) },
             configPath: configuration.path, currentlyTrusted: configuration.trustedKeys[name], downgrade: downgrade,
             changedAtSameVersion: changed,
             expectedFirstPartyKey: keys.keys.lazy.compactMap { FirstPartyKeys.mismatch(name: name, fingerprint: $0) }
                 .first, signedRotation: signedRotation)
+        review.acceptedCapabilities = try store.acceptedCapabilities(plugin: name)
+        return review
     }
 
-    /// Records the reviewed key and version: checks that the rollback state is writable, writes
+    /// Records the reviewed key, version and capabilities: checks that the rollback state is writable, writes
     /// `vigil.toml`, then the rollback record (forgetting older entries of the plugin); when the
     /// second write fails, `vigil.toml` is put back as it was.
     public static func commit(
@@ -114,7 +126,8 @@ public enum TrustTransaction {
             () throws(CoreError) in
             try store.replace(
                 plugin: review.name, keys: review.keys, version: review.plugin.manifest.version,
-                manifestSHA256: review.plugin.manifestSHA256, time: now)
+                manifestSHA256: review.plugin.manifestSHA256, time: now,
+                capabilities: review.plugin.manifest.capabilities)
         }
     }
 
