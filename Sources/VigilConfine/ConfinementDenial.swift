@@ -1,3 +1,5 @@
+import VigilBase
+
 /// An operation the kernel refused a confined plugin, as its helper reported it: what was tried and
 /// the capability that would have allowed it.
 public struct ConfinementDenial: Sendable, Hashable, CustomStringConvertible {
@@ -64,19 +66,18 @@ public struct ConfinementDenial: Sendable, Hashable, CustomStringConvertible {
         text.split(separator: "\n").compactMap { ConfinementDenial(reportLine: $0) }
     }
 
-    /// `\t`, `\n` and `\\` back to their characters; `nil` for another escape.
+    /// `\t`, `\n` and `\\` back to their characters; `nil` for an escape JSON and TOML do not share.
     private static func unescape(_ field: Substring) -> String? {
         guard field.contains("\\") else { return String(field) }
         var result = ""
         var escaped = false
         for character in field {
             if escaped {
-                switch character {
-                case "t": result.append("\t")
-                case "n": result.append("\n")
-                case "\\": result.append("\\")
-                default: return nil
+                // The helper writes \t, \n and \\ (the escapes JSON and TOML share).
+                guard let letter = character.asciiValue, let scalar = StringEscape.scalar(for: letter) else {
+                    return nil
                 }
+                result.unicodeScalars.append(scalar)
                 escaped = false
             } else if character == "\\" {
                 escaped = true

@@ -20,6 +20,9 @@ struct ConfinementCheckTests {
         let dir = try TestDirectory("vigil-confinement-check")
         defer { dir.remove() }
         try dir.write("vigil.toml", ExamplePluginTests.config("interval_ms = 500") + "\n" + confinement)
+        // Its declared capabilities accepted as `vigil plugin trust` does (a malformed vigil.toml
+        // cannot be loaded for that: its error is what those cases expect).
+        try? ExamplePluginTests.trust(dir)
         let report = HostCheck(environment: dir.environment(), confinementSupport: support)
             .run(configPath: dir.path + "/vigil.toml")
         // The example's signed key rotation is a warning of its own, whatever the confinement.
