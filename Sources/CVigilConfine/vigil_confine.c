@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <stddef.h>
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <ucontext.h>
@@ -345,8 +346,23 @@ void vigil_confine_report_path(const char *operation, const char *path, int writ
 }
 
 void vigil_confine_report_connect(const void *address, uint32_t length, int error_number) {
-    if (report_descriptor < 0 || error_number != EACCES || !address || length < sizeof(sa_family_t)) return;
+    if (report_descriptor < 0 || !address || length < sizeof(sa_family_t)) return;
     sa_family_t family = ((const struct sockaddr *)address)->sa_family;
+    if (family == AF_UNIX && error_number == EPERM && length > offsetof(struct sockaddr_un, sun_path) + 1 &&
+        ((const struct sockaddr_un *)address)->sun_path[0] == 0) {
+        // An abstract socket made outside the sandbox (Landlock's scope, ABI 6): nothing allows it.
+        const char *name = ((const struct sockaddr_un *)address)->sun_path + 1;
+        size_t name_length = length - offsetof(struct sockaddr_un, sun_path) - 1;
+        char printable[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+        printable[0] = '@';
+        size_t n = 0;
+        for (; n < name_length && n + 1 < sizeof printable - 1; n++)
+            printable[n + 1] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
+        printable[n + 1] = 0;
+        report("connect", "none", printable, 0, 0, "EPERM", -1);
+        return;
+    }
+    if (error_number != EACCES) return;
     if (family == AF_INET && length >= sizeof(struct sockaddr_in)) {
         report("connect", "tcp-connect", NULL, ntohs(((const struct sockaddr_in *)address)->sin_port), 1, "EACCES",
                -1);

@@ -110,7 +110,10 @@ public struct ConfinementDenial: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "\(operation) refused (\(detail)); would need \(declaration())" }
+    public var description: String {
+        let allowing = capability == .none ? "no capability allows it" : "it would need \(declaration())"
+        return "\(operation) refused (\(detail)); \(allowing)"
+    }
 }
 
 extension String {

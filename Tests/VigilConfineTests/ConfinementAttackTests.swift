@@ -194,6 +194,23 @@ private let hostSignals = Atomic<Int>(0)
         #expect(allowed.result == "result bus ok", "\(allowed.output)")
     }
 
+    @Test func theHostsAbstractSocketsAreOutOfReachEvenWithUNIXSocketsDeclared() async throws {
+        let fixture = try await ConfinementFixture()
+        defer { fixture.remove() }
+        let name = "vigil-confine-test-\(UUID().uuidString.prefix(8))"
+        let listener = try AbstractListener(name: name)
+        defer { listener.close() }
+        // AF_UNIX sockets allowed (a bus declared): Landlock's scope (ABI 6) still refuses an
+        // abstract socket made outside the sandbox, and the helper reports it.
+        let declared = PluginCapabilities(buses: [.session])
+        let refused = try await fixture.attack("abstract", name, plan: fixture.plan(declared))
+        #expect(refused.result == "result abstract refused EPERM", "\(refused.output)")
+        #expect(refused.denials == [ConfinementDenial(operation: "connect", capability: .none, detail: "EPERM")])
+        // The control: unconfined, the same plugin connects.
+        let control = try await fixture.attack("abstract", name, plan: nil)
+        #expect(control.result == "result abstract ok")
+    }
+
     @Test func theSwiftHeartbeatExampleRunsConfinedAndWritesOnlyItsDeclaredFile() async throws {
         let fixture = try await ConfinementFixture()
         defer { fixture.remove() }
@@ -259,6 +276,35 @@ struct LoopbackListener {
         }
         descriptor = fd
         port = UInt16(bigEndian: address.sin_port)
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
+}
+
+/// A UNIX stream socket listening in the abstract namespace (`@name`), as a desktop session's or the
+/// host's own abstract sockets are.
+struct AbstractListener {
+    let descriptor: Int32
+
+    init(name: String) throws {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(name.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in
+            path[0] = 0
+            for (i, byte) in bytes.enumerated() { path[i + 1] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + bytes.count)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if fd >= 0 { _ = Glibc.close(fd) }
+            throw RuntimeFixtures.Failure("cannot listen on @\(name): \(reason)")
+        }
+        descriptor = fd
     }
 
     func close() { _ = Glibc.close(descriptor) }

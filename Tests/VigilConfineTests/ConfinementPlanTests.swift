@@ -141,5 +141,11 @@ import VigilCore
         #expect(
             denial.declaration(stateDirectory: "/s/") == #""files": [{"path": "beat.txt", "access": "read-write"}]"#)
         #expect(denial.declaration() == #""files": [{"path": "/s/beat.txt", "access": "read-write"}]"#)
+        #expect(
+            denial.description
+                == #"open refused (EACCES); it would need "files": [{"path": "/s/beat.txt", "access": "read-write"}]"#)
+        #expect(
+            ConfinementDenial(operation: "ptrace", capability: .none, detail: "EPERM").description
+                == "ptrace refused (EPERM); no capability allows it")
     }
 }

@@ -104,9 +104,10 @@ void vigil_confine_policy_free(vigil_confine_policy *policy);
 // a kernel that cannot enforce the whole policy is a failure.
 int vigil_confine_apply(const vigil_confine_policy *policy, int report_fd, char *error, size_t error_size);
 
-// Writes one report line for a refused call whose error came back to the caller (Landlock's EACCES,
-// a seccomp EPERM), naming the capability that would allow it. `path` may be NULL. Async-signal-safe.
-// Does nothing before vigil_confine_apply or when `error_number` is not EACCES or EPERM.
+// Writes one report line for a call Landlock refused (the error came back to the caller), naming
+// the capability that would allow it: a path's EACCES that its permission bits would have allowed; a
+// TCP connect's EACCES; an abstract UNIX socket's EPERM (the scope: no capability allows it). `path`
+// may be NULL. Async-signal-safe. Does nothing before vigil_confine_apply or for other errors.
 void vigil_confine_report_path(const char *operation, const char *path, int write, int error_number);
 void vigil_confine_report_connect(const void *address, uint32_t address_length, int error_number);
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,17 @@ int vigil_attack(const char *what, const char *argument) {
         struct sockaddr_un address = {.sun_family = AF_UNIX};
         snprintf(address.sun_path, sizeof address.sun_path, "%s", argument);
         int result = connect(fd, (struct sockaddr *)&address, sizeof address);
+        int error_number = errno;
+        close(fd);
+        return outcome(what, result == 0, error_number);
+    }
+    if (!strcmp(what, "abstract")) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return outcome(what, 0, errno);
+        struct sockaddr_un address = {.sun_family = AF_UNIX};
+        size_t length = strlen(argument);
+        memcpy(address.sun_path + 1, argument, length);  // sun_path[0] == 0: the abstract namespace
+        int result = connect(fd, (struct sockaddr *)&address, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + length));
         int error_number = errno;
         close(fd);
         return outcome(what, result == 0, error_number);
