@@ -89,6 +89,10 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
+        // seccomp filters, for CVigilConfine only.
+        .systemLibrary(
+            name: "CSeccomp", pkgConfig: "libseccomp",
+            providers: [.apt(["libseccomp-dev"])]),
         // Our own C: prctl(PR_SET_NAME) (a variadic C call Swift cannot make) and the build
         // information `make` records (VigilVersion), for VigilBase.
         .target(name: "CVigilBase"),
@@ -113,6 +117,10 @@ let package = Package(
             name: "vigil-plugin-helper", dependencies: ["CVigilHelper", "CVigilPluginABI"],
             path: "Sources/VigilPluginHelper",
             cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))]),
+        // A shared-library plugin's confinement (Landlock, seccomp, no_new_privs), applied by the helper
+        // process to itself before it maps the plugin; the policy's wire encoding and the denial reports.
+        // Imported by VigilConfine (Swift) and the helper executable (C).
+        .target(name: "CVigilConfine", dependencies: ["CSeccomp"]),
 
         // MARK: - Base
         // What every module shares: the error shape (codes, causes, locations, one rendering),
@@ -149,10 +157,18 @@ let package = Package(
             name: "VigilLibraryCheck",
             dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
             swiftSettings: strictSettings),
+        // A plugin's capabilities as the kernel policy its helper applies (ConfinementPlan), what this
+        // kernel can enforce (ConfinementSupport) and the denials the helper reports (ConfinementDenial).
+        .target(
+            name: "VigilConfine", dependencies: ["CVigilConfine", "VigilCore", "VigilBase"],
+            swiftSettings: strictSettings),
         // What a vigil.toml amounts to (HostPlan) and its diagnostics (HostCheck), for Vigil and the tool.
         .target(
             name: "VigilHostCheck",
-            dependencies: ["VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings", "VigilMetrics"],
+            dependencies: [
+                "VigilCore", "VigilPlugin", "VigilLibraryCheck", "VigilSupervisorSettings", "VigilMetrics",
+                "VigilConfine",
+            ],
             swiftSettings: strictSettings),
 
         // MARK: - Plugins: the wrappers they run on, then the plugins
@@ -481,6 +497,10 @@ package.targets += [
             "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary",
         ],
         exclude: ["Fixtures"],  // C sources the tests compile with cc
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilConfineTests", dependencies: ["VigilConfine", "VigilCore", "VigilTestSupport"],
+        exclude: ["Fixtures"],  // the attack plugin and the test launcher, compiled by the tests with gcc
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilAnnounceTests",

@@ -6,7 +6,7 @@
 # Idempotent: packages already present are skipped, so a second run costs a dpkg query.
 set -euo pipefail
 
-build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev libsndfile1-dev libespeak-ng-dev)
+build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev libsndfile1-dev libespeak-ng-dev libseccomp-dev)
 run=(pulseaudio pulseaudio-utils libasound2-plugins alsa-utils dbus)
 test=(minisign sox playerctl python3-dbus python3-gi systemd procps pipewire pipewire-pulse wireplumber gcc libc6-dev
   faketime python3-venv curl prometheus prometheus-node-exporter)

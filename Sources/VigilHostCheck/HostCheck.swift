@@ -1,3 +1,4 @@
+public import VigilConfine
 public import VigilCore
 public import VigilPlugin
 
@@ -113,16 +114,19 @@ public struct HostCheck: Sendable {
     public var environment: RequirementChecker.Environment
     /// False checks declarations only (what a build can know), skipping environment probes.
     public var probeEnvironment: Bool
+    /// What this kernel can enforce of a shared-library plugin's confinement.
+    public var confinementSupport: ConfinementSupport
 
     /// Creates a checker for a host that provides `entries` (default: Vigil's built-in plugins),
     /// run in `environment` (the caller's, built once: the CLI's or the host app's).
     public init(
         entries: Set<String> = Set(BuiltinEntries.all), environment: RequirementChecker.Environment,
-        probeEnvironment: Bool = true
+        probeEnvironment: Bool = true, confinementSupport: ConfinementSupport = .probe()
     ) {
         self.entries = entries
         self.environment = environment
         self.probeEnvironment = probeEnvironment
+        self.confinementSupport = confinementSupport
     }
 
     /// Checks `configPath` (`nil`: the nearest `vigil.toml` from the environment's working directory
@@ -279,6 +283,7 @@ public struct HostCheck: Sendable {
                     ))
             }
         }
+        diagnostics += confinementDiagnostics(plan, configuration: configuration, located: located)
         for stray in plan.strayTables {
             diagnostics.append(
                 .init(severity: .error, location: located([stray.name]), plugin: nil, message: stray.message))

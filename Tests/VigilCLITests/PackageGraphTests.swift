@@ -93,12 +93,13 @@ struct PackageGraphTests {
         #expect(!checks.contains("VigilSupervisorEngine") && checks.intersection(Self.notForSupervisorHosts).isEmpty)
     }
 
-    /// The one system library a host on the host core must link: libsodium (VigilCrypto), with
-    /// which the core checks every plugin's signed manifest.
-    static let hostCoreSystemLibraries: Set<String> = ["CSodium"]
+    /// The system libraries a host on the host core must link: libsodium (VigilCrypto), with
+    /// which the core checks every plugin's signed manifest, and libseccomp (CVigilConfine), with
+    /// which the checks tell what this kernel can enforce of a shared-library plugin's confinement.
+    static let hostCoreSystemLibraries: Set<String> = ["CSodium", "CSeccomp"]
 
     @Test(
-        "a supervisor-only host (the host core + the supervisor) links no audio, speech, sound-file or D-Bus module; libsodium is its one C library"
+        "a supervisor-only host (the host core + the supervisor) links no audio, speech, sound-file or D-Bus module; libsodium and libseccomp are its C libraries"
     )
     func supervisorOnlyHostClosure() throws {
         let graph = try Self.graph.get()

@@ -57,6 +57,9 @@ struct CModuleImportTests {
         }
         #expect(notInternal.isEmpty, "C modules must be `internal import`ed: \(notInternal)")
         #expect(importers["CVigilLoader"] == ["VigilLibraryCheck"])
+        // The confinement policy's one Swift wrapper; libseccomp is reached only from its C.
+        #expect(importers["CVigilConfine"] == ["VigilConfine"])
+        #expect(cModules.contains("CSeccomp") && importers["CSeccomp"] == nil)
         #expect(importers["CVigilPluginABI"] == ["VigilLibraryCheck", "VigilSharedLibrary", "VigilPluginSDK"])
         for (module, users) in importers where module != "CVigilPluginABI" {
             #expect(users.count == 1, "\(module) is imported by \(users.sorted())")

@@ -27,7 +27,7 @@ public struct HostConfiguration: Sendable {
     /// The largest `vigil.toml` accepted, in bytes.
     public static let maxSize = 1 << 20
     /// The tables `vigil.toml` itself defines (never a plugin's settings).
-    public static let reservedTables: Set<String> = ["host", "trusted_plugins", "freshness"]
+    public static let reservedTables: Set<String> = ["host", "trusted_plugins", "freshness", "confinement"]
     /// Tables the host reads besides the activated plugins' (`[announce]`): not stray.
     public static let hostTables: Set<String> = ["announce", "metrics", "repository"]
 
@@ -51,6 +51,10 @@ public struct HostConfiguration: Sendable {
     public let host: HostDeclarations
     /// `[freshness] grace`: how long before a signed manifest expires `check` and `list` warn.
     public var freshnessGrace: Int64 = Freshness.defaultGrace
+    /// `[confinement] acknowledge_unenforced`: shared-library plugins the operator lets run with
+    /// what this kernel can enforce of their declared confinement, when it cannot enforce all of it
+    /// (docs/native-plugins.md, "Confinement").
+    public var acknowledgedUnenforced: [String] = []
     /// Each plugin's settings table (top-level tables named after plugins).
     public let pluginSettings: [String: [String: SettingValue]]
 
@@ -294,6 +298,7 @@ public struct HostConfiguration: Sendable {
         var paths: [String] = ["manifests"]
         var host = HostDeclarations()
         var grace = Freshness.defaultGrace
+        var unenforced: [String] = []
         var settings: [String: [String: SettingValue]] = [:]
 
         for key in table.keys {
@@ -323,6 +328,18 @@ public struct HostConfiguration: Sendable {
                     }
                     grace = seconds
                 }
+            case "confinement":
+                guard let t = value.table else { throw reader.fail(at: [key], "[confinement] must be a table") }
+                for name in t.keys {
+                    guard name == "acknowledge_unenforced", let list = t[name] else {
+                        let near = NearName.closest(to: name, among: ["acknowledge_unenforced"])
+                        throw reader.fail(
+                            at: [key, name],
+                            "unknown key `\(Sanitizer.display(name))` in [confinement]"
+                                + (near.map { "; did you mean \($0)?" } ?? " (known: acknowledge_unenforced)"))
+                    }
+                    unenforced = try reader.pluginNames(list, at: [key, name])
+                }
             case "trusted_plugins":
                 guard let t = value.table else { throw reader.fail(at: [key], "[trusted_plugins] must be a table") }
                 for name in t.keys {
@@ -335,7 +352,7 @@ public struct HostConfiguration: Sendable {
                     throw reader.fail(
                         at: [key],
                         "unknown key `\(Sanitizer.display(key))` — the top level holds plugins, plugin_paths, "
-                            + "acknowledge_unsafe_plugins, [host], [trusted_plugins] and one table per plugin "
+                            + "acknowledge_unsafe_plugins, [host], [trusted_plugins], [freshness], [confinement] and one table per plugin "
                             + "named after it")
                 }
                 settings[key] = try reader.settingsTable(t, at: [key])
@@ -348,6 +365,7 @@ public struct HostConfiguration: Sendable {
             paths, configDirectory: Path.directory(of: path), firstParty: firstParty)
         self.host = host
         self.freshnessGrace = grace
+        self.acknowledgedUnenforced = unenforced
         self.pluginSettings = settings
     }
 
