@@ -48,7 +48,9 @@ while (($#)); do
   --concurrency)
     test_args+=("${concurrency[@]}")
     filtered=1
-    # …and only their test targets are built (Package.swift reads this).
+    # …and only their test targets and the targets these need are built (Package.swift reads this):
+    # no executable, SwiftPM plugin or library they do not use (vigil, the TUF client and
+    # swift-crypto, the metrics exporter and swift-nio): none of these suites starts a `vigil`.
     export VIGIL_TEST_TARGETS=VigilSupervisorTests,VigilTests,VigilAudioTests,VigilAnnounceTests,VigilDBusTests
     ;;
   --filter | --skip)
