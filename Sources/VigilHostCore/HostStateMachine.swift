@@ -129,7 +129,7 @@ struct HostStateMachine: Sendable {
     private var swapping = false
     /// The plugin whose ``Action/applySettings(plugin:instance:)`` is in flight, and whether the
     /// reload it was for is still the pending one (a newer reload asks again with its settings).
-    private(set) var applying: (plugin: Int, current: Bool)?
+    private(set) var applying: (plugin: Int, instance: UInt64, current: Bool)?
 
     init(plugins: [Plugin]) {
         self.plugins = plugins
@@ -450,7 +450,7 @@ struct HostStateMachine: Sendable {
             let plugin = plugins[index]
             if let instance = plugin.instance, !plugin.releasing, plugin.state.isActive {
                 busy = index
-                applying = (index, true)
+                applying = (index, instance, true)
                 actions.append(.applySettings(plugin: index, instance: instance))
             } else {
                 restartInstead(item)
@@ -469,7 +469,8 @@ struct HostStateMachine: Sendable {
     /// The answer to an ``Action/applySettings(plugin:instance:)``: a plugin that took its new
     /// settings is kept as it runs; one that did not (or ended meanwhile) is restarted with them.
     private mutating func settingsApplied(_ index: Int, instance: UInt64, inPlace: Bool) {
-        guard let (plugin, current) = applying, plugin == index else { return }
+        // Matched by instance too: a late answer for an instance that ended is not this one's.
+        guard let (plugin, asked, current) = applying, plugin == index, asked == instance else { return }
         applying = nil
         if busy == index { busy = nil }
         // For a reload that a newer one replaced: the newer one asks again with its own settings.

@@ -261,6 +261,21 @@ struct HostStateMachineReloadTests {
         #expect(m.applied == m.generation)
     }
 
+    @Test("a late answer for an instance that ended does not answer the next instance's settings")
+    func lateAnswerForAnEndedInstance() {
+        var m = Self.applyingToB()
+        var next: UInt64 = 2
+        _ = Self.drive(&m, .ended(plugin: 1, instance: 2, failure: nil), next: &next)
+        #expect(m.plugins[1].instance == 3)
+        let again = Reconfiguration(items: [Item(name: "a", keeps: 0), Item(name: "b", keeps: 1, reconfigures: true)])
+        #expect(m.handle(.reconfigure(again)) == [.applySettings(plugin: 1, instance: 3)])
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: false)) == [], "instance 2's answer")
+        #expect(m.busy == 1, "instance 3 still applies them")
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 3, inPlace: true)) == [.reconfigure])
+        #expect(m.handle(.reconfigured) == [.settled(m.generation)])
+        #expect(m.plugins.map(\.instance) == [1, 3])
+    }
+
     @Test("a newer reload while one applies settings: the newer one's settings are applied too, then the swap")
     func newerReloadWhileApplying() {
         var m = Self.applyingToB()
