@@ -20,8 +20,9 @@ struct Reload: AsyncParsableCommand {
             plugins removed stop, plugins whose settings or manifest changed restart (the supervisor takes \
             a change to its workers in place: only the changed workers restart), and unchanged ones \
             keep running (the keep-alive stream keeps playing). A configuration that does not check is \
-            refused and the host keeps running the previous one. Changes to [host], [announce] or \
-            acknowledge_unsafe_plugins need a restart and are refused. The host is found in \
+            refused and the host keeps running the previous one. Changes to [host], [announce], [metrics] \
+            or acknowledge_unsafe_plugins need a restart and are refused (reload-needs-restart, naming \
+            each key). The host is found in \
             $XDG_RUNTIME_DIR/vigil/ (with --config, the host of that vigil.toml; without it, the only \
             running host). Exit codes: 0 reloaded; 1 no host runs; 2 several hosts run (name one with \
             --config); 3 the host's control socket cannot be reached or its answer is not understood; \
