@@ -527,22 +527,11 @@ package.targets += [
 
 ]
 
-// `VIGIL_TEST_TARGETS=A,B` keeps only those test targets (scripts/sanitize.sh --concurrency sets it),
-// so CI's thread-sanitized build compiles no test target it does not run.
-if let only = Context.environment["VIGIL_TEST_TARGETS"]?.split(separator: ",").map(String.init) {
-    package.targets.removeAll { $0.type == .test && !only.contains($0.name) }
-}
-
-// `VIGIL_API_CHECK=P1,P2,…` (scripts/check-api.sh sets it, for the baseline's manifest and this one)
-// keeps only those library products and the targets they need: no SwiftPM plugin, whose tool is
-// compiled for the host too, with its C modules (ours and TOMLKit's CTOML), which
-// `swift package diagnose-api-breaking-changes` then hands the API digester twice ("redefinition
-// of module"; SwiftPM issues 8103, 9254); and nothing else to build for the baseline.
-if let checked = Context.environment["VIGIL_API_CHECK"]?.split(separator: ",").map(String.init) {
+/// Keeps only the targets `roots` need (themselves and their dependencies, transitively) and the
+/// products made only of those targets.
+@MainActor func keepOnly(targetsNeededBy roots: [String]) {
     var needed = Set<String>()
-    var queue = package.products.filter { checked.contains($0.name) }.flatMap {
-        ($0 as? Product.Library)?.targets ?? []
-    }
+    var queue = roots
     while let name = queue.popLast() {
         guard needed.insert(name).inserted, let target = package.targets.first(where: { $0.name == name }) else {
             continue
@@ -554,6 +543,45 @@ if let checked = Context.environment["VIGIL_API_CHECK"]?.split(separator: ",").m
             }
         }
     }
-    package.products.removeAll { !checked.contains($0.name) }
+    package.products.removeAll { product in
+        let targets =
+            (product as? Product.Library)?.targets ?? (product as? Product.Executable)?.targets
+            ?? (product as? Product.Plugin)?.targets ?? []
+        return !targets.allSatisfy { needed.contains($0) }
+    }
     package.targets.removeAll { !needed.contains($0.name) }
+    // And the packages no kept target uses: SwiftPM builds every product of a package the root
+    // depends on, whether a target uses it or not.
+    var used = Set<String>()
+    for target in package.targets {
+        for case .productItem(_, let name?, _, _) in target.dependencies { used.insert(name.lowercased()) }
+    }
+    package.dependencies.removeAll { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind,
+            var identity = location.split(separator: "/").last.map({ String($0).lowercased() })
+        else { return false }
+        if identity.hasSuffix(".git") { identity.removeLast(4) }
+        return !used.contains(identity)
+    }
+}
+
+// `VIGIL_TEST_TARGETS=A,B` keeps only those test targets and what they need (scripts/sanitize.sh
+// --concurrency sets it), so CI's thread-sanitized build compiles no test target it does not run,
+// and no executable, SwiftPM plugin or library only others use (`vigil`, the TUF client with
+// swift-crypto, the metrics exporter with swift-nio…): the suites it runs start none of them.
+if let only = Context.environment["VIGIL_TEST_TARGETS"]?.split(separator: ",").map(String.init) {
+    keepOnly(targetsNeededBy: package.targets.filter { $0.type == .test && only.contains($0.name) }.map(\.name))
+}
+
+// `VIGIL_API_CHECK=P1,P2,…` (scripts/check-api.sh sets it, for the baseline's manifest and this one)
+// keeps only those library products and the targets they need: no SwiftPM plugin, whose tool is
+// compiled for the host too, with its C modules (ours and TOMLKit's CTOML), which
+// `swift package diagnose-api-breaking-changes` then hands the API digester twice ("redefinition
+// of module"; SwiftPM issues 8103, 9254); and nothing else to build for the baseline.
+if let checked = Context.environment["VIGIL_API_CHECK"]?.split(separator: ",").map(String.init) {
+    keepOnly(
+        targetsNeededBy: package.products.filter { checked.contains($0.name) }.flatMap {
+            ($0 as? Product.Library)?.targets ?? []
+        })
+    package.products.removeAll { !checked.contains($0.name) }
 }

@@ -17,10 +17,12 @@ struct Reload: AsyncParsableCommand {
         abstract: "Make the running host read its vigil.toml again, restarting only what changed.",
         discussion: """
             The host checks the file as at start (every manifest verified again). Plugins added start, \
-            plugins removed stop, plugins whose settings or manifest changed restart, and unchanged ones \
+            plugins removed stop, plugins whose settings or manifest changed restart (the supervisor takes \
+            a change to its workers in place: only the changed workers restart), and unchanged ones \
             keep running (the keep-alive stream keeps playing). A configuration that does not check is \
-            refused and the host keeps running the previous one. Changes to [host], [announce] or \
-            acknowledge_unsafe_plugins need a restart and are refused. The host is found in \
+            refused and the host keeps running the previous one. Changes to [host], [announce], [metrics] \
+            or acknowledge_unsafe_plugins need a restart and are refused (reload-needs-restart, naming \
+            each key). The host is found in \
             $XDG_RUNTIME_DIR/vigil/ (with --config, the host of that vigil.toml; without it, the only \
             running host). Exit codes: 0 reloaded; 1 no host runs; 2 several hosts run (name one with \
             --config); 3 the host's control socket cannot be reached or its answer is not understood; \
@@ -76,7 +78,8 @@ struct Reload: AsyncParsableCommand {
                     ("pid", pid.map { .number(String($0)) } ?? .null),
                     ("config", configPath.map(JSONValue.string) ?? .null),
                     ("added", names(report?.added)), ("removed", names(report?.removed)),
-                    ("restarted", names(report?.restarted)), ("kept", names(report?.kept)), ("error", error),
+                    ("restarted", names(report?.restarted)), ("reconfigured", names(report?.reconfigured)),
+                    ("kept", names(report?.kept)), ("error", error),
                 ]))
             print("")
         }
@@ -90,6 +93,7 @@ struct Reload: AsyncParsableCommand {
                 CLI.sayLine(line("  started", report.added))
                 CLI.sayLine(line("  stopped", report.removed))
                 CLI.sayLine(line("  restarted", report.restarted))
+                CLI.sayLine(line("  new settings applied in place", report.reconfigured))
                 CLI.sayLine(line("  kept running", report.kept))
             }
         case .failure(let failure):
@@ -208,7 +212,8 @@ struct Reload: AsyncParsableCommand {
         let error = response.error ?? .init(code: "control-channel", message: "the host refused without a reason")
         let exitCode: Int32 =
             switch error.code {
-            case VigilError.Code.reloadRefused.rawValue, VigilError.Code.reloadUnsupported.rawValue:
+            case VigilError.Code.reloadRefused.rawValue, VigilError.Code.reloadNeedsRestart.rawValue,
+                VigilError.Code.reloadUnsupported.rawValue:
                 ExitCodes.dataError
             case "busy": ExitCodes.busy
             default: ExitCodes.noSoundscape

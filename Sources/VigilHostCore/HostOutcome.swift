@@ -68,7 +68,7 @@ extension VigilError {
         case .configInUse: 75
         case .runtimeDirectory: 73
         case .statusUnreadable: 74
-        case .reloadRefused, .reloadUnsupported: 65
+        case .reloadRefused, .reloadNeedsRestart, .reloadUnsupported: 65
         }
     }
 }

@@ -74,6 +74,9 @@ struct HostStateMachine: Sendable {
         case reconfigure(Reconfiguration)
         /// The executor swapped its plugin list after a ``Action/reconfigure``.
         case reconfigured
+        /// The answer to ``Action/applySettings(plugin:instance:)``: the instance took its new
+        /// settings in place (`true`), or it must be restarted with them (`false`).
+        case settingsApplied(plugin: Int, instance: UInt64, inPlace: Bool)
     }
 
     /// What the executor does.
@@ -100,6 +103,9 @@ struct HostStateMachine: Sendable {
         /// Every plugin a reload stops has stopped: replace the plugin list with the pending
         /// reload's now (plugin indices after this action are the new list's); answer `reconfigured`.
         case reconfigure
+        /// Hand the pending reload's new settings to this running instance (a
+        /// `ReconfigurablePlugin`); answer `settingsApplied`.
+        case applySettings(plugin: Int, instance: UInt64)
     }
 
     static let sleepReason = "stopped for system sleep; it starts again when the system wakes up"
@@ -121,6 +127,9 @@ struct HostStateMachine: Sendable {
     private(set) var pendingReload: Reconfiguration?
     /// A ``Action/reconfigure`` was asked for and not yet answered.
     private var swapping = false
+    /// The plugin whose ``Action/applySettings(plugin:instance:)`` is in flight, and whether the
+    /// reload it was for is still the pending one (a newer reload asks again with its settings).
+    private(set) var applying: (plugin: Int, instance: UInt64, current: Bool)?
 
     init(plugins: [Plugin]) {
         self.plugins = plugins
@@ -217,10 +226,13 @@ struct HostStateMachine: Sendable {
         case .reconfigure(let reload):
             // A newer reload replaces one still waiting: both were made against the current list.
             pendingReload = reload
+            if applying != nil { applying?.current = false }
             generation &+= 1
         case .reconfigured:
             guard swapping, let reload = pendingReload else { break }
             swap(to: reload, &actions)
+        case .settingsApplied(let index, let instance, let inPlace):
+            settingsApplied(index, instance: instance, inPlace: inPlace)
         }
         reconcile(&actions)
         return actions
@@ -251,6 +263,8 @@ struct HostStateMachine: Sendable {
         plugins[index].instance = nil
         plugins[index].pending = nil
         if busy == index { busy = nil }
+        // Settings it was taking are moot: the reload restarts it (its late answer is ignored).
+        if applying?.plugin == index { applying = nil }
         switch plugins[index].state {
         case .starting:
             failStart(
@@ -294,8 +308,9 @@ struct HostStateMachine: Sendable {
         if wasStarting && busy == index {
             // Its start is the step in flight: it becomes this cancellation (answered by `ended`).
             actions.append(.cancel(plugin: index, instance: instance))
-        } else if busy != index {
-            // Cancelled as soon as nothing else is in flight (a cancellation in flight just ends).
+        } else if busy != index || applying?.plugin == index {
+            // Cancelled as soon as nothing else is in flight (a cancellation in flight just ends;
+            // new settings in flight are answered first).
             plugins[index].releasing = true
         }
     }
@@ -429,6 +444,19 @@ struct HostStateMachine: Sendable {
             actions.append(.cancel(plugin: index, instance: instance))
             return
         }
+        // A kept plugin with new settings takes them in place while it runs; one that does
+        // not run now (failed, blocked, stopped for sleep) starts afresh with them instead.
+        if let item = reload.items.firstIndex(where: { $0.reconfigures }), let index = reload.items[item].keeps {
+            let plugin = plugins[index]
+            if let instance = plugin.instance, !plugin.releasing, plugin.state.isActive {
+                busy = index
+                applying = (index, instance, true)
+                actions.append(.applySettings(plugin: index, instance: instance))
+            } else {
+                restartInstead(item)
+            }
+            return
+        }
         // One stopped for system sleep has no instance left: it stops for good now.
         for index in plugins.indices.reversed() where !kept.contains(index) && plugins[index].stoppedForSleep {
             plugins[index].stoppedForSleep = false
@@ -436,6 +464,30 @@ struct HostStateMachine: Sendable {
         }
         swapping = true
         actions.append(.reconfigure)
+    }
+
+    /// The answer to an ``Action/applySettings(plugin:instance:)``: a plugin that took its new
+    /// settings is kept as it runs; one that did not (or ended meanwhile) is restarted with them.
+    private mutating func settingsApplied(_ index: Int, instance: UInt64, inPlace: Bool) {
+        // Matched by instance too: a late answer for an instance that ended is not this one's.
+        guard let (plugin, asked, current) = applying, plugin == index, asked == instance else { return }
+        applying = nil
+        if busy == index { busy = nil }
+        // For a reload that a newer one replaced: the newer one asks again with its own settings.
+        guard current, let item = pendingReload?.items.firstIndex(where: { $0.keeps == index && $0.reconfigures })
+        else { return }
+        if inPlace && plugins[index].instance == instance {
+            pendingReload?.items[item].reconfigures = false
+        } else {
+            restartInstead(item)
+        }
+    }
+
+    /// Item `item` of the pending reload no longer keeps its plugin: it is stopped like a
+    /// changed one and starts afresh with its new settings after the swap.
+    private mutating func restartInstead(_ item: Int) {
+        pendingReload?.items[item].keeps = nil
+        pendingReload?.items[item].reconfigures = false
     }
 
     /// Replaces the plugin list with `reload`'s: a kept plugin carries its state and live instance
@@ -466,12 +518,20 @@ struct Reconfiguration: Sendable, Equatable {
         var unavailable: PluginFailure?
         /// The current plugin's index this item keeps running; `nil` for a new one.
         var keeps: Int?
+        /// The kept plugin's settings changed and it can take new ones while it runs (a
+        /// `ReconfigurablePlugin`): they are applied in place before the swap, or, when it
+        /// answers that it cannot, it is restarted as a changed plugin is.
+        var reconfigures: Bool
 
-        init(name: String, usesAudio: Bool = false, unavailable: PluginFailure? = nil, keeps: Int? = nil) {
+        init(
+            name: String, usesAudio: Bool = false, unavailable: PluginFailure? = nil, keeps: Int? = nil,
+            reconfigures: Bool = false
+        ) {
             self.name = name
             self.usesAudio = usesAudio
             self.unavailable = unavailable
             self.keeps = keeps
+            self.reconfigures = reconfigures && keeps != nil
         }
     }
 

@@ -15,6 +15,9 @@ public struct VigilError: StructuredError, Hashable {
         case configInUse = "config-in-use"
         /// A reload was refused: the new `vigil.toml` does not check; the host keeps running the old one.
         case reloadRefused = "reload-refused"
+        /// A reload was refused because the new `vigil.toml` changes a key that only a restart
+        /// applies (the message names each one); the host keeps running the old configuration.
+        case reloadNeedsRestart = "reload-needs-restart"
         /// The host cannot reload: it was not made from a `vigil.toml`.
         case reloadUnsupported = "reload-unsupported"
         /// Every activated plugin failed or is blocked by a missing declaration: the host can

@@ -20,6 +20,8 @@ extension VigilHost {
         case plugin(Int, instance: UInt64, PluginBox, stop: AsyncStream<Void>)
         /// Sleep handling, until `stop` ends.
         case sleep(any SleepHandling, stop: AsyncStream<Void>)
+        /// A running instance taking a reload's new settings (answers `settingsApplied`).
+        case applySettings(Int, instance: UInt64, any ReconfigurablePlugin, PluginSettings)
     }
 
     /// Handles one input; returns the children to start.
@@ -125,6 +127,18 @@ extension VigilHost {
             case .reconfigure:
                 swapSlots()
                 await feed(.reconfigured, &children)
+            case .applySettings(let index, let id):
+                let settings = pendingSlots?.lazy.compactMap { source -> PluginSettings? in
+                    if case .reconfigured(index, let slot) = source { return slot.settings }
+                    return nil
+                }.first
+                guard slots[index].instanceID == id, let plugin = slots[index].instance as? any ReconfigurablePlugin,
+                    let settings
+                else {
+                    await feed(.settingsApplied(plugin: index, instance: id, inPlace: false), &children)
+                    continue
+                }
+                children.append(.applySettings(index, instance: id, plugin, settings))
             }
         }
     }
@@ -183,6 +197,27 @@ extension VigilHost {
             }
             for await _ in stop {}
             group.cancelAll()
+        }
+    }
+
+    /// Hands `settings` to a running instance; true when it took them in place. A refusal or
+    /// an error means a restart with them (logged here: the new instance says what is wrong).
+    nonisolated static func applySettings(
+        _ plugin: any ReconfigurablePlugin, _ settings: PluginSettings, name: String, logger: Logger
+    ) async -> Bool {
+        let metadata: Logger.Metadata = ["plugin.name": "\(name)"]
+        do {
+            let inPlace = try await plugin.reconfigure(settings)
+            if inPlace {
+                logger.info("[\(name)] new settings applied in place", metadata: metadata)
+            } else {
+                logger.info("[\(name)] this settings change needs a restart; restarting it", metadata: metadata)
+            }
+            return inPlace
+        } catch {
+            logger.warning(
+                "[\(name)] could not apply the new settings in place (\(error)); restarting it", metadata: metadata)
+            return false
         }
     }
 

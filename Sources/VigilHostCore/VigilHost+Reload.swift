@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import Synchronization
 import VigilCore
 import VigilHostCheck
 import VigilPlugin
@@ -19,6 +20,45 @@ public struct ReloadReport: Sendable, Hashable, Codable {
     public var restarted: [String]
     /// Unchanged: left running as they were (an audio plugin's stream keeps playing).
     public var kept: [String]
+    /// Only their settings changed and the running plugin applied them in place (the
+    /// supervisor restarts only the workers whose entry changed); not restarted.
+    public var reconfigured: [String]
+
+    public init(
+        added: [String] = [], removed: [String] = [], restarted: [String] = [], kept: [String] = [],
+        reconfigured: [String] = []
+    ) {
+        self.added = added
+        self.removed = removed
+        self.restarted = restarted
+        self.kept = kept
+        self.reconfigured = reconfigured
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        added = try container.decode([String].self, forKey: .added)
+        removed = try container.decode([String].self, forKey: .removed)
+        restarted = try container.decode([String].self, forKey: .restarted)
+        kept = try container.decode([String].self, forKey: .kept)
+        // Absent in a host from before it could apply settings in place.
+        reconfigured = try container.decodeIfPresent([String].self, forKey: .reconfigured) ?? []
+    }
+}
+
+/// A reload's report as it ends: a plugin asked to take its settings in place that could not
+/// is moved to `restarted` before the caller hears it.
+final class ReloadOutcome: Sendable {
+    private let value: Mutex<ReloadReport>
+    init(_ report: ReloadReport) { value = Mutex(report) }
+    var report: ReloadReport { value.withLock { $0 } }
+
+    func restartedInstead(_ name: String) {
+        value.withLock { report in
+            report.reconfigured.removeAll { $0 == name }
+            if !report.restarted.contains(name) { report.restarted.append(name) }
+        }
+    }
 }
 
 extension VigilHost {
@@ -26,6 +66,9 @@ extension VigilHost {
     enum SlotSource {
         case kept(Int)
         case new(Slot)
+        /// A current slot kept with new settings (applied in place), or, when the machine
+        /// decided on a restart, the new slot.
+        case reconfigured(Int, Slot)
     }
 
     /// Reads `vigil.toml` again and applies it without stopping what did not change.
@@ -71,15 +114,19 @@ extension VigilHost {
         }
         let (reconfiguration, sources, report) = plan(entries)
         pendingSlots = sources
+        let outcome = ReloadOutcome(report)
+        pendingOutcome = outcome
         let summary =
             "reloading \(configPath ?? ""): \(report.added.count) added, \(report.removed.count) removed, "
-            + "\(report.restarted.count) restarted, \(report.kept.count) kept"
+            + "\(report.restarted.count) restarted, \(report.reconfigured.count) reconfigured in place, "
+            + "\(report.kept.count) kept"
         logger.notice(
             "\(summary)",
             metadata: [
                 "vigil.added": "\(report.added.joined(separator: ","))",
                 "vigil.removed": "\(report.removed.joined(separator: ","))",
                 "vigil.restarted": "\(report.restarted.joined(separator: ","))",
+                "vigil.reconfigured": "\(report.reconfigured.joined(separator: ","))",
             ])
         let actions = machine.handle(.reconfigure(reconfiguration))
         waiters.append(
@@ -87,7 +134,7 @@ extension VigilHost {
                 machine.generation,
                 {
                     notifier?.send(["READY=1"])
-                    completion(.success(report))
+                    completion(.success(outcome.report))
                 }
             ))
         await perform(actions, &children)
@@ -114,19 +161,62 @@ extension VigilHost {
         if !refused.isEmpty {
             throw Self.refusal(refused.joined(separator: "\n") + "\n— fix it (`vigil check` says the same) and reload")
         }
-        var restartOnly: [String] = []
-        if loaded.configuration.host != declarations { restartOnly.append("[host]") }
-        for name in Set(partTables.keys).union(loaded.partTables.keys).sorted()
-        where partTables[name] != loaded.partTables[name] {
-            restartOnly.append("[\(name)]")
-        }
-        if loaded.plan.unsafePlugins != unsafePlugins { restartOnly.append("acknowledge_unsafe_plugins") }
+        let restartOnly = Self.restartOnlyChanges(
+            from: (declarations, partTables, unsafePlugins),
+            to: (loaded.configuration.host, loaded.partTables, loaded.plan.unsafePlugins))
         if !restartOnly.isEmpty {
-            throw Self.refusal(
-                "\(configPath): \(restartOnly.joined(separator: ", ")) changed, which only a restart applies — "
-                    + "restart the host (`systemctl --user restart vigil`), or undo that change and reload")
+            throw VigilError(
+                code: .reloadNeedsRestart,
+                message: "\(configPath): only a restart applies "
+                    + (restartOnly.count == 1 ? "this change" : "these changes") + ":\n"
+                    + restartOnly.map { "  \($0.key): \($0.why)" }.joined(separator: "\n")
+                    + "\n— restart the host (`systemctl --user restart vigil`, or stop and start `vigil up`) to apply "
+                    + (restartOnly.count == 1 ? "it" : "them") + ", or undo "
+                    + (restartOnly.count == 1 ? "it" : "them") + " and reload\n"
+                    + "(the host keeps running its previous configuration)")
         }
         return loaded.entries
+    }
+
+    /// Each key whose change only a restart applies, with why: `[host]`'s keys (the name is
+    /// given to plugins and streams at start, the declarations are what plugins were checked
+    /// against, the sleep lock is taken at start), every key of the parts' tables (`[announce]`,
+    /// `[metrics]`: read once as the host is made), and `acknowledge_unsafe_plugins`.
+    /// `foreign_tables` is not one: only `vigil check` and the build read it.
+    static func restartOnlyChanges(
+        from old: (host: HostDeclarations, tables: [String: [String: SettingValue]], unsafe: [String]),
+        to new: (host: HostDeclarations, tables: [String: [String: SettingValue]], unsafe: [String])
+    ) -> [(key: String, why: String)] {
+        var changes: [(key: String, why: String)] = []
+        if old.host.name != new.host.name {
+            changes.append(("[host] name", "plugins, streams and the status took the host's name at start"))
+        }
+        if old.host.backgroundModes != new.host.backgroundModes {
+            changes.append(("[host] background_modes", "the running plugins were checked against the old declarations"))
+        }
+        if old.host.services != new.host.services {
+            changes.append(("[host] services", "the running plugins were checked against the old declarations"))
+        }
+        if old.host.inhibitSleep != new.host.inhibitSleep {
+            changes.append(("[host] inhibit_sleep", "the sleep lock is taken or not as the host starts"))
+        }
+        var rest = old.host
+        rest.foreignTables = new.host.foreignTables
+        if changes.isEmpty, rest != new.host {
+            // A [host] key this list does not know yet: still refused, by table.
+            changes.append(("[host]", "the host's declarations are read as it starts"))
+        }
+        for table in Set(old.tables.keys).union(new.tables.keys).sorted() {
+            let (before, after) = (old.tables[table] ?? [:], new.tables[table] ?? [:])
+            for key in Set(before.keys).union(after.keys).sorted() where before[key] != after[key] {
+                changes.append(("[\(table)] \(key)", "[\(table)] is read once, as the host is made"))
+            }
+        }
+        if old.unsafe != new.unsafe {
+            changes.append(
+                ("acknowledge_unsafe_plugins", "unsigned plugins are loaded (or not) and announced as the host starts"))
+        }
+        return changes
     }
 
     private static func refusal(_ message: String, cause: CoreError? = nil) -> VigilError {
@@ -141,7 +231,7 @@ extension VigilHost {
         let now = Date().timeIntervalSince1970
         var items: [Reconfiguration.Item] = []
         var sources: [SlotSource] = []
-        var report = ReloadReport(added: [], removed: [], restarted: [], kept: [])
+        var report = ReloadReport()
         let newNames = Set(entries.map(\.name))
         for slot in slots where !newNames.contains(slot.name) { report.removed.append(slot.name) }
         for entry in entries {
@@ -156,6 +246,18 @@ extension VigilHost {
                     items.append(.init(name: plugin.name, usesAudio: usesAudio, keeps: current))
                     sources.append(.kept(current))
                     report.kept.append(plugin.name)
+                    continue
+                }
+                if let current, slots[current].implementation != nil,
+                    slots[current].manifestDigest == plugin.manifestDigest, slots[current].version == plugin.version,
+                    slots[current].instance is any ReconfigurablePlugin, machine.plugins[current].state.isActive
+                {
+                    // Only the settings changed, and the running instance may take them in place.
+                    items.append(.init(name: plugin.name, usesAudio: usesAudio, keeps: current, reconfigures: true))
+                    var slot = slots[current]
+                    slot.settings = plugin.settings
+                    sources.append(.reconfigured(current, slot))
+                    report.reconfigured.append(plugin.name)
                     continue
                 }
                 items.append(.init(name: plugin.name, usesAudio: usesAudio))
@@ -210,12 +312,29 @@ extension VigilHost {
     func swapSlots() {
         guard let sources = pendingSlots else { return }
         pendingSlots = nil
-        slots = sources.map { source in
+        let items = machine.pendingReload?.items ?? []
+        slots = sources.enumerated().map { position, source in
             switch source {
-            case .kept(let index): slots[index]
-            case .new(let slot): slot
+            case .kept(let index): return slots[index]
+            case .new(let slot): return slot
+            case .reconfigured(let index, let slot):
+                if items.indices.contains(position), items[position].keeps == index {
+                    var kept = slots[index]
+                    kept.settings = slot.settings
+                    return kept
+                }
+                // The machine restarts it instead: a fresh slot with the new settings.
+                pendingOutcome?.restartedInstead(slot.name)
+                var fresh = slot
+                fresh.instance = nil
+                fresh.instanceID = 0
+                fresh.stop = nil
+                fresh.details = [:]
+                fresh.since = Date().timeIntervalSince1970
+                return fresh
             }
         }
+        pendingOutcome = nil
         // Published after the machine swapped too (its `changed` and `settled` actions).
     }
 }

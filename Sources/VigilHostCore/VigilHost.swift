@@ -145,7 +145,8 @@ public actor VigilHost: Service {
         let name: String
         let version: String?
         let requirements: [HostRequirement]
-        let settings: PluginSettings
+        /// Replaced in place by a reload the running instance took (a `ReconfigurablePlugin`).
+        var settings: PluginSettings
         let implementation: PluginImplementation?
         /// The SHA-256 of the verified manifest it was made from (`nil`: not from a manifest).
         var manifestDigest: String? = nil
@@ -194,6 +195,8 @@ public actor VigilHost: Service {
     var controlChannel: HostControlChannel?
     /// The slots of a reload the machine has not swapped in yet (``VigilHost/reload()``).
     var pendingSlots: [SlotSource]?
+    /// The pending reload's report, completed at the swap.
+    var pendingOutcome: ReloadOutcome?
     /// The plugin implementations a `vigil.toml` host was made with (what a reload looks entries up in).
     let registry: PluginRegistry?
     /// The tables the optional parts read when the host was made (a reload refuses a change).
@@ -460,6 +463,12 @@ public actor VigilHost: Service {
                         group.addTask {
                             let failure = await Self.runPlugin(plugin, name: name, until: stop)
                             inbox.send(.ended(instance: id, failure: failure))
+                        }
+                    case .applySettings(let index, let id, let plugin, let settings):
+                        let (name, logger) = (slots[index].name, logger)
+                        group.addTask {
+                            let inPlace = await Self.applySettings(plugin, settings, name: name, logger: logger)
+                            inbox.send(.machine(.settingsApplied(plugin: index, instance: id, inPlace: inPlace)))
                         }
                     case .sleep(let handling, let stop):
                         let metrics = self.metrics

@@ -36,6 +36,25 @@ public protocol KeepAlivePlugin: Service, AnyObject {
     func details() async -> [String: String]
 }
 
+/// A plugin that can take new settings while it runs, so that a reload (`vigil reload`,
+/// `VigilHost.reload()`) that changes only its settings need not restart it.
+///
+/// The host calls ``reconfigure(_:)`` on the running instance (while its `run()` runs, never
+/// before `ready` nor after `run()` returned) with the plugin's new settings: the manifest's
+/// defaults overlaid by its new `vigil.toml` table, checked against the manifest's schema. A
+/// plugin that does not conform is restarted (cancelled, then a new instance) instead.
+public protocol ReconfigurablePlugin: KeepAlivePlugin {
+    /// Applies `settings` to this running instance, changing only what they change (the
+    /// supervisor restarts only the workers whose entry changed).
+    ///
+    /// - Returns: `true` when applied in place (the instance runs on with them from now on);
+    ///   `false` when this change needs a restart (nothing was changed): the host then stops
+    ///   this instance and starts a new one with `settings`.
+    /// - Throws: a ``PluginError`` when `settings` are unusable; nothing was changed, and the
+    ///   host restarts the plugin as for `false` (whose new instance then reports the error).
+    func reconfigure(_ settings: PluginSettings) async throws -> Bool
+}
+
 /// How the host makes instances of one plugin implementation.
 public struct PluginImplementation: Sendable {
     /// The manifest `entry` this implementation answers to, for example `"silent-engine"`.

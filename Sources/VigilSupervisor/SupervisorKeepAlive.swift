@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// One instance of the supervisor plugin (see ``SupervisorPlugin``).
-final class SupervisorKeepAlive: KeepAlivePlugin {
+final class SupervisorKeepAlive: ReconfigurablePlugin {
     private struct State {
         var supervisor: Supervisor?
         var notification: (any SupervisorNotification)?
@@ -22,7 +22,9 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     }
 
     let context: PluginContext
-    let settings: SupervisorSettings
+    /// The settings in force: the instance's first, then each reload's applied in place.
+    var settings: SupervisorSettings { current.withLock { $0 } }
+    private let current: Mutex<SupervisorSettings>
     let environment: [String: String]
     let systemd: SystemdNotifier?
     /// Shows the desktop notification; `nil`: none is shown.
@@ -35,7 +37,8 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
 
     init(context: PluginContext, environment: [String: String], notifier: (any SupervisorNotifier)?) throws {
         self.context = context
-        self.settings = try SupervisorSettings(context.settings)
+        let settings = try SupervisorSettings(context.settings)
+        self.current = Mutex(settings)
         self.environment = environment
         self.systemd = SystemdNotifier(environment: environment)
         self.notifier = notifier
@@ -66,6 +69,7 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
     /// Starts the supervisor and says READY=1; returns the watchdog interval and the first
     /// notification body (when notifications are on).
     private func open() async throws -> (watchdog: Duration?, notification: String?) {
+        let settings = self.settings
         let supervisor: Supervisor
         do {
             supervisor = try Supervisor(
@@ -200,6 +204,38 @@ final class SupervisorKeepAlive: KeepAlivePlugin {
         }
         for worker in workers { out.merge(worker.details) { _, new in new } }
         return out
+    }
+
+    // MARK: ReconfigurablePlugin
+
+    /// A reload: a change to the workers only is applied in place, by worker name — an
+    /// unchanged worker keeps its process, a changed one restarts from its new entry, a removed
+    /// one stops and an added one starts (``Supervisor/reconfigure(workers:)``). A change to the
+    /// table's other keys (backoff, start limit, stop grace, notification) answers `false`: the
+    /// host restarts the plugin.
+    func reconfigure(_ settings: PluginSettings) async throws -> Bool {
+        let new = try SupervisorSettings(settings)
+        let old = self.settings
+        guard new.configuration == old.configuration, new.notification == old.notification else { return false }
+        guard let supervisor = state.withLock({ $0.running ? $0.supervisor : nil }) else { return false }
+        let known = Set(old.workers.map(\.name))
+        metrics.add(workers: new.workers.map(\.name).filter { !known.contains($0) })
+        // First: the events of the new workers look up their entries (failure_action).
+        current.withLock { $0 = new }
+        do {
+            try await supervisor.reconfigure(workers: new.workers)
+        } catch let error as SupervisorError {
+            current.withLock { $0 = old }
+            // Stopped meanwhile: the host's restart starts from the new settings.
+            if error.code == .alreadyStarted { return false }
+            throw PluginError.startFailed(plugin: context.pluginName, reason: error.message)
+        }
+        context.logger.info(
+            "workers reconfigured in place",
+            metadata: ["supervisor.workers": "\(new.workers.map(\.name).joined(separator: ","))"])
+        context.reporter.report(.detailsChanged)
+        refreshSignal.yield()
+        return true
     }
 
     // MARK: Events and status

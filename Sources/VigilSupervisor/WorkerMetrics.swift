@@ -20,6 +20,13 @@ final class WorkerMetrics: Sendable {
     init(factory: any MetricsFactory, plugin: String, workers: [String]) {
         self.factory = factory
         self.plugin = plugin
+        add(workers: workers)
+        Counter(label: MetricsCatalog.watchdogPings.name, dimensions: [("plugin", plugin)], factory: factory)
+            .increment(by: 0)
+    }
+
+    /// Creates the series of workers a reload added (as ``init(factory:plugin:workers:)`` does).
+    func add(workers: [String]) {
         for worker in workers {
             setState(worker, .stopped)
             gauge(MetricsCatalog.workerReady, worker).record(0)
@@ -29,8 +36,6 @@ final class WorkerMetrics: Sendable {
                 counter(MetricsCatalog.workerRestarts, worker, [("reason", reason)]).increment(by: 0)
             }
         }
-        Counter(label: MetricsCatalog.watchdogPings.name, dimensions: [("plugin", plugin)], factory: factory)
-            .increment(by: 0)
     }
 
     /// Records one engine event (on the supervisor's thread: never blocks).

@@ -29,6 +29,9 @@ import Glibc
 final class CgroupTree {
     let path: String
     private let workerPaths: [String]
+    /// Cgroups made after the tree for workers a reload added beyond its first ones (by worker
+    /// index). Not in the sentinel's removal list: ``close()`` empties and removes them first.
+    private var addedPaths: [Int: String] = [:]
     private var sentinelPID: pid_t = -1
     /// The sentinel's end of its pipe: closing it tells the sentinel to end the tree.
     private var sentinelPipe: OwnedDescriptor?
@@ -120,22 +123,41 @@ final class CgroupTree {
     func withDescriptors<R>(
         worker index: Int, _ body: (_ directory: Int32, _ procs: Int32) -> R
     ) -> Result<R, CgroupOpenFailure> {
-        guard workerPaths.indices.contains(index) else {
+        guard let path = directory(worker: index) else {
             return .failure(CgroupOpenFailure(reason: "it has no cgroup", cgroupFault: true))
         }
         let directory: OwnedDescriptor
         let procs: OwnedDescriptor
         do throws(SystemCallError) {
-            directory = try OwnedDescriptor("open") { open(workerPaths[index], O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+            directory = try OwnedDescriptor("open") { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         } catch {
-            return .failure(CgroupOpenFailure("cannot open \(workerPaths[index])", error))
+            return .failure(CgroupOpenFailure("cannot open \(path)", error))
         }
         do throws(SystemCallError) {
-            procs = try OwnedDescriptor("open") { open(workerPaths[index] + "/cgroup.procs", O_WRONLY | O_CLOEXEC) }
+            procs = try OwnedDescriptor("open") { open(path + "/cgroup.procs", O_WRONLY | O_CLOEXEC) }
         } catch {
-            return .failure(CgroupOpenFailure("cannot open \(workerPaths[index])/cgroup.procs", error))
+            return .failure(CgroupOpenFailure("cannot open \(path)/cgroup.procs", error))
         }
         return .success(body(directory.rawValue, procs.rawValue))
+    }
+
+    /// Worker `index`'s cgroup directory, if it has one.
+    private func directory(worker index: Int) -> String? {
+        workerPaths.indices.contains(index) ? workerPaths[index] : addedPaths[index]
+    }
+
+    /// Makes the cgroup of worker `index`, a worker a reload added beyond the tree's first ones;
+    /// returns why it could not (the worker then runs without one, as ``withDescriptors`` says).
+    func addWorker(_ index: Int) -> String? {
+        guard directory(worker: index) == nil else { return nil }
+        let worker = "\(path)/w\(index)"
+        do throws(SystemCallError) {
+            try SystemCallError.check("mkdir") { mkdir(worker, 0o755) }
+        } catch  where error.number != EEXIST {
+            return "cannot create \(worker): \(error.reason)"
+        } catch {}
+        addedPaths[index] = worker
+        return nil
     }
 
     /// Kills every process left in worker `index`'s cgroup: SIGKILL to each pid in its
@@ -143,10 +165,10 @@ final class CgroupTree {
     /// tried, a process later created in a killed cgroup with CLONE_INTO_CGROUP is killed too,
     /// which would take the worker's replacement; the sentinel uses `cgroup.kill` at the end.)
     func kill(worker index: Int) {
-        guard workerPaths.indices.contains(index) else { return }
+        guard let path = directory(worker: index) else { return }
         for _ in 0..<8 {
             let pids =
-                Self.readAll(workerPaths[index] + "/cgroup.procs").map {
+                Self.readAll(path + "/cgroup.procs").map {
                     $0.split(separator: "\n").compactMap { Int32($0) }
                 } ?? []
             if pids.isEmpty { return }
@@ -157,6 +179,13 @@ final class CgroupTree {
     /// Ends the tree: the sentinel kills whatever is left in it, removes the directories and
     /// exits; this waits for it (it is this process's child).
     func close() {
+        // The sentinel removes only the directories it was given: the added ones go first,
+        // emptied (their workers were reaped; what they left is killed here).
+        for (index, worker) in addedPaths.sorted(by: { $0.key < $1.key }) {
+            kill(worker: index)
+            rmdir(worker)
+        }
+        addedPaths.removeAll()
         if let pipe = sentinelPipe.take() {
             try? pipe.close()
             var status: Int32 = 0

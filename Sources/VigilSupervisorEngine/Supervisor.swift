@@ -21,8 +21,9 @@ public final class Supervisor: Sendable {
         case stopped(SupervisorLoop?)
     }
 
-    /// The workers, as given.
-    public let specs: [WorkerSpec]
+    /// The workers, as given (and as the last ``reconfigure(workers:)`` changed them).
+    public var specs: [WorkerSpec] { currentSpecs.withLock { $0 } }
+    private let currentSpecs: Mutex<[WorkerSpec]>
     /// Timing and limits.
     public let configuration: SupervisorConfiguration
     private let environment: [String: String]
@@ -58,7 +59,7 @@ public final class Supervisor: Sendable {
         onEvent: @escaping @Sendable (SupervisorEvent) -> Void = { _ in }
     ) throws {
         try Self.validate(workers)
-        self.specs = workers
+        self.currentSpecs = Mutex(workers)
         self.configuration = configuration
         self.environment = environment
         self.runtimeBase = runtimeDirectory
@@ -134,6 +135,40 @@ public final class Supervisor: Sendable {
             throw SupervisorError(
                 code: .spawnFailed,
                 message: StartFailure.describe(failures) + (problem.map { "; and " + $0 } ?? ""))
+        }
+    }
+
+    /// Applies a new worker list while the supervisor runs (a reload), by worker name: an
+    /// unchanged worker keeps its process and restart history; a changed one is stopped (as
+    /// ``stop(signal:)`` stops one: SIGTERM, SIGKILL after the stop grace) and started from its
+    /// new spec once reaped; a removed one is stopped; an added one starts now. Returns once the
+    /// added workers were spawned and the others' stops began (a changed worker's new process
+    /// follows its old one's exit). Before ``start()`` it only replaces the list.
+    ///
+    /// A worker that cannot be started is `failed` with its reason (an event says so), as at start.
+    ///
+    /// - Throws: ``SupervisorError`` with code `invalidWorker` for an unusable list (nothing
+    ///   changed); `alreadyStarted` once the supervisor was stopped.
+    public func reconfigure(workers: [WorkerSpec]) async throws {
+        try Self.validate(workers)
+        let loop: SupervisorLoop? = try phase.withLock { phase in
+            switch phase {
+            case .idle:
+                currentSpecs.withLock { $0 = workers }
+                return nil
+            case .running(let loop):
+                currentSpecs.withLock { $0 = workers }
+                return loop
+            case .stopped:
+                throw SupervisorError(
+                    code: .alreadyStarted, message: "this supervisor was stopped; create a new one")
+            }
+        }
+        guard let loop else { return }
+        _ = await withCheckedContinuation { (continuation: CheckedContinuation<[StartFailure], Never>) in
+            if !loop.send(.reconfigure(workers, { continuation.resume(returning: $0) })) {
+                continuation.resume(returning: [])
+            }
         }
     }
 

@@ -11,7 +11,8 @@ public enum SupervisorErrorCode: String, ErrorCode {
     case spawnFailed = "spawn-failed"
     /// The private directory for the workers' notify sockets could not be created.
     case runtimeDirectory = "runtime-directory"
-    /// `start()` was called on a supervisor that is already running or was stopped.
+    /// `start()` was called on a supervisor that is already running or was stopped, or
+    /// `reconfigure(workers:)` on one that was stopped.
     case alreadyStarted = "already-started"
     /// A system call the supervisor needs failed (eventfd, thread).
     case system = "system"

@@ -115,6 +115,8 @@ extension SupervisorLoop {
         if worker.stopRequested {
             worker.state = .stopped
             emit(.stopped, worker)
+            // A reload stopped it: it goes, or starts again from its new spec.
+            retireOrReplace(worker)
             return
         }
         let decision = worker.policy.afterExit(

@@ -25,6 +25,9 @@ final class SupervisorLoop: @unchecked Sendable {
         case signal(Int32)
         /// Replies once the loop has read its clock and acted on every deadline due by then.
         case sync(@Sendable () -> Void)
+        /// A new worker list (a reload): see ``SupervisorLoop/reconfigure(_:)``; replies with the
+        /// workers that could not be started.
+        case reconfigure([WorkerSpec], @Sendable ([StartFailure]) -> Void)
     }
 
     struct Shared {
@@ -48,7 +51,8 @@ final class SupervisorLoop: @unchecked Sendable {
 
     let loop: PollLoop
     // Loop-thread state.
-    let workers: [WorkerRuntime]
+    /// The workers, in the configuration's order (a reload's removed ones last, until reaped).
+    var workers: [WorkerRuntime]
     var pendingEvents: [SupervisorEvent] = []
     private var stopReplies: [@Sendable () -> Void] = []
     private var syncReplies: [@Sendable () -> Void] = []
@@ -100,23 +104,7 @@ final class SupervisorLoop: @unchecked Sendable {
             throw Self.systemError(error.call, error.number)
         }
         do {
-            for worker in workers {
-                let fd = vigil_notify_listen(worker.notifyPath)
-                guard fd >= 0 else {
-                    let failure = SystemCallError("vigil_notify_listen", errno: fd)
-                    if -fd == EMFILE || -fd == ENFILE { throw Self.systemError("socket", -fd) }
-                    throw SupervisorError(
-                        code: .runtimeDirectory,
-                        message:
-                            "cannot create the notify socket \(worker.notifyPath) for worker \"\(worker.spec.name)\": "
-                            + "\(failure.reason) — check that the runtime directory is writable "
-                            + "and its path is shorter than 100 bytes (set XDG_RUNTIME_DIR)",
-                        cause: ErrorCause(failure))
-                }
-                worker.notifyFD = fd
-                // Read in every turn's drainAll, ready or not.
-                worker.notifyToken = loop.add(OwnedDescriptor(adopting: fd), events: PollLoop.readable) { _, _ in }
-            }
+            for worker in workers { try openNotifySocket(worker) }
         } catch {
             closeNotifySockets()
             throw error
@@ -133,6 +121,25 @@ final class SupervisorLoop: @unchecked Sendable {
             logger.warning("\(problem)")
             shared.withLock { $0.cgroupProblem = problem }
         }
+    }
+
+    /// Creates `worker`'s notify socket and adds it to the loop.
+    func openNotifySocket(_ worker: WorkerRuntime) throws {
+        let fd = vigil_notify_listen(worker.notifyPath)
+        guard fd >= 0 else {
+            let failure = SystemCallError("vigil_notify_listen", errno: fd)
+            if -fd == EMFILE || -fd == ENFILE { throw Self.systemError("socket", -fd) }
+            throw SupervisorError(
+                code: .runtimeDirectory,
+                message:
+                    "cannot create the notify socket \(worker.notifyPath) for worker \"\(worker.spec.name)\": "
+                    + "\(failure.reason) — check that the runtime directory is writable "
+                    + "and its path is shorter than 100 bytes (set XDG_RUNTIME_DIR)",
+                cause: ErrorCause(failure))
+        }
+        worker.notifyFD = fd
+        // Read in every turn's drainAll, ready or not.
+        worker.notifyToken = loop.add(OwnedDescriptor(adopting: fd), events: PollLoop.readable) { _, _ in }
     }
 
     private static func systemError(_ call: String, _ errnoValue: Int32) -> SupervisorError {
@@ -264,6 +271,7 @@ final class SupervisorLoop: @unchecked Sendable {
                 let now = clock.seconds()
                 for worker in workers {
                     worker.stopRequested = true
+                    worker.replacement = nil
                     worker.restartAt = nil
                     if worker.alive {
                         if worker.killAt == nil { worker.killAt = now + configuration.stopGrace.seconds }
@@ -278,6 +286,11 @@ final class SupervisorLoop: @unchecked Sendable {
                 }
             case .sync(let reply):
                 syncReplies.append(reply)
+            case .reconfigure(let specs, let reply):
+                let failures =
+                    stoppingAll ? [StartFailure(worker: nil, reason: "the supervisor is stopping")] : reconfigure(specs)
+                publish()
+                reply(failures)
             case .signal(let signal):
                 for worker in workers where worker.alive {
                     signalGroup(worker, signal)
@@ -393,6 +406,7 @@ final class SupervisorLoop: @unchecked Sendable {
             case .stop(_, let reply): stopReplies.append(reply)
             case .start(let reply): reply([StartFailure(worker: nil, reason: "the supervisor was stopped")])
             case .sync(let reply): syncReplies.append(reply)
+            case .reconfigure(_, let reply): reply([StartFailure(worker: nil, reason: "the supervisor was stopped")])
             case .signal: break
             }
         }
@@ -402,11 +416,15 @@ final class SupervisorLoop: @unchecked Sendable {
 
     /// Closes and removes the workers' notify sockets that are still open.
     private func closeNotifySockets() {
-        for worker in workers where worker.notifyFD >= 0 {
-            if let token = worker.notifyToken { loop.remove(token) }
-            worker.notifyToken = nil
-            worker.notifyFD = -1
-            unlink(worker.notifyPath)
-        }
+        for worker in workers { closeNotifySocket(worker) }
+    }
+
+    /// Closes and removes `worker`'s notify socket, if it is open.
+    func closeNotifySocket(_ worker: WorkerRuntime) {
+        guard worker.notifyFD >= 0 else { return }
+        if let token = worker.notifyToken { loop.remove(token) }
+        worker.notifyToken = nil
+        worker.notifyFD = -1
+        unlink(worker.notifyPath)
     }
 }

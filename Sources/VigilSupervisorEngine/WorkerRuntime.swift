@@ -3,9 +3,14 @@ import VigilBase
 /// The supervisor thread's bookkeeping for one worker (confined to that thread).
 final class WorkerRuntime {
     let index: Int
-    let spec: WorkerSpec
+    /// What it runs: replaced by a reload that changed it, once the old process is gone.
+    var spec: WorkerSpec
     let notifyPath: String
-    let policy: RestartPolicy
+    var policy: RestartPolicy
+    /// A reload changed it: once its process is reaped it starts again from this spec.
+    var replacement: WorkerSpec?
+    /// A reload removed it: once its process is reaped it is forgotten.
+    var retiring = false
     /// The notify socket's number while the loop owns it (`notifyToken`), else -1.
     var notifyFD: Int32 = -1
     var notifyToken: PollLoop.Token?

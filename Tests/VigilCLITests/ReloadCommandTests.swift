@@ -56,7 +56,9 @@ struct ReloadCommandTests {
         #expect(document["schema"] as? String == "vigil.reload/v1")
         #expect(document["ok"] as? Bool == true)
         #expect(document["pid"] as? Int == Int(host.pid))
-        #expect(document["restarted"] as? [String] == ["supervisor"])
+        // Only the workers changed: the supervisor took them in place (worker a kept its process).
+        #expect(document["reconfigured"] as? [String] == ["supervisor"], "\(r.stdout)")
+        #expect(document["restarted"] as? [String] == [], "\(r.stdout)")
         #expect(document["error"] is NSNull)
         let workers = try await SupervisorRuntimeTests.supervisorStatus(project, pid: host.pid) {
             SupervisorRuntimeTests.details($0)["workers"] as? String == "a, b"

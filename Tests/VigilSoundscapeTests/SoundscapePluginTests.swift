@@ -204,8 +204,10 @@ struct SoundscapePluginTests {
         try await PulseAudioServer.with(directory: "vigil-soundscape") { server, state in
             let (plugin, controller) = try await startPlugin(
                 server, state: state.path, ["soundscape": .string("pink-noise")])
-            // 0.55 min = 33 s: 3 s at full level, then the 30 s fade.
-            try controller.setSleepTimer(minutes: 0.55)
+            // 0.1 min = 6 s, shorter than the 30 s fade: the fade starts at once, at the level it has
+            // 6 s before the end, and ends with the timer (the fade's shape over its whole 30 s is
+            // MixerTests' sleepTimer; this test is about the plugin: paused, silence, still RUNNING).
+            try controller.setSleepTimer(minutes: 0.1)
             #expect(await eventually(45) { controller.current.asleep })
             #expect(controller.current.playback == .paused)
             // Digital silence once the audio buffered before the timer's end has played: captured

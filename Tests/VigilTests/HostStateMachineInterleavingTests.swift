@@ -58,7 +58,8 @@ struct HostStateMachineInterleavingTests {
             switch event {
             case .blocked(let plugin, _), .notMade(let plugin, _):
                 if plugin == flight.plugin { inFlight = nil }
-            case .ready(let plugin, let instance), .ended(let plugin, let instance, _):
+            case .ready(let plugin, let instance), .ended(let plugin, let instance, _),
+                .settingsApplied(let plugin, let instance, _):
                 if plugin == flight.plugin, instance == flight.instance { inFlight = nil }
             default: break
             }
@@ -101,6 +102,11 @@ struct HostStateMachineInterleavingTests {
                 settled = generation
             case .reconfigure:
                 return swapForReload()
+            case .applySettings(let plugin, let instance):
+                if inFlight != nil { violations.append("settings to p\(plugin) while \(inFlight!) is in flight") }
+                if live[plugin] != instance { violations.append("settings to p\(plugin) #\(instance), not live") }
+                inFlight = (plugin, instance)
+                owed.append(.settingsApplied(plugin: plugin, instance: instance, inPlace: roll(3) != 0))
             case .changed, .beginPublishing, .endPublishing, .releaseDelayLock: break
             }
             return []
@@ -115,7 +121,7 @@ struct HostStateMachineInterleavingTests {
                 items.append(
                     Reconfiguration.Item(
                         name: machine.plugins[index].name, usesAudio: machine.plugins[index].usesAudio,
-                        keeps: roll(3) == 0 ? nil : index))
+                        keeps: roll(3) == 0 ? nil : index, reconfigures: roll(2) == 0))
             }
             while items.isEmpty || (items.count < 5 && roll(3) == 0) {
                 items.append(Reconfiguration.Item(name: "n\(nextInstance)-\(items.count)", usesAudio: roll(2) == 0))
@@ -129,7 +135,8 @@ struct HostStateMachineInterleavingTests {
         /// The executor swaps its list: only once nothing is in flight and every plugin the reload
         /// does not keep has stopped; the live instances and owed outcomes follow their plugin.
         mutating func swapForReload() -> [HostStateMachine.Event] {
-            guard let reload = pendingReload ?? machine.pendingReload else {
+            // The machine's view: a plugin that could not take its settings in place is no longer kept.
+            guard let reload = machine.pendingReload ?? pendingReload else {
                 violations.append("reconfigure with no reload pending")
                 return []
             }

@@ -40,12 +40,9 @@ struct HostStateMachineReloadTests {
 
     static func names(_ m: Machine) -> [String] { m.plugins.map(\.name) }
 
-    @Test("a changed plugin restarts; the unchanged one keeps its instance and is never cancelled")
-    func changedRestartsUnchangedKeeps() {
-        var m = HostStateMachineTests.machine(["a", "b"])
-        HostStateMachineTests.bringUp(&m)
-        let reload = Reconfiguration(items: [Item(name: "a", keeps: 0), Item(name: "b")])
-        #expect(m.handle(.reconfigure(reload)) == [.changed(plugin: 1, event: nil), .cancel(plugin: 1, instance: 2)])
+    /// b's instance 2 was cancelled for a reload: it ends, the lists swap, b starts as instance 3
+    /// and the reload (generation 2) settles.
+    static func expectBRestarts(_ m: inout Machine) {
         #expect(
             m.handle(.ended(plugin: 1, instance: 2, failure: nil)) == [
                 .changed(plugin: 1, event: .stopped), .reconfigure,
@@ -53,6 +50,15 @@ struct HostStateMachineReloadTests {
         #expect(m.handle(.reconfigured) == [.changed(plugin: 1, event: nil), .start(plugin: 1, resuming: false)])
         _ = m.handle(.started(plugin: 1, instance: 3))
         #expect(m.handle(.ready(plugin: 1, instance: 3)) == [.changed(plugin: 1, event: .started), .settled(2)])
+    }
+
+    @Test("a changed plugin restarts; the unchanged one keeps its instance and is never cancelled")
+    func changedRestartsUnchangedKeeps() {
+        var m = HostStateMachineTests.machine(["a", "b"])
+        HostStateMachineTests.bringUp(&m)
+        let reload = Reconfiguration(items: [Item(name: "a", keeps: 0), Item(name: "b")])
+        #expect(m.handle(.reconfigure(reload)) == [.changed(plugin: 1, event: nil), .cancel(plugin: 1, instance: 2)])
+        Self.expectBRestarts(&m)
         #expect(m.plugins[0].instance == 1)
         #expect(m.plugins[0].state == .running)
         #expect(m.plugins[1].instance == 3)
@@ -182,5 +188,112 @@ struct HostStateMachineReloadTests {
         #expect(Self.names(m) == ["b"])
         #expect(m.plugins[0].state == .running)
         #expect(m.applied == m.generation)
+    }
+
+    // MARK: - Settings applied in place (a ReconfigurablePlugin)
+
+    /// a and b running; a reload that keeps a and gives b new settings, whose application is in flight.
+    static func applyingToB() -> Machine {
+        var m = HostStateMachineTests.machine(["a", "b"])
+        HostStateMachineTests.bringUp(&m)
+        let reload = Reconfiguration(items: [Item(name: "a", keeps: 0), Item(name: "b", keeps: 1, reconfigures: true)])
+        #expect(m.handle(.reconfigure(reload)) == [.applySettings(plugin: 1, instance: 2)])
+        return m
+    }
+
+    @Test("new settings a running plugin takes in place: no cancel, no start, the same instance after the swap")
+    func settingsAppliedInPlace() {
+        var m = Self.applyingToB()
+        #expect(m.busy == 1, "nothing else runs while the plugin applies them")
+        #expect(!m.isAtRest)
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: true)) == [.reconfigure])
+        #expect(m.handle(.reconfigured) == [.settled(2)])
+        #expect(m.plugins.map(\.instance) == [1, 2])
+        #expect(m.plugins.map(\.state) == [.running, .running])
+    }
+
+    @Test("a plugin that answers it cannot take them in place is restarted with them, as a changed one")
+    func settingsNeedARestart() {
+        var m = Self.applyingToB()
+        #expect(
+            m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: false)) == [
+                .changed(plugin: 1, event: nil), .cancel(plugin: 1, instance: 2),
+            ])
+        Self.expectBRestarts(&m)
+        #expect(m.plugins.map(\.instance) == [1, 3], "a kept its instance")
+    }
+
+    @Test("a plugin that does not run (failed) gets no settings in place: it starts afresh with them")
+    func notRunningStartsAfresh() {
+        let failure = HostStateMachineTests.failure
+        var m = HostStateMachineTests.machine(["a", "b"])
+        var next: UInt64 = 0
+        var pending = m.handle(.requested(up: true))
+        while !pending.isEmpty {
+            switch pending.removeFirst() {
+            case .start(0, _):
+                next += 1
+                pending += m.handle(.started(plugin: 0, instance: next))
+                pending += m.handle(.ready(plugin: 0, instance: next))
+            case .start(1, _): pending += m.handle(.notMade(plugin: 1, failure))
+            case .openSleepHandling: pending += m.handle(.sleepSettled)
+            default: break
+            }
+        }
+        #expect(m.plugins[1].state == .failed(failure))
+        let reload = Reconfiguration(items: [Item(name: "a", keeps: 0), Item(name: "b", keeps: 1, reconfigures: true)])
+        let seen = Self.drive(&m, .reconfigure(reload), next: &next)
+        #expect(!seen.contains { if case .applySettings = $0 { true } else { false } })
+        #expect(seen.contains(.start(plugin: 1, resuming: false)))
+        #expect(m.plugins.map(\.state) == [.running, .running])
+        #expect(m.plugins[0].instance == 1)
+    }
+
+    @Test("a plugin that ends while it applies them is restarted; its late answer changes nothing")
+    func endsWhileApplying() {
+        var m = Self.applyingToB()
+        var next: UInt64 = 2
+        let seen = Self.drive(&m, .ended(plugin: 1, instance: 2, failure: nil), next: &next)
+        #expect(seen.contains(.start(plugin: 1, resuming: false)), "\(seen)")
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: true)) == [])
+        #expect(m.plugins.map(\.state) == [.running, .running])
+        #expect(m.plugins[1].instance == 3)
+        #expect(m.applied == m.generation)
+    }
+
+    @Test("a late answer for an instance that ended does not answer the next instance's settings")
+    func lateAnswerForAnEndedInstance() {
+        var m = Self.applyingToB()
+        var next: UInt64 = 2
+        _ = Self.drive(&m, .ended(plugin: 1, instance: 2, failure: nil), next: &next)
+        #expect(m.plugins[1].instance == 3)
+        let again = Reconfiguration(items: [Item(name: "a", keeps: 0), Item(name: "b", keeps: 1, reconfigures: true)])
+        #expect(m.handle(.reconfigure(again)) == [.applySettings(plugin: 1, instance: 3)])
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: false)) == [], "instance 2's answer")
+        #expect(m.busy == 1, "instance 3 still applies them")
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 3, inPlace: true)) == [.reconfigure])
+        #expect(m.handle(.reconfigured) == [.settled(m.generation)])
+        #expect(m.plugins.map(\.instance) == [1, 3])
+    }
+
+    @Test("a newer reload while one applies settings: the newer one's settings are applied too, then the swap")
+    func newerReloadWhileApplying() {
+        var m = Self.applyingToB()
+        let second = Reconfiguration(items: [
+            Item(name: "a", keeps: 0, reconfigures: true), Item(name: "b", keeps: 1, reconfigures: true),
+        ])
+        #expect(m.handle(.reconfigure(second)) == [], "waits for the one in flight")
+        // The first answer is for settings the newer reload replaced: both plugins are asked again.
+        #expect(
+            m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: true)) == [
+                .applySettings(plugin: 0, instance: 1)
+            ])
+        #expect(
+            m.handle(.settingsApplied(plugin: 0, instance: 1, inPlace: true)) == [
+                .applySettings(plugin: 1, instance: 2)
+            ])
+        #expect(m.handle(.settingsApplied(plugin: 1, instance: 2, inPlace: true)) == [.reconfigure])
+        #expect(m.handle(.reconfigured) == [.settled(3)])
+        #expect(m.plugins.map(\.instance) == [1, 2])
     }
 }

@@ -6,6 +6,7 @@ import VigilPlugin
 import VigilTestSupport
 
 @testable import Vigil
+@testable import VigilHostCore
 
 /// `VigilHost.reload()` with real components: a private PulseAudio (null sink), the silent
 /// engine playing on it and the supervisor running real worker processes, both from signed
@@ -31,15 +32,16 @@ struct ReloadTests {
 
         func marker(_ name: String) -> String { project.dir.url("\(name).pid") }
 
-        /// A worker that writes its pid to `NAME.pid`, then sleeps.
-        func worker(_ name: String) -> String {
-            #"{ name = "\#(name)", command = "/bin/sh", args = ["-c", "echo $$ > \"$0.tmp\" && mv \"$0.tmp\" \"$0\" && exec sleep 600", "\#(marker(name))"] }"#
+        /// A worker that writes its pid and `tag` (its command line's last argument) to `NAME.pid`, then sleeps.
+        func worker(_ name: String, tag: String = "v1") -> String {
+            #"{ name = "\#(name)", command = "/bin/sh", args = ["-c", "echo $$ $1 > \"$0.tmp\" && mv \"$0.tmp\" \"$0\" && exec sleep 600", "\#(marker(name))", "\#(tag)"] }"#
         }
 
         /// Writes vigil.toml with `plugins`, the trust list and these workers.
-        func configure(plugins: [String] = ["silent-engine", "supervisor"], workers: [String], extra: String = "")
-            throws
-        {
+        func configure(
+            plugins: [String] = ["silent-engine", "supervisor"], workers: [String], extra: String = "",
+            backoffMs: Int = 100
+        ) throws {
             let trusted = keys.sorted { $0.key < $1.key }.map { "\"\($0.key)\" = \"\($0.value)\"" }
             try project.config(
                 """
@@ -49,7 +51,7 @@ struct ReloadTests {
                 \(trusted.joined(separator: "\n"))
 
                 [supervisor]
-                backoff_initial_ms = 100
+                backoff_initial_ms = \(backoffMs)
                 workers = [
                   \(workers.joined(separator: ",\n  "))
                 ]
@@ -67,9 +69,14 @@ struct ReloadTests {
                 logger: TestPlugins.quietLogger)
         }
 
-        func pid(_ worker: String) -> Int32? {
-            (try? TextFile.read(marker(worker))).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        /// What the worker wrote: its pid and its tag.
+        func written(_ worker: String) -> (pid: Int32, tag: String)? {
+            let fields = ((try? TextFile.read(marker(worker))) ?? "").split(whereSeparator: \.isWhitespace)
+            guard fields.count == 2, let pid = Int32(fields[0]) else { return nil }
+            return (pid, String(fields[1]))
         }
+
+        func pid(_ worker: String) -> Int32? { written(worker)?.pid }
 
         func alive(_ worker: String) -> Bool { pid(worker).map { kill($0, 0) == 0 } ?? false }
     }
@@ -145,37 +152,76 @@ struct ReloadTests {
             "\(comment): the keep-alive stream was dropped or replaced: \(events)")
     }
 
-    @Test("changing only the workers restarts the supervisor; the silent engine's stream never leaves RUNNING")
+    @Test(
+        "a worker added, changed or removed restarts only that worker; the silent engine's stream never leaves RUNNING")
     func workersChangeStreamStays() async throws {
         try await Self.withHost { p, host in
             let pulse = p.pulse
             let status = await host.status()
             let engineSince = status[plugin: "silent-engine"]?.since
-            let alpha = p.pid("alpha")
+            let supervisorSince = status[plugin: "supervisor"]?.since
+            let alpha = try #require(p.pid("alpha"))
 
+            // Added: beta starts, alpha keeps its process.
             try p.configure(workers: [p.worker("alpha"), p.worker("beta")])
             let (report, states, events) = try await Self.watchingSink(pulse) {
                 let report = try await host.reload()
-                // The new worker runs: the set changed while the stream played on.
                 #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.alive("beta") })
                 return report
             }
-            #expect(report.restarted == ["supervisor"])
+            #expect(report.reconfigured == ["supervisor"], "\(report)")
+            #expect(report.restarted.isEmpty && report.added.isEmpty && report.removed.isEmpty, "\(report)")
             #expect(report.kept == ["silent-engine"])
-            #expect(report.added.isEmpty && report.removed.isEmpty)
             Self.expectUnbroken(states, events, "adding a worker")
+            #expect(p.pid("alpha") == alpha && p.alive("alpha"), "the unchanged worker kept its process")
+            let beta = try #require(p.written("beta"))
+
+            // Changed: beta restarts with its new command line; alpha still runs its first process.
+            try p.configure(workers: [p.worker("alpha"), p.worker("beta", tag: "v2")])
+            let (changed, states2, events2) = try await Self.watchingSink(pulse) {
+                let report = try await host.reload()
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.written("beta")?.tag == "v2" })
+                return report
+            }
+            #expect(changed.reconfigured == ["supervisor"] && changed.restarted.isEmpty, "\(changed)")
+            Self.expectUnbroken(states2, events2, "changing a worker")
+            let beta2 = try #require(p.written("beta"))
+            #expect(beta2.pid != beta.pid && p.alive("beta"), "beta runs its new entry in a new process")
+            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { kill(beta.pid, 0) != 0 }, "beta's old process went")
+            #expect(p.pid("alpha") == alpha && p.alive("alpha"), "the unchanged worker kept its process")
+
+            // Removed: beta stops, alpha runs on.
+            try p.configure(workers: [p.worker("alpha")])
+            let (removed, states3, events3) = try await Self.watchingSink(pulse) {
+                let report = try await host.reload()
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { kill(beta2.pid, 0) != 0 })
+                return report
+            }
+            #expect(removed.reconfigured == ["supervisor"], "\(removed)")
+            Self.expectUnbroken(states3, events3, "removing a worker")
+            #expect(p.pid("alpha") == alpha && p.alive("alpha"))
             let after = await host.status()
             #expect(after[plugin: "silent-engine"]?.since == engineSince, "the engine was not restarted")
             #expect(after[plugin: "supervisor"]?.state == .running)
-            #expect(p.pid("alpha") != alpha, "the supervisor restarted with its new settings")
+            #expect(after[plugin: "supervisor"]?.details["workers"] == "alpha", "\(after)")
+            #expect(after[plugin: "supervisor"]?.since == supervisorSince, "the supervisor plugin was not restarted")
+        }
+    }
 
-            // A variant: a worker removed, and the same promise.
-            try p.configure(workers: [p.worker("beta")])
-            let beta = try #require(p.pid("beta"))
-            let (second, states2, events2) = try await Self.watchingSink(pulse) { try await host.reload() }
-            #expect(second.restarted == ["supervisor"] && second.kept == ["silent-engine"])
-            Self.expectUnbroken(states2, events2, "removing a worker")
-            #expect(await RuntimeFixtures.waitUntil(timeout: 10) { kill(beta, 0) != 0 || p.pid("beta") != beta })
+    @Test("a [supervisor] setting other than the workers restarts the supervisor with every worker; the stream stays")
+    func supervisorSettingRestartsIt() async throws {
+        try await Self.withHost { p, host in
+            let alpha = try #require(p.pid("alpha"))
+            try p.configure(workers: [p.worker("alpha")], backoffMs: 200)
+            let (report, states, events) = try await Self.watchingSink(p.pulse) {
+                let report = try await host.reload()
+                #expect(await RuntimeFixtures.waitUntil(timeout: 10) { p.pid("alpha") != alpha && p.alive("alpha") })
+                return report
+            }
+            #expect(report.restarted == ["supervisor"] && report.reconfigured.isEmpty, "\(report)")
+            #expect(report.kept == ["silent-engine"])
+            Self.expectUnbroken(states, events, "changing backoff_initial_ms")
+            #expect(!(kill(alpha, 0) == 0), "the old worker went with the old supervisor")
         }
     }
 
@@ -187,22 +233,34 @@ struct ReloadTests {
             let before = await host.status()
 
             // A plugin that is not signed and trusted, then a file that is not TOML, then a [host] change.
-            let cases: [(String, () throws -> Void, String)] = [
+            let cases: [(String, () throws -> Void, String, VigilError.Code)] = [
                 (
                     "an untrusted plugin",
                     {
                         try p.configure(plugins: ["silent-engine", "supervisor", "ghost"], workers: [p.worker("beta")])
                     },
-                    "ghost"
+                    "ghost", .reloadRefused
                 ),
-                ("broken TOML", { try p.project.config("plugins = [\"silent-engine\"\n") }, "vigil.toml"),
+                (
+                    "broken TOML", { try p.project.config("plugins = [\"silent-engine\"\n") }, "vigil.toml",
+                    .reloadRefused
+                ),
                 (
                     "a [host] change",
                     { try p.configure(workers: [p.worker("beta")], extra: "[host]\nname = \"renamed\"\n") },
-                    "[host]"
+                    "  [host] name: ", .reloadNeedsRestart
+                ),
+                (
+                    "a [metrics] change",
+                    {
+                        try p.configure(
+                            workers: [p.worker("beta")],
+                            extra: "[metrics]\ntextfile = \"\(p.project.dir.url("v.prom"))\"\n")
+                    },
+                    "  [metrics] textfile: ", .reloadNeedsRestart
                 ),
             ]
-            for (label, write, mentioned) in cases {
+            for (label, write, mentioned, code) in cases {
                 try write()
                 let (outcome, states, events) = try await Self.watchingSink(pulse) {
                     do throws(VigilError) {
@@ -215,7 +273,7 @@ struct ReloadTests {
                     Issue.record("\(label): the reload was not refused")
                     continue
                 }
-                #expect(error.code == .reloadRefused, "\(label)")
+                #expect(error.code == code, "\(label): \(error.code)")
                 #expect(error.message.contains(mentioned), "\(label): \(error.message)")
                 #expect(error.message.contains("keeps running its previous configuration"), "\(label)")
                 Self.expectUnbroken(states, events, "\(label)")
@@ -298,5 +356,46 @@ final class SinkSampler: Sendable {
         done.store(true, ordering: .releasing)
         while !finished.load(ordering: .acquiring) { try? await Task.sleep(for: .milliseconds(10)) }
         return states.withLock { $0 }
+    }
+}
+
+/// What a reload refuses because only a restart applies it: each key by name, and only those.
+@Suite("Reload: the keys only a restart applies")
+struct ReloadRestartOnlyTests {
+    typealias Tables = [String: [String: SettingValue]]
+
+    static func changes(
+        _ old: HostDeclarations, _ new: HostDeclarations, tables: (Tables, Tables) = ([:], [:]),
+        unsafe: ([String], [String]) = ([], [])
+    ) -> [String] {
+        VigilHost.restartOnlyChanges(from: (old, tables.0, unsafe.0), to: (new, tables.1, unsafe.1)).map(\.key)
+    }
+
+    @Test("each changed key is named: [host]'s, a part table's, acknowledge_unsafe_plugins")
+    func eachKeyNamed() {
+        let host = HostDeclarations(name: "kiosk", backgroundModes: ["audio"], services: ["supervisor"])
+        #expect(Self.changes(host, host).isEmpty)
+        var renamed = host
+        renamed.name = "lobby"
+        #expect(Self.changes(host, renamed) == ["[host] name"])
+        var declared = host
+        declared.backgroundModes = []
+        declared.inhibitSleep = true
+        #expect(Self.changes(host, declared) == ["[host] background_modes", "[host] inhibit_sleep"])
+        let before: Tables = ["announce": ["duck_level": .double(0.3)], "metrics": [:]]
+        let after: Tables = [
+            "announce": ["duck_level": .double(0.5)], "metrics": ["listen": .string("127.0.0.1:9100")],
+        ]
+        #expect(Self.changes(host, host, tables: (before, after)) == ["[announce] duck_level", "[metrics] listen"])
+        #expect(Self.changes(host, host, unsafe: ([], ["heartbeat"])) == ["acknowledge_unsafe_plugins"])
+    }
+
+    @Test("foreign_tables (read by vigil check and the build only) and an empty table added are no restart")
+    func whatAReloadTakes() {
+        let host = HostDeclarations(name: "kiosk")
+        var foreign = host
+        foreign.foreignTables = ["myapp"]
+        #expect(Self.changes(host, foreign).isEmpty)
+        #expect(Self.changes(host, host, tables: ([:], ["metrics": [:]])).isEmpty)
     }
 }
