@@ -118,7 +118,8 @@ package enum ExitCodes {
         Row(
             code: dataError, name: "EX_DATAERR", commands: "`announce`, `reload`, library hosts' `reload()`",
             meaning: "`announce`: an invalid prompt or setting; `reload`: the host refused the new `vigil.toml` "
-                + "(the message says why) and keeps running the previous one"),
+                + "(the message says why: `reload-refused`, or `reload-needs-restart` naming each key only a "
+                + "restart applies) and keeps running the previous one"),
         Row(
             code: unavailable, name: "EX_UNAVAILABLE", commands: "`announce`, `up`",
             meaning: "`announce`: the sound server (for pause-spoken, the session bus) is unreachable or failed; "
