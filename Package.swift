@@ -254,6 +254,7 @@ let package = Package(
                 "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilSoundscape", "VigilAnnounce",
                 "VigilSharedLibrary", "VigilExecutor", "VigilSupervisorEngine", "CVigilStartup", "VigilBase", log,
                 lifecycle, "VigilCheckCommands", "VigilLibraryCheck", "VigilDBus", "VigilMetrics", "VigilMetricsExport",
+                "VigilRepository",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -333,7 +334,8 @@ let package = Package(
 // MARK: - TUF client (issue 32)
 // A TUF client (docs/signing.md): the metadata checks and the trusted set, pure and tested
 // without a network (VigilTUF); plain HTTP over swift-nio (VigilTUFHTTP); and the conformance
-// suite's client CLI (`vigil-tuf-client`). Nothing here is linked into `vigil`.
+// suite's client CLI (`vigil-tuf-client`); VigilRepository, the plugin repository commands, is the
+// only part `vigil` links.
 package.dependencies += [
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -359,6 +361,13 @@ package.targets += [
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ],
+        swiftSettings: strictSettings),
+    // `vigil plugin install|update|outdated` (docs/signing.md, "Plugin repositories"): `[repository]`'s
+    // client over VigilTUF and VigilTUFHTTP, the staged, verified, all-or-nothing switch of the
+    // plugin directory. Linked by `vigil` for those commands only: `vigil up` never reaches it.
+    .target(
+        name: "VigilRepository",
+        dependencies: ["VigilTUF", "VigilTUFHTTP", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilBase"],
         swiftSettings: strictSettings),
     // The tuf-conformance client CLI (`init`, `refresh`, `download`), run by scripts/tuf-conformance.sh.
     .executableTarget(
@@ -469,6 +478,10 @@ package.targets += [
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilFuzzTests", dependencies: ["VigilFuzzTargets", "VigilTestSupport"],
+        swiftSettings: strictSettings),
+    .testTarget(
+        name: "VigilRepositoryTests",
+        dependencies: ["VigilRepository", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport"],
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilTUFTests",

@@ -9,13 +9,12 @@
 # The suite is read from ../shared/tuf-conformance (a copy of theupdateframework/tuf-conformance;
 # TUF_CONFORMANCE_DIR overrides it) and copied to a temporary directory, never into the repository.
 # Its Python dependencies (its pyproject.toml: tuf, securesystemslib, pytest, pytest-json-report)
-# go into a virtual environment under .build/; `faketime` comes from Debian (install-deps.sh).
+# go into the virtual environment scripts/tuf-venv.sh keeps under .build/; `faketime` comes from Debian (install-deps.sh).
 # Tests Vigil's client is expected to fail are listed, each with its reason, in
 # scripts/tuf-conformance.xfails; an expected failure that passes fails the run (strict xfail).
 # Exit status: 0 when Vigil's client passes everything but those lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$PWD
 
 only_vigil=0
 [[ "${1:-}" == "--vigil" ]] && only_vigil=1
@@ -32,17 +31,8 @@ trap 'rm -rf "$work"' EXIT
 cp -r "$suite" "$work/suite"
 chmod -R u+w "$work/suite"
 
-# The suite's pinned dependencies, read from its pyproject.toml; reinstalled when they change.
-venv=.build/tuf-conformance-venv
-requirements=$(python3 -c 'import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' "$work/suite/pyproject.toml")
-if [[ ! -x $venv/bin/pytest || "$(cat "$venv/requirements.txt" 2>/dev/null)" != "$requirements" ]]; then
-  echo "vigil: installing the conformance suite's Python dependencies into $venv"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check $requirements
-  printf '%s' "$requirements" >"$venv/requirements.txt"
-fi
-python=$repo/$venv/bin/python
+# The suite's pinned dependencies, in the one TUF virtual environment (scripts/tuf-venv.sh).
+python=$(TUF_CONFORMANCE_DIR=$suite scripts/tuf-venv.sh)
 
 echo "vigil: building vigil-tuf-client"
 swift build --product vigil-tuf-client >/dev/null

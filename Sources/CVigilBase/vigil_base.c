@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
+#include <stdio.h>
 
 // What `make` (and scripts/package-deb.sh through it) records about a build: it writes
 // vigil_build_info.h into the build directory and passes that directory with -Xcc -I. Only this
@@ -38,4 +40,8 @@ int vigil_base_eventfd(void) {
 
 int vigil_base_accept(int listener) {
     return accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+int vigil_base_exchange(const char *a, const char *b) {
+    return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
 }

@@ -26,6 +26,18 @@ package enum ExitCodes {
     package static let noSoundscape: Int32 = 3
     /// `soundscape`, `reload`: the host is busy.
     package static let busy: Int32 = 4
+    /// `plugin install|update|outdated`: no usable `[repository]` in `vigil.toml`.
+    package static let repositoryNotConfigured: Int32 = 5
+    /// `plugin install|update|outdated`: no mirror could be reached.
+    package static let repositoryUnreachable: Int32 = 6
+    /// `plugin install|update|outdated`: the repository's metadata expired.
+    package static let repositoryStale: Int32 = 7
+    /// `plugin install|update`: the repository delegates the plugin to another key than the trusted one.
+    package static let repositoryKeyMismatch: Int32 = 8
+    /// `plugin install|update`: the repository offers an older version or older metadata.
+    package static let repositoryRollback: Int32 = 9
+    /// `plugin install|update`: the repository has no such plugin.
+    package static let repositoryUnknownPlugin: Int32 = 10
     /// A usage error (swift-argument-parser's).
     package static let usage: Int32 = 64
     /// `announce`: an invalid prompt or setting; `reload`: the new configuration was refused.
@@ -74,6 +86,33 @@ package enum ExitCodes {
             code: busy, name: nil, commands: "`soundscape`, `reload`",
             meaning: "the host is busy (every control connection in use, or no answer within 5 s; `reload`: "
                 + "within `--timeout`): try again"),
+        Row(
+            code: repositoryNotConfigured, name: nil, commands: "`plugin install`, `plugin update`, `plugin outdated`",
+            meaning: "`vigil.toml` has no `[repository]`, or it is refused (`vigil check` says why): add one with "
+                + "`root` or `root_sha256` and `mirrors`"),
+        Row(
+            code: repositoryUnreachable, name: nil,
+            commands: "`plugin install`, `plugin update`, `plugin outdated`",
+            meaning: "no mirror could be reached or served the files (each mirror's reason is printed); nothing "
+                + "was changed"),
+        Row(
+            code: repositoryStale, name: nil, commands: "`plugin install`, `plugin update`, `plugin outdated`",
+            meaning: "the repository's metadata expired (the role and since when are printed): the repository "
+                + "must publish fresh metadata, or the clock is wrong; nothing was changed and running plugins "
+                + "keep running"),
+        Row(
+            code: repositoryKeyMismatch, name: nil, commands: "`plugin install`, `plugin update`",
+            meaning: "the repository delegates the plugin to a key other than the one `vigil.toml` trusts for it, "
+                + "and no signed rotation of the plugin leads there: a key change needs the publisher's signed "
+                + "rotation or a new `vigil plugin trust`"),
+        Row(
+            code: repositoryRollback, name: nil, commands: "`plugin install`, `plugin update`",
+            meaning: "the repository offers an older version than the one installed or accepted, or older "
+                + "metadata than this host has seen; nothing was changed"),
+        Row(
+            code: repositoryUnknownPlugin, name: nil, commands: "`plugin install`, `plugin update`",
+            meaning: "the repository has no such plugin (no role NAME delegated `NAME/*` listing "
+                + "`NAME/plugin.json`)"),
         Row(code: usage, name: "EX_USAGE", commands: "all", meaning: "usage error: an unknown option or a bad value"),
         Row(
             code: dataError, name: "EX_DATAERR", commands: "`announce`, `reload`, library hosts' `reload()`",

@@ -100,13 +100,23 @@ package struct PluginTrust: ParsableCommand {
     /// Asks on the terminal unless --yes, or unless a matching --fingerprint (a key obtained out of
     /// band, with which the signature verified) is the confirmation; throws `.trustDeclined` otherwise.
     private func confirm(_ r: TrustReview) throws(CoreError) {
-        if yes || !fingerprint.isEmpty { return }
+        try Self.confirm(
+            r, confirmed: yes || !fingerprint.isEmpty, json: json,
+            remedy: "run `\(TrustCommand.display(name, "--yes"))`, or pin the key you got from the publisher with "
+                + "`\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
+    }
+
+    /// The confirmation of a review (`vigil plugin trust`, `vigil plugin install`): nothing to ask
+    /// when `confirmed` (--yes); else a question on the terminal, and without one a refusal whose
+    /// `remedy` says how to confirm. Throws `.trustDeclined` unless the answer is yes.
+    package static func confirm(_ r: TrustReview, confirmed: Bool, json: Bool, remedy: String) throws(CoreError) {
+        if confirmed { return }
+        let name = r.name
         guard !json, TerminalPrompt.isAvailable else {
             throw CoreError(
                 code: .trustDeclined, plugin: name,
                 message: "there is no terminal to confirm on, so nothing was trusted — review the plugin above, "
-                    + "then run `\(TrustCommand.display(name, "--yes"))`, or pin the key you got from the "
-                    + "publisher with `\(TrustCommand.display(name, "--fingerprint ed25519:…"))`")
+                    + "then \(remedy)")
         }
         let question =
             r.isRotation
@@ -133,7 +143,7 @@ package struct PluginTrust: ParsableCommand {
 
     /// The review, one line per field; each line is escaped whole (``CLI/sayLine(_:)``), so the
     /// publisher's description, requirement reasons and paths can neither forge nor hide a line.
-    static func printReview(_ r: TrustReview) {
+    package static func printReview(_ r: TrustReview) {
         let m = r.plugin.manifest
         var lines = ["Review \(m.name):"]
         lines.append("  version:       \(m.version)")
@@ -226,7 +236,7 @@ package struct PluginTrust: ParsableCommand {
     }
 
     /// `{"schema": "vigil.trust/v1", …}`: every key always present (null when unknown).
-    static func json(review r: TrustReview?, outcome: TrustEditor.Outcome?, error: CoreError?) -> JSONValue {
+    package static func json(review r: TrustReview?, outcome: TrustEditor.Outcome?, error: CoreError?) -> JSONValue {
         let m = r?.plugin.manifest
         func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
         let outcomeText: String? =

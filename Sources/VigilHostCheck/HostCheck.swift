@@ -167,6 +167,7 @@ public struct HostCheck: Sendable {
         }
         let checker = RequirementChecker(declarations: configuration.host, environment: environment)
         var diagnostics = metricsDiagnostics(configuration, located: located)
+        diagnostics += repositoryDiagnostics(configuration, located: located)
         var plugins: [Plugin] = []
         for item in plan.items {
             let location = located(["plugins", item.name])

@@ -3,7 +3,7 @@ import VigilBase
 internal import VigilCrypto
 
 /// SHA-2 digests for TUF's `hashes` fields, through swift-crypto.
-enum Hashing {
+package enum Hashing {
     /// The algorithms this client checks; a listed algorithm outside this set fails the check.
     static let supported: Set<String> = ["sha256", "sha384", "sha512"]
 
@@ -20,7 +20,7 @@ enum Hashing {
 
     static func hex(_ bytes: [UInt8]) -> String { Digest.hex(bytes) }
 
-    static func unhex(_ text: String) -> [UInt8]? {
+    package static func unhex(_ text: String) -> [UInt8]? {
         let b = Array(text.utf8)
         guard b.count % 2 == 0 else { return nil }
         var out: [UInt8] = []

@@ -156,12 +156,16 @@ public struct TargetFile: Sendable, Hashable {
     public let path: String
     public let length: Int64
     public let hashes: [String: String]
+    /// The target's `custom` object, if any (signed with the rest; the repository's own fields,
+    /// such as a plugin's `version`).
+    public let custom: [String: JSONValue]?
 
     init(path: String, _ f: Fields) throws(TUFError) {
         self.path = path
         length = try f.integer("length")
         guard length >= 0 else { throw f.fail("length", "is negative") }
         hashes = try parseHashes(f.object("hashes"))
+        custom = f.has("custom") ? try f.objectMembers("custom") : nil
     }
 }
 

@@ -323,6 +323,15 @@ public final class Updater {
     public func download(_ target: TargetFile, into directory: String, baseURL: String) async throws(TUFError)
         -> String
     {
+        let bytes = try await fetchTarget(target, baseURL: baseURL)
+        let name = FileStore.percentEncode(target.path)
+        try FileStore(directory: directory).write(name, bytes)
+        return directory + "/" + name
+    }
+
+    /// 5.7 without storing: fetches at most the target's length and returns its bytes once the
+    /// length and every hash matched.
+    public func fetchTarget(_ target: TargetFile, baseURL: String) async throws(TUFError) -> [UInt8] {
         let base = baseURL.hasSuffix("/") ? baseURL : baseURL + "/"
         var urlPath = FileStore.percentEncode(target.path, keeping: [UInt8(ascii: "/")])
         if trusted?.root.consistentSnapshot == true,
@@ -335,9 +344,7 @@ public final class Updater {
         try Hashing.verify(
             bytes, length: target.length, hashes: target.hashes,
             what: "target \(JSONValue.string(target.path).canonicalText)")
-        let name = FileStore.percentEncode(target.path)
-        try FileStore(directory: directory).write(name, bytes)
-        return directory + "/" + name
+        return bytes
     }
 
     static func splitLast(_ path: String) -> (String, String, String) {

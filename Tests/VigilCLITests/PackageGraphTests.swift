@@ -163,6 +163,26 @@ struct PackageGraphTests {
         #expect(graph.closure(["vigil"]).contains("VigilMetricsExport"))
     }
 
+    @Test(
+        "the repository commands: VigilRepository (and the TUF client, swift-nio's HTTP) in `vigil` only, called only by its repository commands"
+    )
+    func repositoryOutOfTheUpPath() throws {
+        let graph = try Self.graph.get()
+        let repository: Set<String> = ["VigilRepository", "VigilTUF", "VigilTUFHTTP"]
+        for product in ["Vigil", "VigilHostCore", "VigilPlugin", "VigilCore", "VigilSupervisor", "VigilMetricsExport"] {
+            let closure = try graph.closure(product: product)
+            #expect(closure.isDisjoint(with: repository), "\(product): \(closure.intersection(repository).sorted())")
+        }
+        #expect(graph.closure(["vigil"]).isSuperset(of: repository))
+        // Within `vigil`, one file imports it: the three commands; `up`, `run`, `reload` never reach it.
+        let cli = try #require(graph.targets["vigil"])
+        let importers = try cli.sources.filter { source in
+            try TextFile.read(VigilExecutable.packageRoot + "/" + cli.path + "/" + source).split(separator: "\n")
+                .contains { $0.hasPrefix("import VigilRepository") }
+        }
+        #expect(importers == ["Plugin/PluginRepositoryCommands.swift"], "\(importers)")
+    }
+
     @Test("every first-party plugin module is a library product of its own")
     func onePluginOneProduct() throws {
         let graph = try Self.graph.get()

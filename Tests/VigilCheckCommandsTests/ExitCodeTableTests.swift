@@ -58,6 +58,12 @@ struct ExitCodeTableTests {
         ExitCodes.osError: "HostileInputReviewTests.noProcFailsClosed (no /proc)",
         ExitCodes.noDescriptors: "SupervisorLimitTests.startUpUnderEveryLimit (every descriptor limit from 3 up)",
         ExitCodes.ioError: "AnnounceHardeningTests (an unwritable journal)",
+        ExitCodes.repositoryNotConfigured: "RepositoryCommandTests.refusals (no [repository])",
+        ExitCodes.repositoryUnreachable: "RepositoryCommandTests.refusals (no mirror answers)",
+        ExitCodes.repositoryStale: "RepositoryCommandTests (expired snapshot and timestamp, python-tuf repositories)",
+        ExitCodes.repositoryKeyMismatch: "RepositoryCommandTests.refusals (a delegation to another key)",
+        ExitCodes.repositoryRollback: "RepositoryCommandTests.refusals (an older version)",
+        ExitCodes.repositoryUnknownPlugin: "RepositoryCommandTests.refusals (a plugin the repository lacks)",
     ]
 
     @Test("each command's refusals exit as the table says")

@@ -18,4 +18,8 @@ int vigil_base_eventfd(void);
 /// -1 with errno set on failure.
 int vigil_base_accept(int listener);
 
+/// renameat2(2) with RENAME_EXCHANGE: swaps `a` and `b` (both must exist) in one atomic step, so
+/// a reader of either path sees the old tree or the new one, never a mix; -1 with errno set.
+int vigil_base_exchange(const char *a, const char *b);
+
 #endif

@@ -29,7 +29,7 @@ public struct HostConfiguration: Sendable {
     /// The tables `vigil.toml` itself defines (never a plugin's settings).
     public static let reservedTables: Set<String> = ["host", "trusted_plugins", "freshness"]
     /// Tables the host reads besides the activated plugins' (`[announce]`): not stray.
-    public static let hostTables: Set<String> = ["announce", "metrics"]
+    public static let hostTables: Set<String> = ["announce", "metrics", "repository"]
 
     /// The absolute path of the file this configuration was read from.
     public let path: String
@@ -46,7 +46,7 @@ public struct HostConfiguration: Sendable {
     public let acknowledgedUnsafePlugins: [String]
     /// Absolute directories searched for `NAME/plugin.json`, in order: `plugin_paths` (default
     /// `["manifests"]`, relative to this file), then ``firstPartyManifests(environment:)``.
-    public let pluginPaths: [String]
+    public private(set) var pluginPaths: [String]
     /// The `[host]` table.
     public let host: HostDeclarations
     /// `[freshness] grace`: how long before a signed manifest expires `check` and `list` warn.
@@ -223,7 +223,7 @@ public struct HostConfiguration: Sendable {
     /// commands the supervisor runs.
     ///
     /// - Throws: ``CoreError`` `.configUnsafe`.
-    static func checkDirectory(of path: String) throws(CoreError) {
+    static func checkDirectory(of path: String, holding: String = fileName) throws(CoreError) {
         var real = path
         if let resolved = realpath(path, nil) {
             real = String(cString: resolved)
@@ -232,11 +232,13 @@ public struct HostConfiguration: Sendable {
         let directory = Path.directory(of: real)
         var st = stat()
         guard stat(directory, &st) == 0 else { throw CoreError.io("stat", path: directory, errno: errno, call: "stat") }
-        try checkOwnership(st, of: directory, isDirectory: true)
+        try checkOwnership(st, of: directory, isDirectory: true, holding: holding)
     }
 
-    private static func checkOwnership(_ st: stat, of path: String, isDirectory: Bool) throws(CoreError) {
-        let what = isDirectory ? "the directory \(path), which holds \(fileName)," : path
+    static func checkOwnership(_ st: stat, of path: String, isDirectory: Bool, holding: String = fileName)
+        throws(CoreError)
+    {
+        let what = isDirectory ? "the directory \(path), which holds \(holding)," : path
         let me = geteuid()
         if st.st_uid != me && st.st_uid != 0 {
             throw CoreError(
@@ -356,6 +358,14 @@ public struct HostConfiguration: Sendable {
             if !out.contains(absolute) { out.append(absolute) }
         }
         return out
+    }
+
+    /// This configuration with `paths` (absolute) as its plugin paths: what `vigil plugin install`
+    /// reviews a plugin it staged with, before the plugin is in any configured path.
+    public func searching(pluginPaths paths: [String]) -> HostConfiguration {
+        var copy = self
+        copy.pluginPaths = paths
+        return copy
     }
 
     /// Where `keyPath` is written in the file: a key (`["plugins"]`, `["silent-engine", "mode"]`),

@@ -1,0 +1,239 @@
+import ArgumentParser
+import VigilCheckCommands
+import VigilCore
+import VigilPlugin
+import VigilRepository
+
+/// What the repository commands share: the configuration, the client and the installer, and
+/// the rendering of their refusals (each kind its own exit status, ExitCodes).
+enum RepositoryCommand {
+    /// The installer for the configuration `options` names.
+    static func installer(_ options: ConfigOption) throws(RepositoryError) -> PluginInstaller {
+        let configuration: HostConfiguration
+        do throws(CoreError) {
+            guard let loaded = try CLI.loadConfiguration(options) else {
+                throw CoreError(
+                    code: .configNotFound,
+                    message:
+                        "no vigil.toml was found from \(CLI.environment.workingDirectory) upward — pass --config PATH")
+            }
+            configuration = loaded
+        } catch {
+            throw RepositoryError(code: .notConfigured, message: error.message, cause: ErrorCause(error))
+        }
+        let now = Freshness.systemNow()
+        let client = try RepositoryClient(configuration: configuration, environment: CLI.environment, now: now)
+        let store: RollbackStore
+        do throws(CoreError) {
+            store = try RollbackStore.standard(environment: CLI.environment)
+        } catch {
+            throw RepositoryError(code: .storage, message: error.message, cause: ErrorCause(error))
+        }
+        return PluginInstaller(configuration: configuration, client: client, store: store)
+    }
+
+    /// The exit status of a refusal.
+    static func exitCode(_ code: RepositoryErrorCode) -> Int32 {
+        switch code {
+        case .notConfigured: ExitCodes.repositoryNotConfigured
+        case .unreachable: ExitCodes.repositoryUnreachable
+        case .stale: ExitCodes.repositoryStale
+        case .keyMismatch: ExitCodes.repositoryKeyMismatch
+        case .rollback: ExitCodes.repositoryRollback
+        case .unknownPlugin: ExitCodes.repositoryUnknownPlugin
+        case .refused, .installState, .rootMismatch, .storage: ExitCodes.failure
+        }
+    }
+
+    /// Prints a refusal on standard error (one line) and returns its exit status.
+    static func fail(_ error: RepositoryError) -> ExitCode {
+        CLI.printErrorLine("error: \(error.description) (\(error.code))")
+        return ExitCode(exitCode(error.code))
+    }
+
+    /// A refusal as JSON: `{"code", "plugin", "message"}`, or null.
+    static func json(_ error: RepositoryError?) -> JSONValue {
+        guard let error else { return .null }
+        return .object([
+            ("code", .string(error.code.rawValue)), ("plugin", error.plugin.map(JSONValue.string) ?? .null),
+            ("message", .string(error.message)), ("exit_status", .number(String(exitCode(error.code)))),
+        ])
+    }
+}
+
+/// `vigil plugin install NAME [--yes]`.
+struct PluginInstall: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Install a plugin from the repository of [repository].",
+        discussion: """
+            Refreshes the repository's TUF metadata from the first mirror that verifies, downloads NAME's files \
+            through its delegation (the role NAME, whose key is the plugin's own), and verifies them as `vigil \
+            plugin verify` does. A plugin the host already trusts must verify with that key (or a signed rotation \
+            from it); a plugin it does not trust yet gets the review `vigil plugin trust` shows, and is trusted \
+            after confirmation (--yes for scripts). Only then is NAME placed in the first plugin path.
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    @Argument(help: "The plugin's name.")
+    var name: String
+
+    @Flag(
+        name: .long, help: "Trust a plugin that is not trusted yet without asking (after reviewing it some other way).")
+    var yes = false
+
+    func validate() throws { try CLI.validateName(name) }
+
+    func run() async throws {
+        do throws(RepositoryError) {
+            let installer = try RepositoryCommand.installer(options)
+            let staged = try await installer.stageInstall(name)
+            if let review = staged.review {
+                PluginTrust.printReview(review)
+                do throws(CoreError) {
+                    try PluginTrust.confirm(
+                        review, confirmed: yes, json: false,
+                        remedy: "run `vigil plugin install \(name) --yes`")
+                } catch {
+                    installer.discard(staged)
+                    throw RepositoryError(
+                        code: .refused, plugin: name, message: "\(error.message) (\(error.code))",
+                        cause: ErrorCause(error))
+                }
+            }
+            try installer.commit(staged)
+            let trust = staged.review == nil ? "" : ", trusted \(staged.plugin.trust)"
+            CLI.sayLine(
+                "installed \(name)@\(staged.plugin.manifest.version) in \(staged.destination)\(trust) — a running host "
+                    + "starts it on `vigil reload` or its next start once vigil.toml activates it")
+        } catch {
+            throw RepositoryCommand.fail(error)
+        }
+    }
+}
+
+/// `vigil plugin update [NAME…] [--json]`.
+struct PluginUpdate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update",
+        abstract: "Update installed plugins from the repository, all or none.",
+        discussion: """
+            Updates the named plugins, or every activated plugin in the first plugin path that the repository \
+            has. Every changed plugin of one refresh is downloaded and verified (signature with the trusted key, \
+            resources, rollback, freshness) into the plugin directory's next state, then all are switched in one \
+            atomic step; any refusal changes nothing. A running host picks the update up on `vigil reload` or \
+            its next start; a repository whose metadata expired refuses the update and stops nothing.
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    @Argument(help: "The plugins to update (default: every activated plugin).")
+    var names: [String] = []
+
+    @Flag(name: .long, help: "Print the outcome as one JSON document.")
+    var json = false
+
+    func validate() throws { for name in names { try CLI.validateName(name) } }
+
+    func run() async throws {
+        do throws(RepositoryError) {
+            let installer = try RepositoryCommand.installer(options)
+            let items = try await installer.update(names.isEmpty ? nil : names)
+            if json {
+                CLI.printJSON(Self.json(items, error: nil))
+                return
+            }
+            for item in items {
+                switch item.outcome {
+                case .updated: CLI.sayLine("updated \(item.name): \(item.from ?? "(unreadable)") -> \(item.to ?? "?")")
+                case .upToDate: CLI.sayLine("\(item.name) \(item.to ?? "") is up to date")
+                case .notManaged: CLI.sayLine("\(item.name): not installed from the repository (skipped)")
+                case .notInRepository: CLI.sayLine("\(item.name): not in the repository (skipped)")
+                }
+            }
+            if !items.contains(where: { $0.outcome == .updated }) { CLI.sayLine("nothing to update") }
+        } catch {
+            if json { CLI.printJSON(Self.json([], error: error)) } else { _ = RepositoryCommand.fail(error) }
+            throw ExitCode(RepositoryCommand.exitCode(error.code))
+        }
+    }
+
+    static func json(_ items: [PluginInstaller.UpdateItem], error: RepositoryError?) -> JSONValue {
+        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        return .object([
+            ("schema", .string("vigil.update/v1")),
+            (
+                "plugins",
+                .array(
+                    items.map {
+                        .object([
+                            ("name", .string($0.name)), ("outcome", .string($0.outcome.rawValue)),
+                            ("from", string($0.from)), ("to", string($0.to)),
+                        ])
+                    })
+            ),
+            ("error", RepositoryCommand.json(error)),
+        ])
+    }
+}
+
+/// `vigil plugin outdated [--json]`.
+struct PluginOutdated: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outdated",
+        abstract: "List plugins the repository has newer versions of.",
+        discussion: """
+            Refreshes the repository's metadata and compares each activated or installed plugin with the version \
+            the repository signs for it (`custom.version` of NAME/plugin.json); nothing is downloaded.
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    @Flag(name: .long, help: "Print the table as one JSON document.")
+    var json = false
+
+    func run() async throws {
+        do throws(RepositoryError) {
+            let installer = try RepositoryCommand.installer(options)
+            let items = try await installer.outdated()
+            if json {
+                CLI.printJSON(Self.json(items, error: nil))
+                return
+            }
+            let rows =
+                [["PLUGIN", "INSTALLED", "AVAILABLE", "STATE"]]
+                + items.map { [$0.name, $0.installed ?? "-", $0.available ?? "-", $0.state] }
+            let widths = (0..<4).map { column in rows.map { $0[column].count }.max() ?? 0 }
+            for row in rows {
+                var line = zip(row, widths).map { $0 + String(repeating: " ", count: $1 - $0.count) }
+                    .joined(separator: "  ")
+                while line.last == " " { line.removeLast() }
+                CLI.sayLine(line)
+            }
+            for item in items where item.reason != nil { CLI.sayLine("\(item.name): \(item.reason ?? "")") }
+        } catch {
+            if json { CLI.printJSON(Self.json([], error: error)) } else { _ = RepositoryCommand.fail(error) }
+            throw ExitCode(RepositoryCommand.exitCode(error.code))
+        }
+    }
+
+    static func json(_ items: [PluginInstaller.OutdatedItem], error: RepositoryError?) -> JSONValue {
+        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        return .object([
+            ("schema", .string("vigil.outdated/v1")),
+            (
+                "plugins",
+                .array(
+                    items.map {
+                        .object([
+                            ("name", .string($0.name)), ("installed", string($0.installed)),
+                            ("available", string($0.available)), ("state", .string($0.state)),
+                            ("reason", string($0.reason)),
+                        ])
+                    })
+            ),
+            ("error", RepositoryCommand.json(error)),
+        ])
+    }
+}

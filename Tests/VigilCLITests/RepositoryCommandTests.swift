@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+import VigilTestSupport
+
+/// `vigil plugin install|update|outdated` on the real `vigil`, against python-tuf repositories on
+/// the shared loopback server: every refusal's exit status and code, `--json` documents, and a
+/// running host that picks an update up on `vigil reload` and keeps running through a stale one.
+@Suite("vigil plugin install / update / outdated", .serialized, .timeLimit(.minutes(2)))
+struct RepositoryCommandTests {
+    typealias Project = HostCommandTests.Project
+
+    /// The statuses of docs/exit-codes.md (ExitCodes, which ExitCodeTableTests keeps it equal to).
+    enum ExitCodes {
+        static let failure: Int32 = 1
+        static let repositoryNotConfigured: Int32 = 5
+        static let repositoryUnreachable: Int32 = 6
+        static let repositoryStale: Int32 = 7
+        static let repositoryKeyMismatch: Int32 = 8
+        static let repositoryRollback: Int32 = 9
+        static let repositoryUnknownPlugin: Int32 = 10
+    }
+
+    /// A project whose `vigil.toml` names `repo`; plugins are authored under `src/` and keyed in `keys/`.
+    struct Setup {
+        let project: Project
+        let repo: TUFRepositoryFixture.Repository
+
+        init() throws {
+            project = try Project()
+            repo = try TUFRepositoryFixture.makeRepository()
+            try FileManager.default.copyItem(
+                atPath: repo.path + "/metadata/1.root.json", toPath: project.dir.path + "/root.json")
+        }
+
+        func remove() {
+            project.dir.remove()
+            try? FileManager.default.removeItem(atPath: repo.path)
+        }
+
+        func vigil(_ arguments: String...) async throws -> RuntimeFixtures.Output {
+            try await RuntimeFixtures.run(
+                VigilExecutable.path, arguments + ["--config", project.config], environment: project.environment,
+                timeout: 30)
+        }
+
+        func run(_ arguments: String...) async throws -> RuntimeFixtures.Output {
+            try await RuntimeFixtures.run(
+                VigilExecutable.path, arguments, environment: project.environment, timeout: 30)
+        }
+
+        /// Signs `src/NAME-VERSION/NAME` (a supervisor plugin running `/bin/sleep`) with `keys/KEY.key`
+        /// (made on first use) and publishes it.
+        func publish(_ name: String, _ version: String, key: String? = nil) async throws {
+            let key = key ?? name
+            if !FileManager.default.fileExists(atPath: project.dir.path + "/keys/\(key).key") {
+                let r = try await run("plugin", "keygen", "--name", key, "--dir", project.dir.path + "/keys")
+                #expect(r.status == 0, "\(r.stderr)")
+            }
+            let directory = project.dir.path + "/src/\(name)-\(version)-\(key)/\(name)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try """
+            {"schema": "vigil.plugin-manifest/v1", "name": "\(name)", "version": "\(version)", "entry": "supervisor",
+             "settings": {"notification": false, "workers": [{"name": "w", "command": "/bin/sleep", "args": ["300"]}]}}
+            """.write(toFile: directory + "/plugin.json", atomically: true, encoding: .utf8)
+            let r = try await run("plugin", "sign", directory, "--key", project.dir.path + "/keys/\(key).key")
+            #expect(r.status == 0, "\(r.stderr)")
+            try repo.publish([directory], keys: [name: project.dir.path + "/keys/\(key).key"])
+        }
+
+        func writeConfig(plugins: [String], repository: String? = nil) throws {
+            let list = plugins.map { "\"\($0)\"" }.joined(separator: ", ")
+            try """
+            plugins = [\(list)]
+
+            [host]
+            services = ["supervisor"]
+
+            [repository]
+            \(repository ?? "root = \"root.json\"\nmirrors = [\"\(repo.mirror)\"]")
+
+            """.write(toFile: project.config, atomically: true, encoding: .utf8)
+        }
+
+        func json(_ text: String) -> [String: Any]? {
+            try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        }
+
+        func errorCode(_ text: String) -> String? {
+            (json(text)?["error"] as? [String: Any])?["code"] as? String
+        }
+    }
+
+    @Test("each refusal has its exit status and code; --json prints one document whatever happens")
+    func refusals() async throws {
+        let s = try Setup()
+        defer { s.remove() }
+        // 5: no [repository].
+        try "plugins = []\n".write(toFile: s.project.config, atomically: true, encoding: .utf8)
+        var r = try await s.vigil("plugin", "outdated", "--json")
+        #expect(r.status == ExitCodes.repositoryNotConfigured && s.errorCode(r.stdout) == "repository-not-configured")
+        r = try await s.vigil("plugin", "install", "sup")
+        #expect(r.status == ExitCodes.repositoryNotConfigured, "\(r.stderr)")
+        #expect(r.stderr.contains("repository-not-configured") && r.stderr.contains("has no [repository]"))
+        // vigil check locates a misspelt key with a did-you-mean.
+        try "plugins = []\n[repository]\nroot = \"root.json\"\nmirror = [\"x\"]\n".write(
+            toFile: s.project.config, atomically: true, encoding: .utf8)
+        r = try await s.vigil("check")
+        #expect(r.status == ExitCodes.failure && r.stderr.contains("did you mean `mirrors`?"), "\(r.stderr)")
+        #expect(r.stderr.contains("(repository-invalid)"))
+        try "plugins = []\n[repository]\nroot = \"missing.json\"\nmirrors = [\"file:///srv/repo/\"]\n".write(
+            toFile: s.project.config, atomically: true, encoding: .utf8)
+        r = try await s.vigil("check")
+        #expect(r.status == ExitCodes.failure && r.stderr.contains("missing.json does not exist"), "\(r.stderr)")
+
+        try await s.publish("sup", "1.0.0")
+        // 10: unknown plugin; 1: no terminal and no --yes: nothing trusted, nothing placed.
+        try s.writeConfig(plugins: ["sup"])
+        r = try await s.vigil("plugin", "install", "nope")
+        #expect(r.status == ExitCodes.repositoryUnknownPlugin && r.stderr.contains("repository-unknown-plugin"))
+        r = try await s.vigil("plugin", "install", "sup")
+        #expect(r.status == ExitCodes.failure && r.stderr.contains("trust-declined"), "\(r.stderr)")
+        #expect(r.stdout.contains("Review sup:"), "the trust review is shown: \(r.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: s.project.dir.path + "/manifests/sup"))
+        r = try await s.vigil("plugin", "install", "sup", "--yes")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try TextFile.read(s.project.config).contains("sup = \"ed25519:"))
+        r = try await s.vigil("plugin", "outdated", "--json")
+        let rows = s.json(r.stdout)?["plugins"] as? [[String: Any]]
+        #expect(r.status == 0 && rows?.first?["state"] as? String == "up-to-date", "\(r.stdout)")
+
+        // 9: an older version; 8: the repository re-delegates sup to another key.
+        try await s.publish("sup", "0.9.0")
+        r = try await s.vigil("plugin", "update", "--json")
+        #expect(r.status == ExitCodes.repositoryRollback && s.errorCode(r.stdout) == "repository-rollback")
+        try await s.publish("sup", "1.1.0", key: "other")
+        r = try await s.vigil("plugin", "update", "sup")
+        #expect(r.status == ExitCodes.repositoryKeyMismatch && r.stderr.contains("repository-key-mismatch"))
+        // 7: stale; the document names the role and when it expired.
+        try s.repo.run("expire", ["snapshot"])
+        r = try await s.vigil("plugin", "outdated", "--json")
+        #expect(r.status == ExitCodes.repositoryStale && s.errorCode(r.stdout) == "repository-stale", "\(r.stdout)")
+        #expect(r.stdout.contains("snapshot") && r.stdout.contains("expired at"))
+        // 6: no mirror answers; each mirror's reason.
+        try s.writeConfig(plugins: ["sup"], repository: "root = \"root.json\"\nmirrors = [\"http://127.0.0.1:9/\"]")
+        r = try await s.vigil("plugin", "update", "--json")
+        #expect(r.status == ExitCodes.repositoryUnreachable && s.errorCode(r.stdout) == "repository-unreachable")
+        #expect(r.stdout.contains("http://127.0.0.1:9/"))
+        #expect(try TextFile.read(s.project.dir.path + "/manifests/sup/plugin.json").contains("\"1.0.0\""))
+    }
+
+    @Test("a running host keeps its plugin through a stale repository, and runs the update after `vigil reload`")
+    func reloadPicksUpTheUpdate() async throws {
+        let s = try Setup()
+        defer { s.remove() }
+        try await s.publish("sup", "1.0.0")
+        try s.writeConfig(plugins: ["sup"])
+        #expect(try await s.vigil("plugin", "install", "sup", "--yes").status == 0)
+        let host = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", s.project.config], environment: s.project.environment,
+            stdout: s.project.dir.path + "/up.out", stderr: s.project.dir.path + "/up.err")
+        defer { host.terminate(grace: 5) }
+        let running = try await s.project.pluginStatus("sup", pid: host.pid) {
+            $0["state"] as? String == "running" && $0["version"] as? String == "1.0.0"
+        }
+        #expect(running != nil, "\((try? TextFile.read(s.project.dir.path + "/up.err")) ?? "")")
+
+        try await s.publish("sup", "1.1.0")
+        try s.repo.run("expire", ["timestamp"])
+        let stale = try await s.vigil("plugin", "update")
+        #expect(stale.status == ExitCodes.repositoryStale, "\(stale.stderr)")
+        #expect(stale.stderr.contains("timestamp") && stale.stderr.contains("expired at"))
+        let unchanged = try await s.project.pluginStatus("sup", pid: host.pid, timeout: 2) {
+            $0["state"] as? String == "running" && $0["version"] as? String == "1.0.0"
+        }
+        #expect(unchanged != nil, "the running plugin is untouched")
+
+        try s.repo.run("expire", ["timestamp", "--seconds", "3600"])  // the repository is fresh again
+        let update = try await s.vigil("plugin", "update", "--json")
+        #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
+        let items = s.json(update.stdout)?["plugins"] as? [[String: Any]]
+        #expect(items?.first?["outcome"] as? String == "updated" && items?.first?["to"] as? String == "1.1.0")
+        let reload = try await s.vigil("reload", "--json")
+        #expect(reload.status == 0, "\(reload.stdout)\(reload.stderr)")
+        let updated = try await s.project.pluginStatus("sup", pid: host.pid) {
+            $0["state"] as? String == "running" && $0["version"] as? String == "1.1.0"
+        }
+        #expect(updated != nil, "\(reload.stdout)")
+    }
+}
