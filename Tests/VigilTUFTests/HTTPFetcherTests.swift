@@ -52,7 +52,7 @@ struct HTTPFetcherTests {
         let (server, port) = try await HostileServer.start()
         defer { server.close(promise: nil) }
         let base = "http://127.0.0.1:\(port)"
-        let fetcher = HTTPFetcher(stallTimeout: .milliseconds(500), deadline: .seconds(20))
+        let fetcher = HTTPFetcher(stallTimeout: .seconds(2), deadline: .seconds(20))
         #expect(try await fetcher.fetch(base + "/file", maxLength: 5) == Array("hello".utf8))
         #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/file", maxLength: 4) } == .tooLarge)
         #expect(await tufErrorCode { _ = try await fetcher.fetch(base + "/missing", maxLength: 100) } == .notFound)

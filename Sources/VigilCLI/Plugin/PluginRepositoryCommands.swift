@@ -137,9 +137,18 @@ struct PluginUpdate: AsyncParsableCommand {
     func validate() throws { for name in names { try CLI.validateName(name) } }
 
     func run() async throws {
+        try await Self.perform(json: json) { () async throws(RepositoryError) in
+            try await RepositoryCommand.installer(options).update(names.isEmpty ? nil : names)
+        }
+    }
+
+    /// Runs an update (from the repository or a bundle) and reports it: lines, or one JSON
+    /// document whatever happens; a refusal's exit status.
+    static func perform(
+        json: Bool, _ update: () async throws(RepositoryError) -> [PluginInstaller.UpdateItem]
+    ) async throws {
         do throws(RepositoryError) {
-            let installer = try RepositoryCommand.installer(options)
-            let items = try await installer.update(names.isEmpty ? nil : names)
+            let items = try await update()
             if json {
                 CLI.printJSON(Self.json(items, error: nil))
                 return
@@ -311,17 +320,9 @@ struct PluginBundleApply: AsyncParsableCommand {
     func validate() throws { for name in names { try CLI.validateName(name) } }
 
     func run() async throws {
-        do throws(RepositoryError) {
-            let installer = try RepositoryCommand.installer(options)
-            let items = try await installer.applyBundle(at: CLI.absolute(directory), names.isEmpty ? nil : names)
-            if json {
-                CLI.printJSON(PluginUpdate.json(items, error: nil))
-                return
-            }
-            PluginUpdate.say(items)
-        } catch {
-            if json { CLI.printJSON(PluginUpdate.json([], error: error)) } else { _ = RepositoryCommand.fail(error) }
-            throw ExitCode(RepositoryCommand.exitCode(error.code))
+        try await PluginUpdate.perform(json: json) { () async throws(RepositoryError) in
+            try await RepositoryCommand.installer(options).applyBundle(
+                at: CLI.absolute(directory), names.isEmpty ? nil : names)
         }
     }
 }

@@ -56,6 +56,9 @@ def source(mode, path):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Buffered: an honest answer leaves in one write (headers and body), so a loaded machine cannot
+    # split it into a slow-looking trickle; the hostile behaviours flush where they mean to.
+    wbufsize = -1
 
     def log_message(self, *args):
         pass
@@ -108,6 +111,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.send(mode, data[i : i + 1])
                     time.sleep(0.05)
             elif mode == "stall":
+                self.wfile.flush()
                 time.sleep(3600)
             elif mode == "drop":
                 self.send(mode, data[: len(data) // 2])
