@@ -368,3 +368,42 @@ struct TLSMirrorTests {
         #expect(try dir.read("targets/plugin-b%2Fplugin.json") == plain.pluginB)
     }
 }
+
+@Suite("vigil-tuf-client with several mirrors")
+struct TUFClientMirrorTests {
+    /// The tool built beside `vigil`.
+    static let path = URL(fileURLWithPath: VigilExecutable.path).deletingLastPathComponent().path + "/vigil-tuf-client"
+
+    @Test func warnsAboutEachSkippedMirrorAndDownloadsFromTheNext() async throws {
+        let fixture = try await MirrorFixture.shared.get()
+        let tls = try await TLSMirrorFixture.shared.get()
+        let dir = try TestDirectory("tuf-client-mirrors")
+        defer { dir.remove() }
+        try dir.write("root.json", fixture.root)
+        _ = try dir.makeDirectory("metadata")
+        _ = try dir.makeDirectory("targets")
+        var r = try await RuntimeFixtures.run(
+            Self.path, ["--metadata-dir", dir.url("metadata"), "init", dir.url("root.json")])
+        #expect(r.status == 0, "\(r.stderr)")
+        var arguments = ["--metadata-dir", dir.url("metadata"), "--ca-file", tls.caFile]
+        for base in [fixture.server.url("mix"), tls.server.url("good")] {
+            arguments += ["--metadata-url", base + "metadata/", "--target-base-url", base + "targets/"]
+        }
+        arguments += ["--target-name", "plugin-b/plugin.json", "--target-dir", dir.url("targets"), "download"]
+        r = try await RuntimeFixtures.run(Self.path, arguments)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(
+            r.stderr.contains("warning [tuf-mixed-metadata]: mirror \(fixture.server.url("mix"))"), "\(r.stderr)")
+        #expect(try dir.read("targets/plugin-b%2Fplugin.json") == fixture.pluginB)
+        // One --target-base-url per --metadata-url, or a usage error.
+        r = try await RuntimeFixtures.run(
+            Self.path,
+            [
+                "--metadata-dir", dir.url("metadata"), "--metadata-url", fixture.server.url("good") + "metadata/",
+                "--metadata-url", fixture.server.url("old") + "metadata/", "--target-base-url",
+                fixture.server.url("good") + "targets/", "--target-name", "plugin-b/plugin.json", "--target-dir",
+                dir.url("targets"), "download",
+            ])
+        #expect(r.status == 64 && r.stderr.contains("one --target-base-url for each --metadata-url"), "\(r.stderr)")
+    }
+}
