@@ -255,6 +255,9 @@ public final class Updater {
     public func targetInfo(_ path: String) async throws(TUFError) -> TargetFile {
         if trusted?.targets("targets") == nil { try await refresh() }
         guard var set = trusted else { throw TUFError(code: .noTrustedRoot, message: "no trusted metadata") }
+        // Held by `set` alone while roles are added: with `trusted` still sharing it, the first new
+        // role would copy every loaded one (copy-on-write), so N lookups cost N² copies.
+        trusted = nil
         defer { trusted = set }
         var stack: [(role: String, delegator: String)] = [("targets", "root")]
         var visited = Set<String>()
