@@ -268,7 +268,7 @@ public final class Updater {
             if let found = targets.targets[path] { return found }
             visited.insert(role)
             var children: [(String, String)] = []
-            for child in targets.delegations where child.covers(path) {
+            for child in targets.delegations(covering: path) {
                 children.append((child.name, role))
                 if child.terminating {
                     stack.removeAll()
