@@ -21,6 +21,9 @@ fi
 echo "vigil: swift format lint --strict"
 swift format lint --strict -r Sources Tests Plugins Examples Fuzz Benchmarks Package.swift
 
+# python-tuf for the repository tests' generator and the conformance suite (one venv, under .build/).
+scripts/tuf-venv.sh >/dev/null
+
 echo "vigil: building (a first build compiles the dependencies: a few minutes)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -46,6 +46,35 @@ public struct PluginInstaller {
         return Path.join(Path.directory(of: live), "." + Path.lastComponent(of: live) + ".vigil-next")
     }
 
+    /// The lock every change of the install directory holds (beside it): an update from its copy
+    /// of the directory to its switch, an install while it places its plugin.
+    var lockPath: String {
+        let live = liveDirectory
+        return Path.join(Path.directory(of: live), "." + Path.lastComponent(of: live) + ".vigil-lock")
+    }
+
+    /// Takes the install directory's lock without waiting; it is held until the descriptor closes.
+    func lock() throws(RepositoryError) -> OwnedDescriptor {
+        let path = lockPath
+        let file: OwnedDescriptor
+        do throws(SystemCallError) {
+            file = try OwnedDescriptor("open") { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+        } catch {
+            throw storage("open the lock \(path)", errno: error.number, plugin: nil)
+        }
+        guard flock(file.rawValue, LOCK_EX | LOCK_NB) == 0 else {
+            let e = errno
+            if e == EWOULDBLOCK {
+                throw RepositoryError(
+                    code: .installState,
+                    message: "another `vigil plugin install` or `update` is changing \(installDirectory) (it holds "
+                        + "\(path)) — wait for it to finish, then run this again; nothing was changed")
+            }
+            throw storage("lock \(path)", errno: e, plugin: nil)
+        }
+        return file
+    }
+
     // MARK: - install
 
     /// A plugin downloaded and verified, not yet in the install directory.
@@ -103,6 +132,8 @@ public struct PluginInstaller {
     /// the reviewed key when there was a review: both, or the directory is taken back out.
     public func commit(_ staged: StagedInstall) throws(RepositoryError) {
         defer { DirectoryTree.remove(staged.staging) }
+        let held = try lock()
+        defer { withExtendedLifetime(held) {} }
         let name = staged.offer.name
         guard SystemCall.fileType(staged.destination) == nil else {
             throw RepositoryError(
@@ -157,6 +188,8 @@ public struct PluginInstaller {
     /// - Parameter names: plugins named explicitly must be installed and in the repository.
     public func update(_ names: [String]? = nil) async throws(RepositoryError) -> [UpdateItem] {
         let explicit = names != nil
+        let held = try lock()
+        defer { withExtendedLifetime(held) {} }
         let session = try await client.refresh()
         DirectoryTree.remove(nextDirectory)  // a crashed run's leftover, which no host reads
         var items: [UpdateItem] = []

@@ -34,7 +34,7 @@ struct RepositoryCommandTests {
 
         func remove() {
             project.dir.remove()
-            try? FileManager.default.removeItem(atPath: repo.path)
+            repo.remove()
         }
 
         func vigil(_ arguments: String...) async throws -> RuntimeFixtures.Output {

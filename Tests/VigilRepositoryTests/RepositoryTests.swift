@@ -23,7 +23,7 @@ struct RepositoryProject {
 
     func remove() {
         dir.remove()
-        try? FileManager.default.removeItem(atPath: repo.path)
+        repo.remove()
     }
 
     var environment: HostEnvironment { dir.environment() }
@@ -219,6 +219,12 @@ struct RepositoryTests {
                 seen.append("\(live)|\(staged)")
             }
         }
+        // One change of the directory at a time: while another holds its lock, an update is refused.
+        let lock = open(p.dir.url("host/.manifests.vigil-lock"), O_RDWR | O_CREAT, 0o600)
+        #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
+        let busy = await p.refusal { _ = try await p.installer().update() }
+        #expect(busy?.code == .installState && busy?.message.contains("another") == true, "\(String(describing: busy))")
+        close(lock)
         let items = try await watched.update()
         #expect(items.map(\.outcome) == [.updated, .updated], "\(items)")
         #expect(seen.values == ["alpha 1.0.0|alpha 2.0.0", "beta 1.0.0|beta 2.0.0"])
@@ -241,9 +247,9 @@ struct RepositoryTests {
     }
 
     @Test(
-        "expired timestamp, snapshot or targets: the stale code names the role; nothing changes",
+        "expired timestamp, snapshot, targets or the plugin's own role: the stale code names it; nothing changes",
         arguments: [
-            "timestamp", "snapshot", "targets",
+            "timestamp", "snapshot", "targets", "alpha",
         ])
     func staleRepository(role: String) async throws {
         var p = try await RepositoryProject.installed("alpha", "1.0.0")

@@ -38,13 +38,14 @@ public enum TUFRepositoryFixture {
         public func url(_ relative: String) -> String { "http://127.0.0.1:\(port)/\(relative)/" }
     }
 
-    /// Started once per test process (it ends with the process: the script watches its parent).
+    /// Started once per test process (it ends with the process, removing what it served: the script
+    /// watches its parent).
     public static let server: Result<Server, TUFFixtureError> = {
         do {
             let root = try TestDirectory("vigil-tuf-served").path
             let portFile = root + "/.port"
             let python = try python.get()
-            _ = try ChildProcess(python, [script, "serve", root, "--port-file", portFile])
+            _ = try ChildProcess(python, [script, "serve", root, "--port-file", portFile, "--remove-on-exit"])
             let deadline = Date().addingTimeInterval(20)
             while Date() < deadline {
                 if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
@@ -61,7 +62,7 @@ public enum TUFRepositoryFixture {
     }()
 
     /// A new repository under the served directory: `init`ed, with `mirror` its URL and `path` its
-    /// directory (holding `metadata/`, `targets/` and `keys/`).
+    /// directory (holding `metadata/` and `targets/`; its keys are in `PATH.keys/`).
     public struct Repository: Sendable {
         /// The repository's directory.
         public let path: String
@@ -77,6 +78,12 @@ public enum TUFRepositoryFixture {
         public func publish(_ directories: [String], keys: [String: String]) throws {
             try run(
                 "publish", directories + keys.sorted { $0.key < $1.key }.flatMap { ["--key", "\($0.key)=\($0.value)"] })
+        }
+
+        /// Removes the repository and its keys.
+        public func remove() {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: path + ".keys")
         }
 
         /// The SHA-256 of `metadata/1.root.json`, for `root_sha256`.

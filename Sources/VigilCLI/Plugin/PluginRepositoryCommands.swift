@@ -51,6 +51,16 @@ enum RepositoryCommand {
         return ExitCode(exitCode(error.code))
     }
 
+    /// `{"schema", "plugins": [rows], "error"}`: the one document `update --json` and `outdated --json` print.
+    static func document(_ schema: String, _ rows: [[(String, JSONValue)]], error: RepositoryError?) -> JSONValue {
+        .object([
+            ("schema", .string(schema)), ("plugins", .array(rows.map { .object($0) })), ("error", json(error)),
+        ])
+    }
+
+    /// A string, or null.
+    static func string(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+
     /// A refusal as JSON: `{"code", "plugin", "message"}`, or null.
     static func json(_ error: RepositoryError?) -> JSONValue {
         guard let error else { return .null }
@@ -91,6 +101,8 @@ struct PluginInstall: AsyncParsableCommand {
             let staged = try await installer.stageInstall(name)
             if let review = staged.review {
                 PluginTrust.printReview(review)
+                CLI.sayLine(
+                    "  installs to:   \(staged.destination) (from \(staged.offer.keys), delegated by the repository)")
                 do throws(CoreError) {
                     try PluginTrust.confirm(
                         review, confirmed: yes, json: false,
@@ -174,21 +186,14 @@ struct PluginUpdate: AsyncParsableCommand {
     }
 
     static func json(_ items: [PluginInstaller.UpdateItem], error: RepositoryError?) -> JSONValue {
-        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
-        return .object([
-            ("schema", .string("vigil.update/v1")),
-            (
-                "plugins",
-                .array(
-                    items.map {
-                        .object([
-                            ("name", .string($0.name)), ("outcome", .string($0.outcome.rawValue)),
-                            ("from", string($0.from)), ("to", string($0.to)),
-                        ])
-                    })
-            ),
-            ("error", RepositoryCommand.json(error)),
-        ])
+        RepositoryCommand.document(
+            "vigil.update/v1",
+            items.map {
+                [
+                    ("name", .string($0.name)), ("outcome", .string($0.outcome.rawValue)),
+                    ("from", RepositoryCommand.string($0.from)), ("to", RepositoryCommand.string($0.to)),
+                ]
+            }, error: error)
     }
 }
 
@@ -233,22 +238,15 @@ struct PluginOutdated: AsyncParsableCommand {
     }
 
     static func json(_ items: [PluginInstaller.OutdatedItem], error: RepositoryError?) -> JSONValue {
-        func string(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
-        return .object([
-            ("schema", .string("vigil.outdated/v1")),
-            (
-                "plugins",
-                .array(
-                    items.map {
-                        .object([
-                            ("name", .string($0.name)), ("installed", string($0.installed)),
-                            ("available", string($0.available)), ("state", .string($0.state)),
-                            ("reason", string($0.reason)),
-                        ])
-                    })
-            ),
-            ("error", RepositoryCommand.json(error)),
-        ])
+        RepositoryCommand.document(
+            "vigil.outdated/v1",
+            items.map {
+                [
+                    ("name", .string($0.name)), ("installed", RepositoryCommand.string($0.installed)),
+                    ("available", RepositoryCommand.string($0.available)), ("state", .string($0.state)),
+                    ("reason", RepositoryCommand.string($0.reason)),
+                ]
+            }, error: error)
     }
 }
 

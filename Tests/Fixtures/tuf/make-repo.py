@@ -8,12 +8,12 @@ Run it with the TUF virtual environment's python (`$(scripts/tuf-venv.sh) make-r
     make-repo.py publish REPO PLUGIN_DIR... --key NAME=NAME.key...
     make-repo.py rotate REPO ROLE             # root, targets, snapshot or timestamp: a new key
     make-repo.py expire REPO ROLE [--seconds S]   # re-sign ROLE to expire S seconds from now (default -60)
-    make-repo.py serve DIR [--port-file FILE]  # a loopback HTTP server on a free port
+    make-repo.py serve DIR [--port-file FILE] [--remove-on-exit]  # a loopback HTTP server on a free port
 
-The layout under REPO: `metadata/` (served as the metadata URL: `N.root.json`, `timestamp.json`,
-`N.snapshot.json`, `N.targets.json`, `N.NAME.json`; consistent snapshots), `targets/` (served as
-the target base URL: `NAME/HASH.plugin.json`, …) and `keys/` (the repository's secret keys, never
-served; only the tests' throwaway keys belong there).
+The layout under REPO (serve REPO as a mirror): `metadata/` (`N.root.json`, `timestamp.json`,
+`N.snapshot.json`, `N.targets.json`, `N.NAME.json`; consistent snapshots) and `targets/`
+(`NAME/HASH.plugin.json`, …). The repository's secret keys are in `REPO.keys/`, beside it and never
+served, unencrypted: only for tests and examples (a real repository keeps root and targets offline).
 
 Top-level targets delegate `NAME/*` (terminating) to a role named NAME whose one key is the
 plugin's own Ed25519 key, read from its minisign secret key file (unencrypted, as
@@ -29,6 +29,7 @@ import hashlib
 import http.server
 import json
 import os
+import shutil
 import sys
 import threading
 
@@ -82,7 +83,8 @@ class Repo:
         self.path = path
         self.meta_dir = os.path.join(path, "metadata")
         self.targets_dir = os.path.join(path, "targets")
-        self.keys_file = os.path.join(path, "keys", "keys.json")
+        # Beside the repository, never inside it: serving REPO must not serve the secret keys.
+        self.keys_file = os.path.join(os.path.normpath(path) + ".keys", "keys.json")
         self.seeds = {}  # role -> hex seed
         self.md = {}  # role -> Metadata
         self.changed = set()
@@ -263,7 +265,7 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def serve(directory, port_file):
+def serve(directory, port_file, remove_on_exit):
     handler = lambda *a, **k: QuietHandler(*a, directory=directory, **k)  # noqa: E731
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     parent = os.getppid()
@@ -272,6 +274,8 @@ def serve(directory, port_file):
         # Ends with the test process that started it, however that ends.
         while os.getppid() == parent:
             threading.Event().wait(0.5)
+        if remove_on_exit:
+            shutil.rmtree(directory, ignore_errors=True)
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True).start()
@@ -305,10 +309,11 @@ def main():
     p = sub.add_parser("serve")
     p.add_argument("directory")
     p.add_argument("--port-file")
+    p.add_argument("--remove-on-exit", action="store_true", help="remove DIR when the parent process ends")
     args = parser.parse_args()
 
     if args.command == "serve":
-        serve(args.directory, args.port_file)
+        serve(args.directory, args.port_file, args.remove_on_exit)
         return
     repo = Repo(args.repo)
     if args.command == "init":
