@@ -371,7 +371,10 @@ let package = Package(
 // without a network (VigilTUF); plain HTTP over swift-nio (VigilTUFHTTP); and the conformance
 // suite's client CLI (`vigil-tuf-client`); VigilRepository, the plugin repository commands, is the
 // only part `vigil` links.
-package.dependencies += [.package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0")]
+package.dependencies += [
+    .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+    .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+]
 package.products += [.executable(name: "vigil-tuf-client", targets: ["vigil-tuf-client"])]
 package.targets += [
     // Canonical JSON, the four roles, signature thresholds (Ed25519 through VigilCrypto; ECDSA and
@@ -383,12 +386,15 @@ package.targets += [
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ],
         swiftSettings: strictSettings),
-    // A `TUFFetcher` over HTTP/1.1 (swift-nio): a deadline and a byte cap on every download.
+    // A `TUFFetcher` over HTTP/1.1 and HTTPS (swift-nio, swift-nio-ssl): a deadline, a minimum rate
+    // and a byte cap on every download.
     .target(
         name: "VigilTUFHTTP",
         dependencies: [
             "VigilTUF", .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ],
         swiftSettings: strictSettings),
     // `vigil plugin install|update|outdated` (docs/signing.md, "Plugin repositories"): `[repository]`'s

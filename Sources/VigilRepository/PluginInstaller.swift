@@ -17,7 +17,7 @@ public struct PluginInstaller {
     /// The host's configuration.
     public let configuration: HostConfiguration
     /// The repository.
-    public let client: RepositoryClient
+    public internal(set) var client: RepositoryClient
     /// The rollback state, read (never written) for the rollback checks.
     public let store: RollbackStore
     /// Called after each plugin of an update is staged and verified, and once more (plugin `""`)

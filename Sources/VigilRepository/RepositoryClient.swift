@@ -53,7 +53,7 @@ public struct RepositoryPlugin: Sendable {
 /// create one; `vigil up` never does.
 public struct RepositoryClient: Sendable {
     /// `[repository]`.
-    public let settings: RepositorySettings
+    public internal(set) var settings: RepositorySettings
     /// Where the trusted metadata lives.
     public let metadataDirectory: String
     /// The update's start time (seconds since 1970; TUF spec 5.1).
@@ -118,7 +118,9 @@ public struct RepositoryClient: Sendable {
     /// One error for every mirror's failure: stale when any mirror's metadata expired, unreachable
     /// when all failed to serve, else the first verification failure's kind.
     static func combine(_ failures: [(RepositoryMirror, TUFError)]) -> RepositoryError {
-        let transport: Set<TUFErrorCode> = [.transport, .notFound, .httpStatus, .invalidURL]
+        let transport: Set<TUFErrorCode> = [
+            .transport, .notFound, .httpStatus, .invalidURL, .tooSlow, .connectionDropped, .tlsUntrusted,
+        ]
         let reasons = failures.map { "\($0.0.url): \($0.1.message) (\($0.1.code))" }.joined(separator: "; ")
         let code: RepositoryErrorCode
         let remedy: String

@@ -43,12 +43,16 @@ package enum Hashing {
     }
 
     /// Checks `bytes` against a declared length and hashes: every listed hash must be of a supported
-    /// algorithm and match (an unknown algorithm is a failure, not a skip).
+    /// algorithm and match (an unknown algorithm is a failure, not a skip). `metadata`: the bytes
+    /// are a metadata file its trusted parent names, so a difference is ``TUFErrorCode/mixedMetadata``.
     static func verify(
-        _ bytes: [UInt8], length: Int64?, hashes: [String: String]?, what: String
+        _ bytes: [UInt8], length: Int64?, hashes: [String: String]?, what: String, metadata: Bool = false
     ) throws(TUFError) {
+        func differs(_ what: String, _ reason: String) -> TUFError {
+            metadata ? .mixed(what, reason) : .mismatch(what, reason)
+        }
         if let length, Int64(bytes.count) != length {
-            throw .mismatch(what, "is \(bytes.count) bytes, the signed metadata says \(length)")
+            throw differs(what, "is \(bytes.count) bytes, the signed metadata says \(length)")
         }
         for (algorithm, expected) in (hashes ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard let actual = digest(algorithm, bytes) else {
@@ -58,7 +62,7 @@ package enum Hashing {
                         + "(\(JSONValue.string(algorithm).canonicalText); supported: sha256, sha384, sha512)")
             }
             guard let want = unhex(expected), want == actual else {
-                throw .mismatch(what, "does not have the \(algorithm) hash the signed metadata lists")
+                throw differs(what, "does not have the \(algorithm) hash the signed metadata lists")
             }
         }
     }

@@ -213,6 +213,38 @@ public struct Targets: Sendable, Hashable {
     public let targets: [String: TargetFile]
     public let delegationKeys: [String: Key]
     public let delegations: [DelegatedRole]
+    /// Indices of the delegations whose patterns all start with a literal segment, by that
+    /// segment; the others (wildcards there, hash prefixes) are in ``anyFirstSegment``. A lookup
+    /// then matches a path against the few delegations that can cover it, not all of them (a
+    /// repository of N plugins delegates N roles: N lookups would cost N² matches).
+    let byFirstSegment: [String: [Int]]
+    let anyFirstSegment: [Int]
+
+    /// The delegations that cover `path`, in their listed order (the search's priority).
+    public func delegations(covering path: String) -> [DelegatedRole] {
+        let first = String(path.prefix { $0 != "/" })
+        var candidates = byFirstSegment[first] ?? []
+        if !anyFirstSegment.isEmpty { candidates = Array(Set(candidates + anyFirstSegment)).sorted() }
+        return candidates.map { delegations[$0] }.filter { $0.covers(path) }
+    }
+
+    static func index(_ delegations: [DelegatedRole]) -> (byFirstSegment: [String: [Int]], any: [Int]) {
+        var byFirst: [String: [Int]] = [:]
+        var any: [Int] = []
+        for (n, role) in delegations.enumerated() {
+            guard case .patterns(let patterns) = role.paths else {
+                any.append(n)
+                continue
+            }
+            let firsts = patterns.map { String($0.prefix { $0 != "/" }) }
+            if firsts.contains(where: { $0.contains(where: { "*?[".contains($0) }) }) {
+                any.append(n)
+                continue
+            }
+            for first in Set(firsts) { byFirst[first, default: []].append(n) }
+        }
+        return (byFirst, any)
+    }
 
     init(_ signed: JSONValue, role: String) throws(TUFError) {
         let f = try Fields(signed, path: "signed", what: "\(role) metadata")
@@ -243,5 +275,6 @@ public struct Targets: Sendable, Hashable {
             delegationKeys = [:]
             delegations = []
         }
+        (byFirstSegment, anyFirstSegment) = Self.index(delegations)
     }
 }

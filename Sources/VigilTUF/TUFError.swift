@@ -19,6 +19,9 @@ public enum TUFErrorCode: String, ErrorCode {
     case expired = "tuf-expired"
     /// The bytes do not have the length or hashes the trusted metadata lists.
     case lengthOrHashMismatch = "tuf-length-or-hash-mismatch"
+    /// A snapshot or targets file is not the version, length or hashes its trusted parent (the
+    /// timestamp, the snapshot) names: files of different publications served together (mix-and-match).
+    case mixedMetadata = "tuf-mixed-metadata"
     /// A role listed before is missing from the new snapshot, or a delegated role is not in the snapshot.
     case missingRole = "tuf-missing-role"
     /// No trusted targets metadata describes the target path.
@@ -29,8 +32,18 @@ public enum TUFErrorCode: String, ErrorCode {
     case httpStatus = "tuf-http-status"
     /// The server has no such file (HTTP 404 or 403).
     case notFound = "tuf-not-found"
-    /// The server could not be reached or the transfer failed or stalled past its deadline.
+    /// The server could not be reached.
     case transport = "tuf-transport"
+    /// The server closed or reset the connection before the whole file arrived.
+    case connectionDropped = "tuf-connection-dropped"
+    /// A transfer sent nothing for too long, fell below the minimum rate or missed its deadline
+    /// (slow-retrieval attack).
+    case tooSlow = "tuf-too-slow"
+    /// The TLS handshake failed: the server's certificate is not trusted (wrong CA, wrong host name,
+    /// expired) or the server does not speak TLS.
+    case tlsUntrusted = "tuf-tls-untrusted"
+    /// Every mirror failed, with different errors (each is in the message).
+    case mirrorsFailed = "tuf-mirrors-failed"
     /// A URL is not of a supported form (`http://HOST[:PORT]/PATH`).
     case invalidURL = "tuf-invalid-url"
     /// Local metadata or target storage could not be read or written.
@@ -80,6 +93,15 @@ extension TUFError {
             code: .lengthOrHashMismatch,
             message: "\(what) \(reason) — the mirror serves different bytes than the signed metadata describes; "
                 + "nothing was stored")
+    }
+
+    /// A metadata file that is not the one its trusted parent names.
+    static func mixed(_ what: String, _ reason: String) -> TUFError {
+        TUFError(
+            code: .mixedMetadata,
+            message: "\(what) \(reason) — the mirror serves files of different publications together "
+                + "(mix-and-match) or damaged files; nothing of them was acted on or stored; use another mirror "
+                + "or wait until the mirror has synchronised")
     }
 
     /// A local file could not be read or written.

@@ -120,7 +120,8 @@ public struct TrustedSet: Sendable {
         guard let timestamp else { return }
         let meta = timestamp.snapshotMeta
         if !alreadyVerified {
-            try Hashing.verify(bytes, length: meta.length, hashes: meta.hashes, what: "snapshot metadata")
+            try Hashing.verify(
+                bytes, length: meta.length, hashes: meta.hashes, what: "snapshot metadata", metadata: true)
         }
         let envelope = try Envelope(bytes: bytes, what: "snapshot metadata")
         let new = try Snapshot(envelope.signed)
@@ -152,9 +153,9 @@ public struct TrustedSet: Sendable {
             throw .expired("snapshot version \(snapshot.common.version)", expires: snapshot.common.expiresText)
         }
         if snapshot.common.version != timestamp.snapshotMeta.version {
-            throw .badVersion(
+            throw .mixed(
                 "snapshot version \(snapshot.common.version)",
-                "the timestamp names version \(timestamp.snapshotMeta.version)")
+                "is not the version \(timestamp.snapshotMeta.version) the timestamp names")
         }
     }
 
@@ -175,12 +176,13 @@ public struct TrustedSet: Sendable {
                 message: "\(what) is not listed in snapshot version \(snapshot.common.version) — the "
                     + "repository must list every targets role in its snapshot; the role was not used")
         }
-        try Hashing.verify(bytes, length: meta.length, hashes: meta.hashes, what: what)
+        try Hashing.verify(bytes, length: meta.length, hashes: meta.hashes, what: what, metadata: true)
         let envelope = try Envelope(bytes: bytes, what: what)
         let new = try Targets(envelope.signed, role: what)
         try verify(envelope, role: role, delegator: delegator, what: what)
         guard new.common.version == meta.version else {
-            throw .badVersion("\(what) version \(new.common.version)", "the snapshot names version \(meta.version)")
+            throw .mixed(
+                "\(what) version \(new.common.version)", "is not the version \(meta.version) the snapshot names")
         }
         if new.common.isExpired(at: now) {
             throw .expired("\(what) version \(new.common.version)", expires: new.common.expiresText)

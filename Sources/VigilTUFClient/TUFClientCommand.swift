@@ -19,6 +19,9 @@ struct TUFClientCommand: AsyncParsableCommand {
             vigil-tuf-client --metadata-dir DIR --metadata-url URL refresh
             vigil-tuf-client --metadata-dir DIR --metadata-url URL --target-name PATH [--target-name PATH…] \\
                 --target-base-url URL --target-dir DIR download
+            Repeat --metadata-url (and --target-base-url, in the same order) to give mirrors: each is
+            tried in turn, and a mirror that fails is named in a warning. URLs are http:// or https://
+            (the system's CA store, or only --ca-file's certificates).
             """)
 
     enum Action: String, ExpressibleByArgument, CaseIterable {
@@ -26,9 +29,13 @@ struct TUFClientCommand: AsyncParsableCommand {
     }
 
     @Option(help: "The directory of the trusted metadata.") var metadataDir: String
-    @Option(help: "The repository's metadata URL (http://…).") var metadataUrl: String?
+    @Option(help: "The repository's metadata URL (http[s]://…; repeat for mirrors, tried in order).")
+    var metadataUrl: [String] = []
     @Option(help: "A target path to download (repeatable; processed in order).") var targetName: [String] = []
-    @Option(help: "The repository's targets URL (http://…).") var targetBaseUrl: String?
+    @Option(help: "The repository's targets URL (http[s]://…; one per --metadata-url, in the same order).")
+    var targetBaseUrl: [String] = []
+    @Option(help: "PEM certificates to trust for https:// instead of the system's store (a private CA).")
+    var caFile: String?
     @Option(help: "Where downloaded targets are stored.") var targetDir: String?
     @Flag(name: .short, help: "More output.") var verbose: Int
     @Argument(help: "init, refresh or download.") var action: Action
@@ -39,11 +46,14 @@ struct TUFClientCommand: AsyncParsableCommand {
         case .`init`:
             guard trustedRoot != nil else { throw ValidationError("init needs the trusted root file") }
         case .refresh:
-            guard metadataUrl != nil else { throw ValidationError("refresh needs --metadata-url") }
+            guard !metadataUrl.isEmpty else { throw ValidationError("refresh needs --metadata-url") }
         case .download:
-            guard metadataUrl != nil, targetBaseUrl != nil, targetDir != nil, !targetName.isEmpty else {
+            guard !metadataUrl.isEmpty, !targetBaseUrl.isEmpty, targetDir != nil, !targetName.isEmpty else {
                 throw ValidationError(
                     "download needs --metadata-url, --target-name, --target-base-url and --target-dir")
+            }
+            guard targetBaseUrl.count == metadataUrl.count else {
+                throw ValidationError("give one --target-base-url for each --metadata-url, in the same order")
             }
         }
         if action != .`init` && trustedRoot != nil { throw ValidationError("only init takes a file argument") }
@@ -70,14 +80,14 @@ struct TUFClientCommand: AsyncParsableCommand {
             try FileStore(directory: metadataDir).write("root.json", bytes)
             note("initialized \(metadataDir) with \(path)")
         case .refresh:
-            let updater = Updater(
-                metadataDirectory: metadataDir, metadataURL: metadataUrl ?? "", fetcher: HTTPFetcher(), now: now)
+            let updater = makeUpdater(now: now)
             try await updater.refresh()
+            warnAboutMirrors(updater)
             note("refreshed \(metadataDir)")
         case .download:
-            let updater = Updater(
-                metadataDirectory: metadataDir, metadataURL: metadataUrl ?? "", fetcher: HTTPFetcher(), now: now)
+            let updater = makeUpdater(now: now)
             try await updater.refresh()
+            warnAboutMirrors(updater)
             let directory = targetDir ?? ""
             for name in targetName {
                 let target = try await updater.targetInfo(name)
@@ -85,9 +95,26 @@ struct TUFClientCommand: AsyncParsableCommand {
                     note("\(name) is already downloaded")
                     continue
                 }
-                let path = try await updater.download(target, into: directory, baseURL: targetBaseUrl ?? "")
+                let path = try await updater.download(target, into: directory)
+                warnAboutMirrors(updater)
                 note("downloaded \(name) to \(path)")
             }
+        }
+    }
+
+    func makeUpdater(now: Int64) -> Updater {
+        let mirrors = metadataUrl.enumerated().map { index, url in
+            Mirror(metadataURL: url, targetsURL: index < targetBaseUrl.count ? targetBaseUrl[index] : nil)
+        }
+        return Updater(metadataDirectory: metadataDir, mirrors: mirrors, fetcher: HTTPFetcher(caFile: caFile), now: now)
+    }
+
+    /// A warning for each mirror skipped since the last call, so an operator learns a mirror is
+    /// stale or hostile.
+    func warnAboutMirrors(_ updater: Updater) {
+        for failure in updater.takeMirrorFailures() {
+            FileHandleOutput.standardError(
+                escape("vigil-tuf-client: warning [\(failure.code)]: \(failure.message)") + "\n")
         }
     }
 

@@ -85,7 +85,7 @@ struct UpdaterTests {
         // A snapshot that does not match the timestamp's hash: timestamp is kept, snapshot is not.
         repo.files["2.root.json"] = nil
         repo.override["1.snapshot.json"] = Array((repo.files["1.snapshot.json"] ?? []).reversed())
-        #expect(await tufErrorCode { try await updater.refresh() } == .lengthOrHashMismatch)
+        #expect(await tufErrorCode { try await updater.refresh() } == .mixedMetadata)
         #expect(try dir.list("metadata").sorted() == ["root.json", "timestamp.json"])
     }
 
@@ -111,6 +111,36 @@ struct UpdaterTests {
         #expect(repo.requests == ["1.A.json", "1.C.json", "1.B.json"])  // B → A is a cycle: not followed again
         let found = try await updater.targetInfo("found")
         #expect(found.length == 1)
+    }
+
+    /// Delegations are found through an index of their literal first segments (N plugins' roles
+    /// are not all matched per lookup), merged with the wildcard ones in their listed order.
+    @Test func indexedDelegationsKeepTheListedOrder() async throws {
+        let dir = try TestDirectory("tuf-updater")
+        defer { dir.remove() }
+        let keys = (0..<4).map { _ in TestKey.ed25519() }
+        let repo = repository(
+            delegations: [
+                .init(name: "A", keys: [keys[0]], paths: ["p1/*"]),
+                .init(name: "B", keys: [keys[1]], paths: ["p?/none"]),
+                .init(name: "C", keys: [keys[2]], paths: ["p1/*", "p2/*"]),
+                .init(name: "D", keys: [keys[3]], paths: ["p2/*"]),
+            ],
+            roles: [
+                "A": Meta.sign(Meta.targets(version: 1), [keys[0]]),
+                "B": Meta.sign(Meta.targets(version: 1), [keys[1]]),
+                "C": Meta.sign(Meta.targets(version: 1, targets: ["p2/t": Meta.target([2])]), [keys[2]]),
+                "D": Meta.sign(Meta.targets(version: 1, targets: ["p2/t": Meta.target([3, 3])]), [keys[3]]),
+            ])
+        let updater = try client(repo, dir)
+        try await updater.refresh()
+        let top = try #require(updater.trusted?.targets("targets"))
+        for path in ["p1/x", "p2/t", "p3/none", "p2/none", "p1", "q/x"] {
+            #expect(top.delegations(covering: path) == top.delegations.filter { $0.covers(path) }, "\(path)")
+        }
+        repo.requests.removeAll()
+        #expect(try await updater.targetInfo("p2/t").length == 1)  // C is listed before D
+        #expect(repo.requests == ["1.C.json"])
     }
 
     @Test func terminatingDelegationStopsTheSearch() async throws {

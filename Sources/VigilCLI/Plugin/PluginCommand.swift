@@ -17,7 +17,7 @@ struct PluginCommand: AsyncParsableCommand {
         subcommands: [
             PluginKeygen.self, PluginSign.self, PluginVerify.self, PluginTrust.self, PluginUntrust.self,
             PluginList.self, PluginRotate.self, PluginRevoke.self, PluginInstall.self, PluginUpdate.self,
-            PluginOutdated.self,
+            PluginOutdated.self, PluginBundle.self,
         ]
     )
 }

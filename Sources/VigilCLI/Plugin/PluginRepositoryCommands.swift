@@ -149,26 +149,40 @@ struct PluginUpdate: AsyncParsableCommand {
     func validate() throws { for name in names { try CLI.validateName(name) } }
 
     func run() async throws {
+        try await Self.perform(json: json) { () async throws(RepositoryError) in
+            try await RepositoryCommand.installer(options).update(names.isEmpty ? nil : names)
+        }
+    }
+
+    /// Runs an update (from the repository or a bundle) and reports it: lines, or one JSON
+    /// document whatever happens; a refusal's exit status.
+    static func perform(
+        json: Bool, _ update: () async throws(RepositoryError) -> [PluginInstaller.UpdateItem]
+    ) async throws {
         do throws(RepositoryError) {
-            let installer = try RepositoryCommand.installer(options)
-            let items = try await installer.update(names.isEmpty ? nil : names)
+            let items = try await update()
             if json {
                 CLI.printJSON(Self.json(items, error: nil))
                 return
             }
-            for item in items {
-                switch item.outcome {
-                case .updated: CLI.sayLine("updated \(item.name): \(item.from ?? "(unreadable)") -> \(item.to ?? "?")")
-                case .upToDate: CLI.sayLine("\(item.name) \(item.to ?? "") is up to date")
-                case .notManaged: CLI.sayLine("\(item.name): not installed from the repository (skipped)")
-                case .notInRepository: CLI.sayLine("\(item.name): not in the repository (skipped)")
-                }
-            }
-            if !items.contains(where: { $0.outcome == .updated }) { CLI.sayLine("nothing to update") }
+            Self.say(items)
         } catch {
             if json { CLI.printJSON(Self.json([], error: error)) } else { _ = RepositoryCommand.fail(error) }
             throw ExitCode(RepositoryCommand.exitCode(error.code))
         }
+    }
+
+    /// One line per plugin, and "nothing to update" when nothing changed.
+    static func say(_ items: [PluginInstaller.UpdateItem]) {
+        for item in items {
+            switch item.outcome {
+            case .updated: CLI.sayLine("updated \(item.name): \(item.from ?? "(unreadable)") -> \(item.to ?? "?")")
+            case .upToDate: CLI.sayLine("\(item.name) \(item.to ?? "") is up to date")
+            case .notManaged: CLI.sayLine("\(item.name): not installed from the repository (skipped)")
+            case .notInRepository: CLI.sayLine("\(item.name): not in the repository (skipped)")
+            }
+        }
+        if !items.contains(where: { $0.outcome == .updated }) { CLI.sayLine("nothing to update") }
     }
 
     static func json(_ items: [PluginInstaller.UpdateItem], error: RepositoryError?) -> JSONValue {
@@ -233,5 +247,80 @@ struct PluginOutdated: AsyncParsableCommand {
                     ("reason", RepositoryCommand.string($0.reason)),
                 ]
             }, error: error)
+    }
+}
+
+extension CLI {
+    /// `path` made absolute against the working directory.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : CLI.environment.workingDirectory + "/" + path
+    }
+}
+
+/// `vigil plugin bundle create|apply DIR`.
+struct PluginBundle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bundle",
+        abstract: "Carry the repository to boxes that are never online.",
+        subcommands: [PluginBundleCreate.self, PluginBundleApply.self])
+}
+
+/// `vigil plugin bundle create DIR`.
+struct PluginBundleCreate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Write the repository's metadata and the activated plugins into a new directory.",
+        discussion: """
+            Refreshes the repository, then writes its metadata (every root, the timestamp, the snapshot, the \
+            targets and each activated plugin's role, as verified here) and the activated plugins' files into \
+            DIR, laid out as a file:// mirror. `vigil plugin bundle apply DIR` on another box verifies it with the \
+            same workflow; it cannot be applied after the timestamp expires (printed).
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    @Argument(help: "The bundle directory to create (must not exist).")
+    var directory: String
+
+    func run() async throws {
+        do throws(RepositoryError) {
+            let installer = try RepositoryCommand.installer(options)
+            let summary = try await installer.createBundle(at: CLI.absolute(directory))
+            for plugin in summary.plugins { CLI.sayLine("bundled \(plugin.name) \(plugin.version ?? "")") }
+            CLI.sayLine("wrote \(directory); apply it before \(summary.expires)")
+        } catch {
+            throw RepositoryCommand.fail(error)
+        }
+    }
+}
+
+/// `vigil plugin bundle apply DIR [NAME…] [--json]`.
+struct PluginBundleApply: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apply",
+        abstract: "Update installed plugins from a bundle, all or none.",
+        discussion: """
+            `vigil plugin update` with DIR as the only mirror: the same checks (a tampered or expired bundle is \
+            refused) and the same atomic switch; nothing is fetched from the network.
+            """)
+
+    @OptionGroup var options: ConfigOption
+
+    @Argument(help: "The bundle directory.")
+    var directory: String
+
+    @Argument(help: "The plugins to update (default: every activated plugin).")
+    var names: [String] = []
+
+    @Flag(name: .long, help: "Print the outcome as one JSON document.")
+    var json = false
+
+    func validate() throws { for name in names { try CLI.validateName(name) } }
+
+    func run() async throws {
+        try await PluginUpdate.perform(json: json) { () async throws(RepositoryError) in
+            try await RepositoryCommand.installer(options).applyBundle(
+                at: CLI.absolute(directory), names.isEmpty ? nil : names)
+        }
     }
 }
