@@ -46,28 +46,21 @@ struct ConfinedPluginCommandTests {
         try f.config(
             attacks.map(\.plugin), others: ["heartbeat-example": ExamplePluginTests.fingerprint],
             otherPaths: [ExamplePluginTests.directory])
-        try FileManager.default.createDirectory(
-            atPath: f.dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_STATE_HOME"] = f.dir.path + "/state"
-        environment["XDG_RUNTIME_DIR"] = f.dir.path + "/run"
-        environment["HOME"] = f.dir.path
-        let host = try ChildProcess(
-            VigilExecutable.path, ["up", "--config", f.configPath], environment: environment,
-            stderr: f.dir.path + "/up.err")
+        let (host, optional) = try f.up()
         defer {
             host.signal(SIGKILL)
             _ = host.wait()
         }
-        let optional = environment.mapValues { Optional($0) }
         let beat = f.dir.path + "/state/vigil/plugins/heartbeat-example/heartbeat"
 
-        // Wait (bounded) until every attack plugin reports its denial and the heartbeat has beaten.
+        // Wait (bounded) until every attack plugin reports its denial, the example's status shows its
+        // helper and the heartbeat has beaten.
         var plugins: [String: [String: Any]] = [:]
         var last = ""
         let deadline = Date().addingTimeInterval(20)
         func complete() -> Bool {
-            attacks.allSatisfy { plugins[$0.plugin]?["denials"] != nil } && FileManager.default.fileExists(atPath: beat)
+            attacks.allSatisfy { plugins[$0.plugin]?["denials"] != nil }
+                && plugins["heartbeat-example"]?["confinement"] != nil && FileManager.default.fileExists(atPath: beat)
         }
         while Date() < deadline, !complete(), host.isRunning {
             let status = try await VigilExecutable.run(["status", "--json"], in: f.dir.path, environment: optional)

@@ -219,6 +219,20 @@ struct NativePluginFixture {
             logger: Logger(label: "native-test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
+    /// Starts `vigil up` for the current vigil.toml as a child process (private state, runtime and
+    /// home directories; its standard error in `up.err`), and returns it with the environment for
+    /// `vigil status` beside it.
+    func up() throws -> (host: ChildProcess, environment: [String: String?]) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_STATE_HOME"] = dir.path + "/state"
+        environment["XDG_RUNTIME_DIR"] = dir.path + "/run"
+        environment["HOME"] = dir.path
+        let host = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", configPath], environment: environment,
+            stderr: dir.path + "/up.err")
+        return (host, environment.mapValues { Optional($0) })
+    }
+
     /// Replaces `plugins/NAME/FILE` by `build/SOURCE` with a rename (a new inode, as an attacker would).
     func swap(_ name: String, file: String, with source: String) throws {
         let target = dir.path + "/plugins/\(name)/\(file)"
