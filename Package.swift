@@ -500,7 +500,7 @@ package.targets += [
             "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log,
             "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary", "VigilConfine",
         ],
-        exclude: ["Fixtures"],  // C sources the tests compile with cc
+        exclude: ["Fixtures"],  // C sources the tests compile with cc, and a helper-protocol script
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilConfineTests", dependencies: ["VigilConfine", "VigilCore", "VigilTestSupport"],
