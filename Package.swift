@@ -114,9 +114,12 @@ let package = Package(
         // The process a shared-library plugin runs in (docs/native-plugins.md): plain C; built with
         // --static-swift-stdlib (a release build) it carries no Swift runtime (see its main.c).
         .executableTarget(
-            name: "vigil-plugin-helper", dependencies: ["CVigilHelper", "CVigilPluginABI"],
+            name: "vigil-plugin-helper", dependencies: ["CVigilHelper", "CVigilPluginABI", "CVigilConfine"],
             path: "Sources/VigilPluginHelper",
-            cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))]),
+            cSettings: [.define("_FORTIFY_SOURCE", to: "2", .when(configuration: .release))],
+            // The confinement's interposers (open, connect, execve, ...) must be what the plugin's
+            // libraries bind to, so the helper exports its symbols.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]),
         // A shared-library plugin's confinement (Landlock, seccomp, no_new_privs), applied by the helper
         // process to itself before it maps the plugin; the policy's wire encoding and the denial reports.
         // Imported by VigilConfine (Swift) and the helper executable (C).
@@ -231,6 +234,7 @@ let package = Package(
             name: "VigilSharedLibrary",
             dependencies: [
                 "CVigilPluginABI", "CVigilHelper", "VigilCore", "VigilPlugin", "VigilBase", log, "VigilLibraryCheck",
+                "VigilConfine",
             ],
             swiftSettings: strictSettings),
 
@@ -500,9 +504,9 @@ package.targets += [
         name: "VigilSharedLibraryTests",
         dependencies: [
             "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log,
-            "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary",
+            "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary", "VigilConfine",
         ],
-        exclude: ["Fixtures"],  // C sources the tests compile with cc
+        exclude: ["Fixtures"],  // C sources the tests compile with cc, and a helper-protocol script
         swiftSettings: strictSettings),
     .testTarget(
         name: "VigilConfineTests", dependencies: ["VigilConfine", "VigilCore", "VigilTestSupport"],

@@ -3,10 +3,12 @@
 // called directly, the route Vigil took before the helper process) or in vigil-plugin-helper
 // (`helper`: posix_spawn and the protocol of vigil_helper.h, the route VigilSharedLibrary takes),
 // prints how long the start took, idles SECONDS in poll(2) and stops it. Built by the script with cc.
+// The helper applies POLICY (a file holding the wire encoding of vigil_confine.h) to itself first,
+// as it does for the host.
 //
 //   confinement-driver header LIBRARY                     the descriptor's 16-byte header, in hex
 //   confinement-driver inprocess LIBRARY HEADER SECONDS KEY=VALUE...
-//   confinement-driver helper HELPER LIBRARY HEADER SECONDS KEY=VALUE...
+//   confinement-driver helper HELPER POLICY LIBRARY HEADER SECONDS KEY=VALUE...
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -159,8 +161,13 @@ static void exchange(int sock, int attached) {
     }
 }
 
-static int in_helper(const char *helper, const char *library, const unsigned char header[16], int seconds, int argc,
-                     char **argv) {
+static int in_helper(const char *helper, const char *policy_path, const char *library, const unsigned char header[16],
+                     int seconds, int argc, char **argv) {
+    static char policy[1 << 16];
+    FILE *file = fopen(policy_path, "r");
+    if (file == NULL) die("open the policy");
+    size_t policy_length = fread(policy, 1, sizeof policy, file);
+    fclose(file);
     vigil_setting settings[16];
     int count = settings_from(argc, argv, settings);
     extern char **environ;
@@ -173,7 +180,7 @@ static int in_helper(const char *helper, const char *library, const unsigned cha
     close(pair[1]);
     int sock = pair[0];
     begin(VIGIL_HELPER_POLICY);
-    put_bytes("", 0);
+    put_bytes(policy, (uint32_t)policy_length);
     exchange(sock, -1);
     int fd = sealed_memfd(library);
     begin(VIGIL_HELPER_LIBRARY);
@@ -215,11 +222,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     unsigned char header[16];
-    const char *hex = argc >= 6 && strcmp(argv[1], "helper") == 0 ? argv[4] : argc >= 5 ? argv[3] : "";
+    const char *hex = argc >= 7 && strcmp(argv[1], "helper") == 0 ? argv[5] : argc >= 5 ? argv[3] : "";
     for (int i = 0; i < 16 && strlen(hex) == 32; i++) sscanf(hex + 2 * i, "%2hhx", &header[i]);
     if (argc >= 5 && strcmp(argv[1], "inprocess") == 0) return in_process(argv[2], atoi(argv[4]), argc - 5, argv + 5);
-    if (argc >= 6 && strcmp(argv[1], "helper") == 0)
-        return in_helper(argv[2], argv[3], header, atoi(argv[5]), argc - 6, argv + 6);
+    if (argc >= 7 && strcmp(argv[1], "helper") == 0)
+        return in_helper(argv[2], argv[3], argv[4], header, atoi(argv[6]), argc - 7, argv + 7);
     fprintf(stderr, "usage: see the comment at the top of bench/confinement-driver.c\n");
     return 64;
 }

@@ -27,12 +27,27 @@ cc -O2 -ISources/CVigilHelper/include -ISources/CVigilPluginABI/include bench/co
   Sources/CVigilHelper/vigil_helper.c -o "$driver"
 library=$PWD/Examples/HeartbeatPlugin/heartbeat-example/libVigilHeartbeatExample.so
 header=$("$driver" header "$library")
-settings=(file="$work/beat" interval_ms=3600000)
+mkdir -p "$work/state"
+settings=(file="$work/state/heartbeat" interval_ms=3600000)
+# The policy the host sends for the example (its one declared file, in its state directory): the
+# baseline of ConfinementPlan.baseline with the Swift runtime's directory, as ConfinementPlan.encoded
+# writes it.
+runtime=$(dirname "$(ldd "$library" | sed -n 's/.*=> \(.*libswiftCore\.so\) .*/\1/p')")
+{
+  echo "vigil-confine 1"
+  echo "state $work/state"
+  for path in /usr/lib/ /lib/ /usr/lib64/ /lib64/ /etc/ld.so.cache "$runtime/" /proc/self/ /sys/devices/system/cpu/ \
+    /etc/localtime /usr/share/zoneinfo/ /dev/zero /dev/urandom; do echo "read $path"; done
+  echo "write /dev/null"
+  echo "write $work/state/heartbeat"
+  echo "network none"
+  echo "end"
+} >"$work/policy"
 
 run() { # MODE SECONDS: runs the driver (exec: in the background, $! is its PID)
   case $1 in
     inprocess) exec "$driver" inprocess "$library" "$header" "$2" "${settings[@]}" ;;
-    helper) exec "$driver" helper "$helper" "$library" "$header" "$2" "${settings[@]}" ;;
+    helper) exec "$driver" helper "$helper" "$work/policy" "$library" "$header" "$2" "${settings[@]}" ;;
   esac
 }
 

@@ -100,7 +100,11 @@ extension VigilHost {
             throw VigilError(code: .configuration, message: "\(configuration.path): \(error.message)")
         }
         let entries =
-            plan.items.map { Self.entry(for: $0, registry: registry, grace: configuration.freshnessGrace) }
+            plan.items.map {
+                Self.entry(
+                    for: $0, registry: registry, grace: configuration.freshnessGrace,
+                    acknowledgedUnenforced: Set(configuration.acknowledgedUnenforced))
+            }
             + options.additionalPlugins.map { .ready($0) }
         for case .unavailable(let plugin) in entries {
             logger.error(
@@ -133,7 +137,10 @@ extension VigilHost {
 
     /// A planned plugin with the implementation that runs it: the registry's for its `entry`, or
     /// for a shared library one over its verified bytes (checked again; mapped when it starts).
-    private static func entry(for item: HostPlan.Item, registry: PluginRegistry, grace: Int64) -> Entry {
+    /// `acknowledgedUnenforced`: `[confinement] acknowledge_unenforced`.
+    private static func entry(
+        for item: HostPlan.Item, registry: PluginRegistry, grace: Int64, acknowledgedUnenforced: Set<String>
+    ) -> Entry {
         switch item.outcome {
         case .unavailable(let version, let refusal):
             let failure: PluginFailure =
@@ -147,7 +154,8 @@ extension VigilHost {
             let implementation: PluginImplementation
             if ready.loaded.manifest.sharedLibrary != nil {
                 do throws(SharedLibraryError) {
-                    implementation = try SharedLibraryPlugins.implementation(for: ready.loaded)
+                    implementation = try SharedLibraryPlugins.implementation(
+                        for: ready.loaded, acknowledgedUnenforced: acknowledgedUnenforced.contains(item.name))
                 } catch {
                     let failure = PluginFailure(error, plugin: item.name)
                     return .unavailable(.init(name: item.name, version: ready.version, failure: failure))

@@ -19,7 +19,8 @@ public struct PluginContext: Sendable {
     /// Where `run()` reports readiness (``PluginReporter/ready()``) and every later change.
     public let reporter: PluginReporter
 
-    /// A directory the plugin may keep state in (created 0700 on first use by the plugin),
+    /// A directory the plugin may keep state in (created 0700 on first use by the plugin; for a
+    /// shared-library plugin, by the host before its helper process confines itself),
     /// below `$XDG_STATE_HOME/vigil/plugins/NAME`.
     public let stateDirectory: String
 

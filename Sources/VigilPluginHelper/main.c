@@ -24,6 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "vigil_confine.h"
+#include "vigil_confine_interpose.h"
 #include "vigil_helper.h"
 #include "vigil_plugin.h"
 
@@ -387,15 +389,19 @@ static void release(void) {
 
 // ---- confinement --------------------------------------------------------------------------------
 
-/// Applies the policy the host sent to this process, before any plugin byte is mapped. Until the
-/// kernel policy (CVigilConfine's vigil_confine_apply) is part of the build, the policy must be
-/// empty: a non-empty one is refused rather than ignored.
+/// Applies the policy the host sent to this process, before any plugin byte is mapped
+/// (CVigilConfine: Landlock, seccomp, no_new_privs). The host always sends one: an empty policy is
+/// an error, not "no confinement".
 static int confine_apply(const char *policy, size_t length, int report_fd, char *error, size_t error_size) {
-    (void)policy;
-    (void)report_fd;
-    if (length == 0) return 0;
-    snprintf(error, error_size, "this helper cannot apply a confinement policy (%zu bytes)", length);
-    return -1;
+    if (length == 0) {
+        snprintf(error, error_size, "the host sent no confinement policy");
+        return -1;
+    }
+    vigil_confine_policy *decoded = NULL;
+    if (vigil_confine_decode(policy, length, &decoded, error, error_size) != 0) return -1;
+    int result = vigil_confine_apply(decoded, report_fd, error, error_size);
+    vigil_confine_policy_free(decoded);
+    return result;
 }
 
 static void apply_policy(reader *r, int report_fd) {

@@ -3,13 +3,14 @@ internal import CVigilPluginABI
 import Glibc
 import Logging
 import VigilBase
+import VigilConfine
 import VigilCore
 import VigilLibraryCheck
 import VigilPlugin
 
 /// One run of a shared-library plugin in a `vigil-plugin-helper` process of its own: the helper
-/// started with a fresh exec, the (empty, until the kernel policy is part of the build)
-/// confinement sent, the verified libraries sent as sealed memfds and mapped there, the
+/// started with a fresh exec, the confinement compiled from the signed manifest's capabilities
+/// sent (and applied by the helper to itself: Landlock, seccomp, no_new_privs), the verified libraries sent as sealed memfds and mapped there, the
 /// descriptor checked again in the helper's memory, `init` and `create` called there; then
 /// start, stop, details and destroy as requests, each answered within a deadline.
 ///
@@ -27,8 +28,24 @@ final class HelperSession {
         var exit: Double = 2
     }
 
+    /// What the helper confines itself to: the signed manifest's capabilities, and whether the
+    /// operator accepted a kernel that cannot enforce all of it (`[confinement] acknowledge_unenforced`).
+    struct Confinement: Sendable {
+        var capabilities: PluginCapabilities
+        var acknowledgedUnenforced: Bool
+        /// What the kernel can enforce; `nil`: probe the running kernel when the helper starts.
+        var support: ConfinementSupport?
+
+        init(capabilities: PluginCapabilities, acknowledgedUnenforced: Bool, support: ConfinementSupport? = nil) {
+            self.capabilities = capabilities
+            self.acknowledgedUnenforced = acknowledgedUnenforced
+            self.support = support
+        }
+    }
+
     let set: VerifiedLibrarySet
     let context: PluginContext
+    let confinement: Confinement
     let deadlines: Deadlines
     /// The helper's PID (0 before it started).
     private(set) var pid: pid_t = 0
@@ -39,12 +56,15 @@ final class HelperSession {
     private var ended = false
     /// The confinement denials the helper reported: how many, and the last.
     private(set) var denials = 0
-    private(set) var lastDenial: String?
+    private(set) var lastDenial: ConfinementDenial?
+    /// What `vigil status` says about the confinement, set when the policy is planned.
+    private(set) var confinementLine = "not started"
     private var buffer = [UInt8](repeating: 0, count: Int(VIGIL_HELPER_MESSAGE_MAX))
 
-    init(set: VerifiedLibrarySet, context: PluginContext, deadlines: Deadlines) {
+    init(set: VerifiedLibrarySet, context: PluginContext, confinement: Confinement, deadlines: Deadlines) {
         self.set = set
         self.context = context
+        self.confinement = confinement
         self.deadlines = deadlines
     }
 
@@ -59,14 +79,56 @@ final class HelperSession {
 
     /// What `vigil status` shows about the helper beside the plugin's own details.
     var hostDetails: [String: String] {
-        var values = ["helper-pid": String(pid), "confinement": Self.confinementLine]
-        if denials > 0 { values["denials"] = "\(denials), last: \(lastDenial ?? "")" }
+        var values = ["helper-pid": String(pid), "confinement": confinementLine]
+        if denials > 0, let lastDenial {
+            values["denials"] = "\(denials), last: \(Sanitizer.display(describe(lastDenial)))"
+        }
         return values
     }
 
-    /// The confinement this build applies: none yet (the helper is a fresh process with nothing of
-    /// the host's memory or descriptors, but the kernel does not restrict what the plugin's code does).
-    static let confinementLine = "none (a separate process without the host's memory or descriptors; no kernel policy)"
+    /// A denial in words, with what the manifest would declare to allow it (paths in the state
+    /// directory written relative, as the manifest writes them).
+    private func describe(_ denial: ConfinementDenial) -> String {
+        let allowing =
+            denial.capability == .none
+            ? "no capability allows it"
+            : "it would need \(denial.declaration(stateDirectory: context.stateDirectory))"
+        return "\(denial.operation) refused (\(denial.detail)); \(allowing)"
+    }
+
+    /// The policy the helper applies to itself: the manifest's capabilities with relative grants in
+    /// the plugin's state directory (created 0700 here if missing: a Landlock rule names an existing
+    /// directory). Refuses a kernel that cannot enforce all of it unless the operator acknowledged that.
+    private func confinementPolicy() throws(SharedLibraryError) -> [UInt8] {
+        do throws(CoreError) {
+            try StateFile.prepareDirectory(context.stateDirectory, holding: "the plugin's state")
+        } catch {
+            throw fail(.confinementFailed, "cannot prepare its state directory before confining it: \(error.message)")
+        }
+        let plan: ConfinementPlan
+        do throws(ConfinementError) {
+            plan = try ConfinementPlan(
+                capabilities: confinement.capabilities, stateDirectory: context.stateDirectory,
+                allowUnenforced: confinement.acknowledgedUnenforced)
+        } catch {
+            throw fail(.confinementFailed, "its confinement cannot be planned: \(error.message)")
+        }
+        let support = confinement.support ?? ConfinementSupport.probe()
+        let missing = support.missing(for: plan)
+        if missing.isEmpty {
+            confinementLine = "confined (\(support.summary))"
+        } else if confinement.acknowledgedUnenforced {
+            confinementLine =
+                "unenforced (acknowledged: this kernel lacks \(missing.joined(separator: ", ")); \(support.summary))"
+        } else {
+            throw fail(
+                .confinementFailed,
+                "this kernel (\(support.summary)) cannot enforce its declared confinement: it lacks "
+                    + missing.joined(separator: ", ") + " — run it on Linux 6.12 or later, or accept the weaker "
+                    + "confinement with acknowledge_unenforced = [\"\(set.plugin)\"] under [confinement] in vigil.toml")
+        }
+        return plan.encoded
+    }
 
     // MARK: Lifecycle (on the loop's thread)
 
@@ -74,8 +136,9 @@ final class HelperSession {
     /// error the helper is gone again.
     func open(on loop: PollLoop) throws(SharedLibraryError) {
         do {
+            let policy = try confinementPolicy()
             try spawn()
-            _ = try request(HelperRecord(VIGIL_HELPER_POLICY).with([UInt8]()), "apply its confinement", on: loop)
+            _ = try request(HelperRecord(VIGIL_HELPER_POLICY).with(policy), "apply its confinement", on: loop)
             for library in set.dependencies + [set.main] {
                 let fd = try SealedLibrary.makeSealedMemfd(library, plugin: set.plugin)
                 defer { Glibc.close(fd) }
@@ -398,9 +461,15 @@ final class HelperSession {
                 }
             context.logger.log(level: level, "\(Sanitizer.display(text))")
         case .denial(let line):
+            guard let denial = ConfinementDenial(reportLine: Substring(line)) else {
+                context.logger.warning("its helper sent a malformed confinement report: \(Sanitizer.display(line))")
+                return
+            }
             denials += 1
-            lastDenial = Sanitizer.display(line)
-            context.logger.warning("confinement denied: \(Sanitizer.display(line))")
+            lastDenial = denial
+            context.logger.warning(
+                "confinement denied: \(Sanitizer.display(describe(denial)))",
+                metadata: ["confinement.operation": "\(denial.operation)"])
         }
     }
 

@@ -12,14 +12,18 @@ import VigilPlugin
 final class SharedLibraryKeepAlive: KeepAlivePlugin {
     private let set: VerifiedLibrarySet
     private let context: PluginContext
+    private let confinement: HelperSession.Confinement
     private let deadlines: HelperSession.Deadlines
     private let loop: PollLoop
     private let session = Mutex<HelperSession?>(nil)
 
-    init(set: VerifiedLibrarySet, context: PluginContext, deadlines: HelperSession.Deadlines) throws(SharedLibraryError)
-    {
+    init(
+        set: VerifiedLibrarySet, context: PluginContext, confinement: HelperSession.Confinement,
+        deadlines: HelperSession.Deadlines
+    ) throws(SharedLibraryError) {
         self.set = set
         self.context = context
+        self.confinement = confinement
         self.deadlines = deadlines
         do {
             loop = try PollLoop(name: "vigil-native")
@@ -44,7 +48,7 @@ final class SharedLibraryKeepAlive: KeepAlivePlugin {
         let outcome = await loop.run { [self] loop -> SharedLibraryError? in
             session.withLock { current -> SharedLibraryError? in
                 if current != nil { return nil }
-                let fresh = HelperSession(set: set, context: context, deadlines: deadlines)
+                let fresh = HelperSession(set: set, context: context, confinement: confinement, deadlines: deadlines)
                 do throws(SharedLibraryError) {
                     try fresh.open(on: loop)
                 } catch {

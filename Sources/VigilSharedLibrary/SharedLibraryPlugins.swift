@@ -20,11 +20,27 @@ public enum SharedLibraryPlugins {
         _ = try VerifiedLibrarySet(plugin)
     }
 
-    /// The implementation that runs `plugin` (checked as by ``check(_:)`` first).
-    public static func implementation(for plugin: LoadedPlugin) throws(SharedLibraryError) -> PluginImplementation {
+    /// The implementation that runs `plugin` (checked as by ``check(_:)`` first), confined to the
+    /// capabilities of its signed manifest. `acknowledgedUnenforced`: the operator listed it in
+    /// `[confinement] acknowledge_unenforced`, so a kernel that cannot enforce all of its confinement
+    /// runs it with what it can enforce instead of refusing it.
+    public static func implementation(for plugin: LoadedPlugin, acknowledgedUnenforced: Bool = false)
+        throws(SharedLibraryError) -> PluginImplementation
+    {
+        try implementation(
+            for: plugin,
+            confinement: HelperSession.Confinement(
+                capabilities: plugin.manifest.capabilities, acknowledgedUnenforced: acknowledgedUnenforced))
+    }
+
+    /// The implementation that runs `plugin` confined by `confinement` (tests give it a kernel's support).
+    static func implementation(for plugin: LoadedPlugin, confinement: HelperSession.Confinement)
+        throws(SharedLibraryError) -> PluginImplementation
+    {
         let set = try VerifiedLibrarySet(plugin)
         return PluginImplementation(entry: plugin.manifest.entry) { context in
-            try SharedLibraryKeepAlive(set: set, context: context, deadlines: HelperSession.Deadlines())
+            try SharedLibraryKeepAlive(
+                set: set, context: context, confinement: confinement, deadlines: HelperSession.Deadlines())
         }
     }
 }

@@ -49,8 +49,9 @@ struct ExamplePluginTests {
         defer { dir.remove() }
         try FileManager.default.createDirectory(
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let beat = dir.path + "/beat"
-        try dir.write("vigil.toml", Self.config("file = \"\(beat)\"\ninterval_ms = 100"))
+        // The default file: heartbeat in its state directory, the one file its manifest declares.
+        let beat = dir.path + "/state/vigil/plugins/heartbeat-example/heartbeat"
+        try dir.write("vigil.toml", Self.config("interval_ms = 100"))
         try Self.trust(dir)
         let host = try VigilHost(
             configPath: dir.path + "/vigil.toml",
@@ -68,6 +69,8 @@ struct ExamplePluginTests {
             #expect(status.version == "0.3.0")
             #expect(status.details["file"] == beat)
             #expect(status.details["interval_ms"] == "100")
+            let confinement = status.details["confinement"] ?? ""
+            #expect(confinement.hasPrefix("confined (Landlock ABI "), "round \(round): \(confinement)")
             let start = beats(beat) ?? 0
             let advanced = await RuntimeFixtures.waitUntil(timeout: 20) { (beats(beat) ?? 0) >= start + 3 }
             #expect(advanced, "round \(round): the heartbeat file advances while running")

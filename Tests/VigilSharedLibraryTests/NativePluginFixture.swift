@@ -12,22 +12,31 @@ import VigilTestSupport
 ///
 /// Each test library's constructor appends to a sentinel file when given one (`-DSENTINEL=…`), so
 /// a test can prove that none of a refused library's code ran — and, as the positive control, that
-/// an accepted library's constructor did.
+/// an accepted library's constructor did. Markers and sentinels live in ``outputDirectory``, which
+/// every fixture manifest declares read-write (the helper confines the plugin to what its manifest
+/// declares) and whose review ``config(_:)`` records, as `vigil plugin trust` does. Declaring it for
+/// refused libraries too keeps their tests honest: a refusal is the loader's, not the confinement's.
 struct NativePluginFixture {
     let dir: TestDirectory
     let key = MinisignSecretKey.generate()
     var fingerprint: String { key.publicKey.fingerprint.description }
     var configPath: String { dir.path + "/vigil.toml" }
     var pluginsDirectory: String { dir.path + "/plugins" }
+    /// Where markers and sentinels are written: the one directory the fixture plugins declare.
+    var outputDirectory: String { dir.path + "/out" }
 
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
     static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/TestPlugin.c"
+    /// The confinement tests' attack plugin (one attack a call), linked into a test plugin built
+    /// with ``Build/attacks``.
+    static let attackSource = repository + "/Tests/VigilConfineTests/Fixtures/AttackPlugin.c"
 
     init() throws {
         dir = try TestDirectory("vigil-native")
         try dir.makeDirectory("plugins")
         try dir.makeDirectory("build")
+        try dir.makeDirectory("out")
         try FileManager.default.createDirectory(
             atPath: dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
@@ -57,6 +66,8 @@ struct NativePluginFixture {
         var noteABIMinor: Int? = nil
         /// More arguments for cc, after the source (libraries to link, linker options).
         var extraArguments: [String] = []
+        /// Link the attack plugin in: start runs the attack its "attack" setting names.
+        var attacks = false
     }
 
     /// Compiles `build` into `build/OUTPUT` and returns its bytes.
@@ -79,7 +90,9 @@ struct NativePluginFixture {
         if let sentinel = build.sentinel { args.append("-DSENTINEL=\"\(sentinel)\"") }
         if build.isHelper { args.append("-DHELPER_LIBRARY") }
         if build.helper != nil { args.append("-DUSE_HELPER") }
-        args += ["-o", dir.path + "/build/" + output, Self.source] + build.extraArguments
+        if build.attacks { args.append("-DATTACKS") }
+        args += ["-o", dir.path + "/build/" + output, Self.source] + (build.attacks ? [Self.attackSource] : [])
+        args += build.extraArguments
         if let helper = build.helper {
             args += ["-L", dir.path + "/build", "-l:\(helper)", "-Wl,-rpath,$ORIGIN"]
         }
@@ -107,9 +120,20 @@ struct NativePluginFixture {
              "description": "native test plugin \(name)",
              "entry": {"kind": "shared-library", "path": "\(library)", "abi": \(abi)},
              "resources": [\(resources)],
+             "capabilities": {"files": [{"path": "\(outputDirectory)/", "access": "read-write"}]},
              "settings": \(settings ?? #"{"marker": "\#(marker(name))"}"#)}
             """)
         _ = try PluginSigner.sign(directory: dir.path + "/plugins/\(name)", with: key)
+        // The operator reviews it as published, before a test may tamper with it.
+        let reviewConfig = try dir.write(
+            "review-\(name).toml",
+            """
+            plugins = ["\(name)"]
+            plugin_paths = ["\(pluginsDirectory)"]
+            [trusted_plugins]
+            \(name) = "\(fingerprint)"
+            """)
+        try review(name, configPath: reviewConfig)
     }
 
     /// Builds and signs plugin `name` from one compiled library: by default `who` and plugin id
@@ -129,7 +153,7 @@ struct NativePluginFixture {
     }
 
     /// The file a test plugin's start/stop append to.
-    func marker(_ name: String) -> String { dir.path + "/\(name).marker" }
+    func marker(_ name: String) -> String { outputDirectory + "/\(name).marker" }
 
     /// The marker's lines (empty when it does not exist).
     func markerLines(_ name: String) -> [String] {
@@ -138,24 +162,47 @@ struct NativePluginFixture {
     }
 
     /// A sentinel path for constructors.
-    func sentinel(_ label: String) -> String { dir.path + "/\(label).sentinel" }
+    func sentinel(_ label: String) -> String { outputDirectory + "/\(label).sentinel" }
 
     func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
-    /// Writes vigil.toml activating `plugins`, all trusted with the fixture's key.
-    func config(_ plugins: [String]) throws {
-        let list = plugins.map { "\"\($0)\"" }.joined(separator: ", ")
-        let trusted = plugins.map { "\($0) = \"\(fingerprint)\"" }.joined(separator: "\n")
+    /// Writes vigil.toml activating `plugins`, all trusted with the fixture's key, and records the
+    /// review of each one's capabilities as `vigil plugin trust NAME --yes` does.
+    /// `others` are plugins from `otherPaths` trusted with the given fingerprints (the example).
+    func config(_ plugins: [String], others: [String: String] = [:], otherPaths: [String] = []) throws {
+        let list = (plugins + others.keys.sorted()).map { "\"\($0)\"" }.joined(separator: ", ")
+        let trusted =
+            (plugins.map { "\($0) = \"\(fingerprint)\"" }
+            + others.sorted { $0.key < $1.key }.map {
+                "\($0.key) = \"\($0.value)\""
+            }).joined(separator: "\n")
+        let paths = ([pluginsDirectory] + otherPaths).map { "\"\($0)\"" }.joined(separator: ", ")
         try dir.write(
             "vigil.toml",
             """
             plugins = [\(list)]
-            plugin_paths = ["\(pluginsDirectory)"]
+            plugin_paths = [\(paths)]
             [host]
             name = "native-test"
             [trusted_plugins]
             \(trusted)
             """)
+        for name in plugins + others.keys.sorted() { try review(name, configPath: configPath) }
+    }
+
+    /// Records the review of `name`'s capabilities as configured in `configPath`, as `vigil plugin
+    /// trust NAME --yes` does. A plugin the loader refuses (one a test tampered with after
+    /// ``plugin(_:library:files:listed:abi:settings:)`` recorded its review) has no review to
+    /// record: the one recorded when it was signed stands, and its refusal is what its test checks.
+    private func review(_ name: String, configPath: String) throws {
+        let environment = dir.environment()
+        let store = try RollbackStore.standard(environment: environment)
+        let configuration = try HostConfiguration.load(path: configPath, environment: environment)
+        guard
+            let review = try? TrustTransaction.review(
+                name: name, configuration: configuration, pinned: [], store: store)
+        else { return }
+        _ = try TrustTransaction.commit(review, store: store)
     }
 
     /// A host for the current vigil.toml, with private state and runtime directories.
@@ -170,6 +217,20 @@ struct NativePluginFixture {
                 environment: RequirementChecker.Environment(
                     variables: environment, soundDeviceDirectory: "/nonexistent-vigil-snd")),
             logger: Logger(label: "native-test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
+
+    /// Starts `vigil up` for the current vigil.toml as a child process (private state, runtime and
+    /// home directories; its standard error in `up.err`), and returns it with the environment for
+    /// `vigil status` beside it.
+    func up() throws -> (host: ChildProcess, environment: [String: String?]) {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_STATE_HOME"] = dir.path + "/state"
+        environment["XDG_RUNTIME_DIR"] = dir.path + "/run"
+        environment["HOME"] = dir.path
+        let host = try ChildProcess(
+            VigilExecutable.path, ["up", "--config", configPath], environment: environment,
+            stderr: dir.path + "/up.err")
+        return (host, environment.mapValues { Optional($0) })
     }
 
     /// Replaces `plugins/NAME/FILE` by `build/SOURCE` with a rename (a new inode, as an attacker would).

@@ -188,18 +188,9 @@ struct SharedLibraryCommandTests {
         defer { f.remove() }
         try await f.simplePlugin("alpha")
         try f.config(["alpha"])
-        try FileManager.default.createDirectory(
-            atPath: f.dir.path + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_STATE_HOME"] = f.dir.path + "/state"
-        environment["XDG_RUNTIME_DIR"] = f.dir.path + "/run"
-        environment["HOME"] = f.dir.path
-        let host = try ChildProcess(
-            VigilExecutable.path, ["up", "--config", f.configPath], environment: environment,
-            stderr: f.dir.path + "/up.err")
+        let (host, optional) = try f.up()
         var hostRuns = true
         defer { if hostRuns { host.signal(SIGKILL) } }
-        let optional = environment.mapValues { Optional($0) }
 
         // Wait (bounded) until the status names the helper.
         var helper: Int32?

@@ -2,6 +2,9 @@
 // loader's tests, compiled by the tests with the system cc. WHO names the build; SENTINEL, when
 // defined, is a file the constructor appends to, so a test can tell whether any code of this
 // library ran. start/stop append "start WHO" / "stop WHO" to the file named by the "marker" setting.
+// Built with ATTACKS and linked with the confinement tests' AttackPlugin.c, start also runs the
+// attack named by the "attack" setting ("WHAT ARGUMENT"; the argument "parent" is the host's PID)
+// and appends "attack WHAT ok" or "attack WHAT refused" to the marker.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -44,7 +47,24 @@ typedef struct {
     bool crash;
     pthread_t reporter;
     bool reporting;
+#ifdef ATTACKS
+    char attack[4096];
+#endif
 } instance;
+
+#ifdef ATTACKS
+extern int vigil_attack(const char *what, const char *argument);
+
+static void run_attack(instance *self) {
+    char what[64] = {0};
+    char argument[4096] = {0};
+    if (sscanf(self->attack, "%63s %4095s", what, argument) != 2) return;
+    if (strcmp(argument, "parent") == 0) snprintf(argument, sizeof argument, "%d", (int)getppid());
+    char line[128];
+    snprintf(line, sizeof line, "attack %s %s\n", what, vigil_attack(what, argument) == 0 ? "ok" : "refused");
+    append(self->marker, line);
+}
+#endif
 
 // With the "events" setting: after start returned, report an interruption, then recovery.
 static void *report(void *opaque) {
@@ -89,6 +109,10 @@ static void *keepalive_create(const vigil_keepalive_config *config, const vigil_
         if (strcmp(config->settings[i].key, "events") == 0) made->report_events = strcmp(config->settings[i].value, "true") == 0;
         if (strcmp(config->settings[i].key, "hang_details") == 0) made->hang_details = strcmp(config->settings[i].value, "true") == 0;
         if (strcmp(config->settings[i].key, "crash") == 0) made->crash = strcmp(config->settings[i].value, "true") == 0;
+#ifdef ATTACKS
+        if (strcmp(config->settings[i].key, "attack") == 0)
+            snprintf(made->attack, sizeof made->attack, "%s", config->settings[i].value);
+#endif
     }
     if (made->marker[0] == '\0') {
         snprintf(error, error_size, "the \"marker\" setting is missing — set it in the manifest");
@@ -106,6 +130,9 @@ static bool keepalive_start(void *opaque, char *error, size_t error_size) {
     (void)error_size;
     instance *self = opaque;
     append(self->marker, "start " WHO "\n");
+#ifdef ATTACKS
+    run_attack(self);
+#endif
 #ifdef USE_HELPER
     append(self->marker, vigil_test_helper());
     append(self->marker, "\n");
