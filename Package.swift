@@ -160,8 +160,8 @@ let package = Package(
             name: "VigilLibraryCheck",
             dependencies: ["CVigilPluginABI", "CVigilLoader", "VigilCore", "VigilCrypto", "VigilBase"],
             swiftSettings: strictSettings),
-        // A plugin's capabilities as the kernel policy its helper applies (ConfinementPlan), what this
-        // kernel can enforce (ConfinementSupport) and the denials the helper reports (ConfinementDenial).
+        // A plugin's capabilities as the kernel policy its helper applies (ConfinementPlan) and what this
+        // kernel can enforce (ConfinementSupport); the denials the helper reports are VigilPlugin's ConfinementDenial.
         .target(
             name: "VigilConfine", dependencies: ["CVigilConfine", "VigilCore", "VigilBase"],
             swiftSettings: strictSettings),
@@ -509,7 +509,7 @@ package.targets += [
         exclude: ["Fixtures"],  // C sources the tests compile with cc, and a helper-protocol script
         swiftSettings: strictSettings),
     .testTarget(
-        name: "VigilConfineTests", dependencies: ["VigilConfine", "VigilCore", "VigilTestSupport"],
+        name: "VigilConfineTests", dependencies: ["VigilConfine", "VigilCore", "VigilPlugin", "VigilTestSupport"],
         exclude: ["Fixtures"],  // the attack plugin and the test launcher, compiled by the tests with gcc
         swiftSettings: strictSettings),
     .testTarget(

@@ -259,6 +259,8 @@ actor StatusDisplay {
         let state = "\(event.plugin): \(event.state.description)"
         defer { shownState[event.plugin] = state }
         if case .detailsChanged = event.kind, shownState[event.plugin] == state { return nil }
+        // The plugin's helper session logged the denial already (one line per denial).
+        if case .denied = event.kind { return nil }
         return Self.line(for: event)
     }
 
@@ -273,6 +275,7 @@ actor StatusDisplay {
         case .resumed: "\(event.plugin): resumed"
         case .resumeFailed(let reason): "\(event.plugin): gave up: \(reason)"
         case .revoked(let failure): "\(event.plugin): revoked: " + failure.message
+        case .denied(let denial): "\(event.plugin): \(denial)"
         // The state with its reason (an interruption's, a failure's), never a bare "interrupted".
         case .detailsChanged: "\(event.plugin): \(event.state.description)"
         }

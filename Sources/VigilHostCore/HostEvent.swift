@@ -1,3 +1,5 @@
+public import VigilPlugin
+
 /// A plugin state change on ``VigilHost/events``, with its reason.
 public struct HostEvent: Sendable, Hashable {
     /// What happened.
@@ -22,6 +24,9 @@ public struct HostEvent: Sendable, Hashable {
         /// stopped, and it stays `failed` with this failure (code `revoked`) until a release that
         /// is not revoked is installed and the host restarts.
         case revoked(PluginFailure)
+        /// The kernel refused the confined plugin an operation, with the capability that would allow
+        /// it (a shared-library plugin's helper reported it); the plugin's state is unchanged.
+        case denied(ConfinementDenial)
     }
 
     /// The plugin's name.

@@ -181,6 +181,11 @@ struct HostStateMachine: Sendable {
             }
         case .reported(let index, let instance, let report):
             guard plugins[index].instance == instance else { break }
+            // A denial changes no state: it is published at once, whatever the state.
+            if case .denied(let denial) = report {
+                actions.append(.changed(plugin: index, event: .denied(denial)))
+                break
+            }
             switch plugins[index].state {
             case .starting: if report != .detailsChanged { plugins[index].pending = report }
             case .running, .interrupted: apply(report, to: index, &actions)
@@ -256,6 +261,8 @@ struct HostStateMachine: Sendable {
             set(index, .failed(failure), .resumeFailed(reason: reason), &actions)
         case .detailsChanged:
             actions.append(.changed(plugin: index, event: .detailsChanged))
+        case .denied(let denial):
+            actions.append(.changed(plugin: index, event: .denied(denial)))
         }
     }
 

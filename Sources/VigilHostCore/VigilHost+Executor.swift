@@ -260,7 +260,10 @@ extension VigilHost {
     private func changed(_ index: Int, _ event: HostEvent.Kind?) {
         let state = machine.plugins[index].state
         let name = slots[index].name
-        if event != .detailsChanged { slots[index].since = Date().timeIntervalSince1970 }
+        switch event {
+        case .detailsChanged?, .denied?: break
+        default: slots[index].since = Date().timeIntervalSince1970
+        }
         if !state.isActive, state != .starting { slots[index].details = [:] }
         if HostStateMachine.waitsForEnvironment(state) { environmentBlockedSignal?.yield() }
         metrics.record(plugin: name, state: state)
@@ -296,7 +299,8 @@ extension VigilHost {
             logger.error(
                 "[\(name)] revoked, stopping it: \(failure.message)",
                 metadata: metadata.merging([OperatorEvent.metadataKey: "\(OperatorEvent.pluginFailed)"]) { $1 })
-        case .detailsChanged: break
+        // Its helper session logged the denial (with its metadata) as it arrived.
+        case .detailsChanged, .denied: break
         }
     }
 

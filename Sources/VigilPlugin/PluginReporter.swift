@@ -17,6 +17,10 @@ public enum PluginEvent: Sendable, Hashable {
     case resumeFailed(reason: String)
     /// The plugin's details changed (for example the device it plays to, or a worker's state).
     case detailsChanged
+    /// The kernel refused the plugin an operation its confinement does not allow, with the
+    /// capability that would allow it (reported by the host for a shared-library plugin's helper
+    /// process; it changes no state).
+    case denied(ConfinementDenial)
 }
 
 /// The channel through which a plugin reports ``PluginEvent``s to the host. Safe to call from

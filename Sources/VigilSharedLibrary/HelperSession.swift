@@ -469,7 +469,12 @@ final class HelperSession {
             lastDenial = denial
             context.logger.warning(
                 "confinement denied: \(Sanitizer.display(describe(denial)))",
-                metadata: ["confinement.operation": "\(denial.operation)"])
+                metadata: [
+                    "confinement.operation": "\(denial.operation)",
+                    "confinement.capability":
+                        "\(Sanitizer.display(denial.declaration(stateDirectory: context.stateDirectory)))",
+                ])
+            context.reporter.report(.denied(denial))
         }
     }
 

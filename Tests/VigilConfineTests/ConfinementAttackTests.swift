@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import VigilConfine
 import VigilCore
+import VigilPlugin
 import VigilTestSupport
 
 /// The SIGUSR1s this test process (the "host" of the launched plugins) has received.

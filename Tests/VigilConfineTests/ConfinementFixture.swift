@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VigilConfine
 import VigilCore
+import VigilPlugin
 import VigilTestSupport
 
 /// The attack plugin (`Fixtures/AttackPlugin.c`) and the test launcher (`Fixtures/Launcher.c`, a

@@ -5,7 +5,7 @@
 // The policy travels from the host to the helper as text (the wire encoding below), made by the
 // Swift module VigilConfine (`ConfinementPlan.encoded`) and decoded here by
 // `vigil_confine_decode`. Denials are written to the report descriptor as lines (format below),
-// parsed by VigilConfine's `ConfinementDenial`.
+// parsed by VigilPlugin's `ConfinementDenial`.
 //
 // Wire encoding (UTF-8, one directive a line, '\n'-terminated, fields separated by one space; a path
 // is the rest of its line and may not contain '\n' or NUL):

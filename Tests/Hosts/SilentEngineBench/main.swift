@@ -77,7 +77,7 @@ let context = PluginContext(
         case .interrupted(let reason): say("event interrupted \(reason)")
         case .resumed: say("event resumed")
         case .resumeFailed(let reason): say("event resume-failed \(reason)")
-        case .detailsChanged: break
+        case .detailsChanged, .denied: break
         }
     },
     stateDirectory: "/tmp", environment: .current)  // this tool's main: the process environment, read once

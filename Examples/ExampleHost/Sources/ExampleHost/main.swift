@@ -21,6 +21,7 @@ func describe(_ kind: HostEvent.Kind) -> String {
     case .resumeFailed(let reason): "gave up: \(reason)"
     case .detailsChanged: "details changed"
     case .revoked(let failure): "revoked: \(failure.message)"
+    case .denied(let denial): "denied: \(denial)"
     }
 }
 
