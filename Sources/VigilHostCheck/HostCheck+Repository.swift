@@ -2,7 +2,7 @@ import VigilCore
 
 extension HostCheck {
     /// `[repository]`'s refusal as an error diagnostic, with its code (`repository-no-root`…), located
-    /// at the key it names; and a shipped `root` that cannot be read (missing, unsafe).
+    /// at the key it names; and a shipped `root` or a `ca_file` that cannot be read (missing, unsafe).
     func repositoryDiagnostics(_ configuration: HostConfiguration, located: ([String]) -> SourceLocation?)
         -> [Diagnostic]
     {
@@ -19,16 +19,26 @@ extension HostCheck {
                     message: "\(error.message) (\(error.code))")
             ]
         }
-        guard let root = settings?.root else { return [] }
-        do throws(CoreError) {
-            _ = try RepositorySettings.readRoot(root, cap: RepositorySettings.rootCap)
-            return []
-        } catch {
-            return [
-                Diagnostic(
-                    severity: .error, location: located(["repository", "root"]), plugin: nil,
-                    message: "\(error.message) (\(error.code))")
-            ]
+        guard let settings else { return [] }
+        var diagnostics: [Diagnostic] = []
+        func read(_ key: String, _ body: () throws(CoreError) -> Void) {
+            do throws(CoreError) {
+                try body()
+            } catch {
+                diagnostics.append(
+                    Diagnostic(
+                        severity: .error, location: located(["repository", key]), plugin: nil,
+                        message: "\(error.message) (\(error.code))"))
+            }
         }
+        if let root = settings.root {
+            read("root") { () throws(CoreError) in
+                _ = try RepositorySettings.readRoot(root, cap: RepositorySettings.rootCap)
+            }
+        }
+        if let caFile = settings.caFile {
+            read("ca_file") { () throws(CoreError) in _ = try RepositorySettings.readCAFile(caFile) }
+        }
+        return diagnostics
     }
 }

@@ -85,9 +85,20 @@ public struct RepositoryClient: Sendable {
         } catch {
             throw RepositoryError(code: .storage, message: error.message, cause: ErrorCause(error))
         }
+        if let caFile = settings.caFile {
+            do throws(CoreError) {
+                _ = try RepositorySettings.readCAFile(caFile)
+            } catch {
+                throw RepositoryError(
+                    code: .notConfigured,
+                    message: "\(configuration.path): [repository] ca_file: \(error.message) (\(error.code))",
+                    cause: ErrorCause(error))
+            }
+        }
+        let http = HTTPFetcher(caFile: settings.caFile)
         fetcher = { mirror -> any TUFFetcher in
             if mirror.scheme == .file { return FileFetcher() }
-            return HTTPFetcher()
+            return http
         }
     }
 

@@ -186,4 +186,62 @@ struct RepositoryCommandTests {
         }
         #expect(updated != nil, "\(reload.stdout)")
     }
+
+    @Test("https:// mirror with ca_file: install, update; another CA is exit 6; check refuses a bad ca_file")
+    func httpsMirror() async throws {
+        let s = try Setup()
+        defer { s.remove() }
+        let certificates = try TestDirectory("repository-tls")
+        defer { certificates.remove() }
+        let ca = try await TestCertificateAuthority.make(in: certificates)
+        let server = try await TUFMirrorServer(publications: ["new": s.repo.path], tls: (ca.certificate, ca.key))
+        defer { server.stop() }
+        let mirror = server.url("good")
+        for (from, to) in [(ca.caFile, "ca.pem"), (ca.wrongCAFile, "wrong-ca.pem")] {
+            try FileManager.default.copyItem(atPath: from, toPath: s.project.dir.path + "/" + to)
+        }
+        func configure(caFile: String) throws {
+            let table = "root = \"root.json\"\nmirrors = [\"\(mirror)\"]\nca_file = \"\(caFile)\""
+            try s.writeConfig(plugins: ["sup"], repository: table)
+        }
+        func installedVersion() throws -> String? {
+            let text = try TextFile.read(s.project.dir.path + "/manifests/sup/plugin.json")
+            return (s.json(text)?["version"] as? String)
+        }
+        try await s.publish("sup", "1.0.0")
+        try configure(caFile: "ca.pem")
+        var r = try await s.vigil("plugin", "install", "sup", "--yes")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try installedVersion() == "1.0.0")
+        r = try await s.vigil("check")
+        #expect(r.status == 0, "\(r.stderr)")
+        try await s.publish("sup", "1.1.0")
+        r = try await s.vigil("plugin", "update", "--json")
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(try installedVersion() == "1.1.0")
+
+        // A CA that did not sign the server's certificate: no mirror reachable, naming it and why.
+        try await s.publish("sup", "1.2.0")
+        try configure(caFile: "wrong-ca.pem")
+        r = try await s.vigil("plugin", "update", "--json")
+        #expect(r.status == ExitCodes.repositoryUnreachable && s.errorCode(r.stdout) == "repository-unreachable")
+        #expect(r.stdout.contains(mirror) && r.stdout.contains("TLS handshake failed"), "\(r.stdout)")
+        #expect(try installedVersion() == "1.1.0")
+
+        // A missing or unsafe ca_file: vigil check refuses it at its key, and the commands do not start.
+        let refusals = [
+            ("missing.pem", "missing.pem does not exist", "(file-not-found)"),
+            ("ca.pem", "writable by group or others", "(config-unsafe)"),
+        ]
+        for (file, reason, code) in refusals {
+            try configure(caFile: file)
+            r = try await s.vigil("check")
+            #expect(
+                r.status == ExitCodes.failure && r.stderr.contains(reason) && r.stderr.contains(code), "\(r.stderr)")
+            r = try await s.vigil("plugin", "update", "--json")
+            #expect(r.status == ExitCodes.repositoryNotConfigured, "\(r.stdout)")
+            #expect(s.errorCode(r.stdout) == "repository-not-configured" && r.stdout.contains("ca_file"))
+            chmod(s.project.dir.path + "/ca.pem", 0o666)
+        }
+    }
 }

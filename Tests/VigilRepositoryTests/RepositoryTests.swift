@@ -355,6 +355,20 @@ struct RepositoryTests {
         #expect(refusal(["root": .string("r"), "mirrors": .array([])])?.code == .mirrorInvalid)
         #expect(refusal(["root_sha256": .string("xyz"), "mirrors": mirrors])?.code == .rootHashInvalid)
         #expect(RepositoryMirror.parse("file:///media/usb/repo")?.path == "/media/usb/repo/")
+        // https:// may be anywhere (TLS hides what is fetched); ca_file is resolved like root.
+        let tls = try RepositorySettings(
+            table: [
+                "root": .string("r"), "mirrors": .array([.string("https://Plugins.example:8443/vigil")]),
+                "ca_file": .string("ca.pem"),
+            ], configDirectory: "/etc/vigil")
+        #expect(tls.mirrors.map(\.scheme) == [.https] && tls.mirrors.map(\.host) == ["plugins.example"])
+        #expect(tls.mirrors.map(\.targetsURL) == ["https://Plugins.example:8443/vigil/targets/"])
+        #expect(tls.caFile == "/etc/vigil/ca.pem" && ok.caFile == nil)
+        for bad in ["https:///x/", "https://a@b/", "https://h:0/", "https:/h/"] {
+            #expect(
+                refusal(["root": .string("r"), "mirrors": .array([.string(bad)])])?.code == .mirrorInvalid, "\(bad)")
+        }
+        #expect(refusal(["root": .string("r"), "mirrors": mirrors, "ca_file": .bool(true)])?.code == .invalid)
     }
 }
 

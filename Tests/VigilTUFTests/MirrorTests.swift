@@ -290,35 +290,11 @@ actor TLSMirrorFixture {
     private static func make() async throws -> Made {
         let plain = try await MirrorFixture.shared.get()
         let dir = try TestDirectory("tuf-tls")
-        func openssl(_ arguments: [String]) async throws {
-            let result = try await RuntimeFixtures.run("/usr/bin/openssl", arguments, timeout: 30)
-            guard result.status == 0 else { throw FixtureError("openssl \(arguments): \(result.stderr)") }
-        }
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        let caExtensions = ["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign"]
-        for name in ["ca", "wrong-ca"] {
-            try await openssl(
-                ["req", "-x509"] + ec + caExtensions + [
-                    "-keyout", dir.url("\(name).key"), "-out", dir.url("\(name).pem"), "-days", "2", "-subj",
-                    "/CN=Vigil test \(name)",
-                ])
-        }
-        try await openssl(
-            ["req"] + ec + [
-                "-keyout", dir.url("server.key"), "-out", dir.url("server.csr"), "-subj", "/CN=127.0.0.1",
-            ])
-        try dir.write(
-            "server.ext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-        try await openssl([
-            "x509", "-req", "-in", dir.url("server.csr"), "-CA", dir.url("ca.pem"), "-CAkey", dir.url("ca.key"),
-            "-CAcreateserial", "-out", dir.url("server.pem"), "-days", "2", "-extfile", dir.url("server.ext"),
-        ])
+        let ca = try await TestCertificateAuthority.make(in: dir)
         let server = try await TUFMirrorServer(
             publications: ["old": plain.directory.url("old"), "new": plain.directory.url("new")],
-            tls: (dir.url("server.pem"), dir.url("server.key")))
-        return Made(
-            directory: dir, server: server, caFile: dir.url("ca.pem"), wrongCAFile: dir.url("wrong-ca.pem"))
+            tls: (ca.certificate, ca.key))
+        return Made(directory: dir, server: server, caFile: ca.caFile, wrongCAFile: ca.wrongCAFile)
     }
 }
 

@@ -10,7 +10,7 @@ public enum RepositorySettingsCode: String, ErrorCode {
     case noRoot = "repository-no-root"
     /// `root_sha256` is not 64 hexadecimal digits.
     case rootHashInvalid = "repository-root-sha256-invalid"
-    /// No mirror, or one that is not an absolute `http://` or `file://` URL.
+    /// No mirror, or one that is not an absolute `http://`, `https://` or `file://` URL.
     case mirrorInvalid = "repository-mirror-invalid"
     /// An `http://` mirror on a host other than loopback without `allow_remote_http = true`.
     case mirrorNotLoopback = "repository-mirror-not-loopback"
@@ -26,6 +26,9 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
     public enum Scheme: String, Sendable, Hashable {
         /// Plain HTTP/1.1: the transport carries no trust, every byte is verified by TUF.
         case http
+        /// HTTP/1.1 over TLS, verified against the system's trust store or `ca_file`: TUF still
+        /// verifies every byte; TLS hides which plugins are fetched.
+        case https
         /// A local directory (a USB stick, an NFS mount), read with the same caps.
         case file
     }
@@ -34,7 +37,7 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
     public let url: String
     /// How it is reached.
     public let scheme: Scheme
-    /// The host (`http`), lowercased without brackets; empty for `file`.
+    /// The host (`http`, `https`), lowercased without brackets; empty for `file`.
     public let host: String
 
     /// The metadata base URL (`URL/metadata/`).
@@ -51,7 +54,8 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
         host == "localhost" || host == "::1" || host.hasPrefix("127.") && host.split(separator: ".").count == 4
     }
 
-    /// Parses `http://HOST[:PORT]/PATH` or `file:///ABSOLUTE/PATH`; `nil` for anything else.
+    /// Parses `http://HOST[:PORT]/PATH`, `https://HOST[:PORT]/PATH` or `file:///ABSOLUTE/PATH`; `nil`
+    /// for anything else.
     public static func parse(_ text: String) -> RepositoryMirror? {
         guard !text.contains("\0"), !text.contains(where: { $0.isWhitespace }) else { return nil }
         let url = text.hasSuffix("/") ? text : text + "/"
@@ -59,8 +63,10 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
             guard !url.split(separator: "/").contains("..") else { return nil }
             return RepositoryMirror(url: url, scheme: .file, host: "")
         }
-        guard url.hasPrefix("http://") else { return nil }
-        let rest = url.dropFirst("http://".count)
+        guard let scheme = [Scheme.http, .https].first(where: { url.hasPrefix($0.rawValue + "://") }) else {
+            return nil
+        }
+        let rest = url.dropFirst(scheme.rawValue.count + "://".count)
         guard let slash = rest.firstIndex(of: "/") else { return nil }
         var authority = String(rest[..<slash]).lowercased()
         guard !authority.isEmpty, !authority.contains("@") else { return nil }
@@ -81,7 +87,7 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
             }
         }
         guard !host.isEmpty else { return nil }
-        return RepositoryMirror(url: url, scheme: .http, host: host)
+        return RepositoryMirror(url: url, scheme: scheme, host: host)
     }
 }
 
@@ -91,7 +97,8 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
 /// [repository]
 /// root = "repository-root.json"            # the repository's root metadata, shipped with the host
 /// root_sha256 = "…"                         # and/or a pin of the first 1.root.json fetched
-/// mirrors = ["http://127.0.0.1:8080/", "file:///media/usb/vigil-repository/"]
+/// mirrors = ["https://plugins.example/", "http://127.0.0.1:8080/", "file:///media/usb/vigil-repository/"]
+/// ca_file = "repository-ca.pem"             # PEM CAs trusted for https:// mirrors instead of the system's
 /// metadata_dir = "/var/lib/vigil/repository"  # default: the state directory's repository/
 /// allow_remote_http = false                 # plain HTTP beyond loopback (TUF verifies every byte)
 /// ```
@@ -99,7 +106,9 @@ public struct RepositorySettings: Sendable, Hashable {
     /// The largest root metadata read: python-tuf's cap for `root.json`.
     public static let rootCap = 512_000
     /// The keys `[repository]` accepts.
-    public static let keys = ["root", "root_sha256", "mirrors", "metadata_dir", "allow_remote_http"]
+    public static let keys = ["root", "root_sha256", "mirrors", "metadata_dir", "allow_remote_http", "ca_file"]
+    /// The largest `ca_file` read (a whole system bundle is about 220 kB).
+    public static let caFileCap = 1_048_576
 
     /// The shipped root metadata (absolute; relative paths are relative to `vigil.toml`).
     public var root: String?
@@ -113,6 +122,9 @@ public struct RepositorySettings: Sendable, Hashable {
     public var metadataDirectory: String?
     /// The operator's opt-in to `http://` mirrors beyond loopback.
     public var allowRemoteHTTP: Bool
+    /// PEM certificates that alone are trusted for `https://` mirrors (absolute), or `nil` for the
+    /// system's trust store.
+    public var caFile: String?
 
     /// Reads a `[repository]` table; `configDirectory` resolves relative paths.
     /// - Throws: a ``RepositorySettingsError`` naming the key, what is wrong and how to fix it.
@@ -133,6 +145,7 @@ public struct RepositorySettings: Sendable, Hashable {
         }
         root = try string("root").map { Path.absolute($0, relativeTo: configDirectory) }
         metadataDirectory = try string("metadata_dir").map { Path.absolute($0, relativeTo: configDirectory) }
+        caFile = try string("ca_file").map { Path.absolute($0, relativeTo: configDirectory) }
         if let hash = try string("root_sha256") {
             guard hash.utf8.count == 64, hash.utf8.allSatisfy({ Self.isHex($0) }) else {
                 throw RepositorySettingsError(
@@ -158,8 +171,8 @@ public struct RepositorySettings: Sendable, Hashable {
         guard case .array(let list)? = table["mirrors"], !list.isEmpty else {
             throw RepositorySettingsError(
                 code: .mirrorInvalid,
-                message: "[repository] needs mirrors = [\"http://HOST:PORT/\", \"file:///DIR/\"] (one or more, tried "
-                    + "in order)")
+                message: "[repository] needs mirrors = [\"https://HOST/\", \"file:///DIR/\"] (one or more, tried in "
+                    + "order)")
         }
         var mirrors: [RepositoryMirror] = []
         for value in list {
@@ -167,7 +180,7 @@ public struct RepositorySettings: Sendable, Hashable {
                 throw RepositorySettingsError(
                     code: .mirrorInvalid,
                     message: "[repository] mirrors: \(Sanitizer.display(value.description)) is not a mirror URL — "
-                        + "use http://HOST[:PORT]/PATH or file:///ABSOLUTE/PATH (https is not supported yet)")
+                        + "use https://HOST[:PORT]/PATH, http://HOST[:PORT]/PATH or file:///ABSOLUTE/PATH")
             }
             if mirror.scheme == .http, !mirror.isLoopback, !allowRemoteHTTP {
                 throw RepositorySettingsError(
@@ -191,12 +204,24 @@ public struct RepositorySettings: Sendable, Hashable {
     /// Reads the shipped root file, protected like `vigil.toml` (a regular file, not a link, owned by
     /// this user or root and not writable by others, in a directory no one else can write).
     public static func readRoot(_ path: String, cap: Int) throws(CoreError) -> [UInt8] {
+        try readProtected(path, cap: cap, what: "repository root", holding: "the repository's root")
+    }
+
+    /// Reads `ca_file`, protected like the root (``readRoot(_:cap:)``): whoever can replace it can
+    /// impersonate every `https://` mirror.
+    public static func readCAFile(_ path: String) throws(CoreError) -> [UInt8] {
+        try readProtected(path, cap: caFileCap, what: "repository CA file", holding: "the repository's CA file")
+    }
+
+    private static func readProtected(_ path: String, cap: Int, what: String, holding: String) throws(CoreError)
+        -> [UInt8]
+    {
         var st = stat()
         if lstat(path, &st) == 0 {
             try HostConfiguration.checkOwnership(st, of: path, isDirectory: false)
-            try HostConfiguration.checkDirectory(of: path, holding: "the repository's root")
+            try HostConfiguration.checkDirectory(of: path, holding: holding)
         }
-        return try SafeFile.read(path, cap: cap, what: "repository root")
+        return try SafeFile.read(path, cap: cap, what: what)
     }
 
     private static func isHex(_ b: UInt8) -> Bool {
