@@ -44,6 +44,11 @@ struct ProcessStateReadTests {
             "VigilHost.Options(…, announce:): the umbrella's form of the same entry point"
         ),
         (
+            "VigilJournal/JournalBootstrap.swift", ["getenv"],
+            "JournalLogHandler.standardError: the call a library host's main.swift makes to bootstrap logging "
+                + "(an entry point); reads JOURNAL_STREAM only when the host passes no environment"
+        ),
+        (
             "VigilAudio/StreamIdentity.swift", ["environ"],
             "sets libpulse's PULSE_PROP* variables aside around a connection; nothing is read from them"
         ),
