@@ -119,8 +119,10 @@ catalog_root=$work/catalog-root
 mkdir -p "$catalog_root/usr/lib/systemd/catalog"
 cp "$prefix/lib/systemd/catalog/vigil.catalog" "$catalog_root/usr/lib/systemd/catalog/"
 out=$(journalctl --root="$catalog_root" --update-catalog 2>&1) || fail "journalctl --update-catalog: $out"
-[[ $(journalctl --root="$catalog_root" --list-catalog | grep -c ' vigil: ') == 5 ]] ||
-  fail "the catalog does not list 5 vigil ids: $(journalctl --root="$catalog_root" --list-catalog 2>&1)"
+# As many ids as the shipped catalog file has entries (each starts with a `-- ID` line).
+ids=$(grep -c '^-- ' "$prefix/lib/systemd/catalog/vigil.catalog")
+[[ $(journalctl --root="$catalog_root" --list-catalog | grep -c ' vigil: ') == "$ids" && $ids -gt 0 ]] ||
+  fail "the catalog does not list its $ids vigil ids: $(journalctl --root="$catalog_root" --list-catalog 2>&1)"
 t_host=$((SECONDS - t1))
 say "install tree on this machine (version, manifests, man, completion, units): ${t_host}s"
 
@@ -220,7 +222,9 @@ for scope in "" --user; do
 done
 
 # systemd's dpkg trigger on /usr/lib/systemd/catalog added the journal catalog to the database.
-[[ $(journalctl --list-catalog | grep -c ' vigil: ') == 5 ]] || fail "journalctl --list-catalog lacks vigil's 5 ids"
+ids=$(grep -c '^-- ' /usr/lib/systemd/catalog/vigil.catalog)
+[[ $(journalctl --list-catalog | grep -c ' vigil: ') == "$ids" && $ids -gt 0 ]] ||
+  fail "journalctl --list-catalog lacks some of vigil's $ids ids"
 
 # vigil up on a supervisor-only host (no sound server here), until its worker runs.
 as_user mkdir -p /home/op/headless
