@@ -16,6 +16,11 @@ public struct TrustedSet: Sendable {
     public private(set) var snapshot: Snapshot?
     /// Trusted targets roles by name (`targets` and delegated ones), with the envelope they came in.
     private var targetsRoles: [String: (targets: Targets, envelope: Envelope)] = [:]
+    /// The (delegator, role) pairs whose signatures have been checked against the delegator's
+    /// trusted delegation, so a lookup that reaches a role again through the same delegator does not
+    /// hash and verify it again (the top-level targets of a 1,000-plugin repository is re-reached by
+    /// every lookup). Pairs naming a role are forgotten when that role is loaded anew.
+    private var verifiedDelegations: Set<DelegationEdge> = []
     /// The update's start time, seconds since 1970 (spec 5.1: every expiry check uses it).
     public let now: Int64
 
@@ -188,14 +193,20 @@ public struct TrustedSet: Sendable {
             throw .expired("\(what) version \(new.common.version)", expires: new.common.expiresText)
         }
         targetsRoles[role] = (new, envelope)
+        verifiedDelegations = verifiedDelegations.filter { $0.role != role && $0.delegator != role }
+        verifiedDelegations.insert(DelegationEdge(delegator: delegator, role: role))
         return new
     }
 
     /// Checks an already trusted role again against `delegator`'s delegation: a role reached through
     /// another delegator must carry that delegator's signatures too, not inherit the first one's.
-    public func reverify(role: String, delegator: String) throws(TUFError) {
+    /// A pair already checked is not checked again.
+    public mutating func reverify(role: String, delegator: String) throws(TUFError) {
         guard let entry = targetsRoles[role] else { throw .malformed("the update", "\(role) is not loaded") }
+        let edge = DelegationEdge(delegator: delegator, role: role)
+        if verifiedDelegations.contains(edge) { return }
         try verify(entry.envelope, role: role, delegator: delegator, what: "delegated role \(role)")
+        verifiedDelegations.insert(edge)
     }
 
     private func verify(_ envelope: Envelope, role: String, delegator: String, what: String) throws(TUFError) {
@@ -210,4 +221,11 @@ public struct TrustedSet: Sendable {
             role: delegation.keys, keys: parent.delegationKeys, name: what,
             by: "its delegator \(JSONValue.string(delegator).canonicalText)")
     }
+}
+
+/// A delegation whose signatures were checked: `delegator` (`root` for the top-level targets)
+/// delegates to `role`.
+private struct DelegationEdge: Hashable, Sendable {
+    var delegator: String
+    var role: String
 }

@@ -139,6 +139,14 @@ struct TrustedSetTests {
         try set.updateTargets(release, role: "release", delegator: "A")
         #expect(tufErrorCode { try set.reverify(role: "release", delegator: "A") } == nil)
         #expect(tufErrorCode { try set.reverify(role: "release", delegator: "B") } == .thresholdNotMet)
+        // A refused pair is not remembered as checked: refused again.
+        #expect(tufErrorCode { try set.reverify(role: "release", delegator: "B") } == .thresholdNotMet)
+        // Checked pairs are remembered, but a delegator loaded anew is checked anew: A now delegates
+        // release to releaseB's key, which did not sign it.
+        #expect(tufErrorCode { try set.reverify(role: "release", delegator: "A") } == nil)
+        let parentA2 = Meta.sign(Meta.targets(version: 1, delegations: [.init(name: "release", keys: [releaseB])]), [a])
+        try set.updateTargets(parentA2, role: "A", delegator: "targets")
+        #expect(tufErrorCode { try set.reverify(role: "release", delegator: "A") } == .thresholdNotMet)
     }
 
     /// ECDSA P-256 (the suite's and tuf-on-ci's default key type) through swift-crypto.
