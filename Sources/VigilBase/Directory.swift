@@ -7,6 +7,23 @@ package enum Directory {
     /// The names in `path` except `.` and `..`, in no order; nil when it cannot be opened.
     package static func names(in path: String) -> [String]? {
         guard let dir = opendir(path) else { return nil }
+        return names(dir)
+    }
+
+    /// The names in the open directory `fd` (which stays open: it is listed through a descriptor
+    /// of its own), or `nil` when it cannot be listed.
+    package static func names(ofOpen fd: Int32) -> [String]? {
+        let own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard own >= 0 else { return nil }
+        guard let dir = fdopendir(own) else {
+            close(own)
+            return nil
+        }
+        return names(dir)
+    }
+
+    /// Reads and closes `dir`.
+    private static func names(_ dir: OpaquePointer) -> [String] {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {

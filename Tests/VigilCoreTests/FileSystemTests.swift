@@ -49,6 +49,50 @@ import Glibc
         #expect(error?.message == "cannot open the test file \(file)/below: Not a directory")
     }
 
+    @Test("a directory opened once reads many files as the path-based read does: links refused, missing is nil")
+    func openedDirectoryReadsLikeThePathBasedRead() throws {
+        let dir = try TestDirectory()
+        defer { dir.remove() }
+        _ = try dir.write("plugin/plugin.json", "manifest")
+        _ = try dir.write("plugin/sounds/rain.ogg", "rain")
+        _ = try dir.write("outside/secret", "secret")
+        #expect(symlink(dir.url("outside/secret"), dir.url("plugin/linked")) == 0)
+        #expect(symlink(dir.url("outside"), dir.url("plugin/linkeddir")) == 0)
+        guard let opened = try SafeFile.OpenedDirectory(dir.url("plugin")) else {
+            Issue.record("the plugin directory was not opened")
+            return
+        }
+        #expect(opened.entryNames() == ["plugin.json", "sounds", "linked", "linkeddir"])
+        for _ in 0..<3 {
+            #expect(
+                try opened.readIfPresent(relativePath: "plugin.json", cap: 64, what: "manifest")
+                    == Array("manifest".utf8))
+            #expect(
+                try opened.readIfPresent(relativePath: "sounds/rain.ogg", cap: 64, what: "resource")
+                    == Array("rain".utf8))
+            #expect(try opened.readIfPresent(relativePath: "plugin.json.minisig", cap: 64, what: "signature") == nil)
+            #expect(try opened.readIfPresent(relativePath: "nothing/here", cap: 64, what: "resource") == nil)
+            for relative in ["linked", "linkeddir/secret"] {
+                let viaOpened = #expect(throws: CoreError.self) {
+                    try opened.readIfPresent(relativePath: relative, cap: 64, what: "resource")
+                }
+                let viaPath = #expect(throws: CoreError.self) {
+                    try SafeFile.readIfPresent(
+                        relativePath: relative, inside: dir.url("plugin"), cap: 64, what: "resource")
+                }
+                #expect(viaOpened?.code == .notRegularFile)
+                #expect(viaOpened?.message == viaPath?.message)
+            }
+            let tooLarge = #expect(throws: CoreError.self) {
+                try opened.readIfPresent(relativePath: "plugin.json", cap: 4, what: "manifest")
+            }
+            #expect(tooLarge?.code == .fileTooLarge)
+        }
+        if let _ = try SafeFile.OpenedDirectory(dir.url("missing")) {
+            Issue.record("a missing directory was opened")
+        }
+    }
+
     @Test("a write that is not durable still replaces the file atomically, with its mode and no temporary left")
     func nonDurableWrite() throws {
         let dir = try TestDirectory()

@@ -50,54 +50,92 @@ public enum SafeFile {
     /// Reads `relativePath` inside `directory` without following a symbolic link in any of its
     /// components: each directory on the way is opened with `O_DIRECTORY|O_NOFOLLOW`, the file
     /// itself with `O_NOFOLLOW`, then checked and read like ``readIfPresent(_:cap:what:plugin:)``.
+    /// To read several files of one directory, open it once (``OpenedDirectory``).
     ///
     /// - Returns: The file's bytes, or `nil` when it does not exist.
     public static func readIfPresent(
         relativePath: String, inside directory: String, cap: Int, what: String, plugin: String? = nil
     ) throws(CoreError) -> [UInt8]? {
-        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        let display = directory + "/" + relativePath
-        var dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirfd < 0 {
-            let e = errno
-            if e == ENOENT { return nil }
-            throw ioFailure("open the directory \(directory)", SystemCallError("open", errno: e), plugin: plugin)
-        }
-        defer { close(dirfd) }
-        for (index, component) in components.enumerated() {
-            let last = index == components.count - 1
-            let flags =
-                last
-                ? (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            let fd = openat(dirfd, component, flags)
+        guard let opened = try OpenedDirectory(directory, plugin: plugin) else { return nil }
+        return try opened.readIfPresent(relativePath: relativePath, cap: cap, what: what, plugin: plugin)
+    }
+
+    /// A directory opened once, so that several files inside it are read (each like
+    /// ``SafeFile/readIfPresent(relativePath:inside:cap:what:plugin:)``) without resolving the
+    /// directory's path again for each: a plugin directory is probed for up to 33 files.
+    public struct OpenedDirectory: ~Copyable {
+        private let descriptor: OwnedDescriptor
+        /// The directory's path, for messages.
+        public let path: String
+
+        /// Opens `path` (which may itself be reached through links: it is the caller's), or
+        /// returns `nil` when it does not exist.
+        public init?(_ path: String, plugin: String? = nil) throws(CoreError) {
+            let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if fd < 0 {
                 let e = errno
                 if e == ENOENT { return nil }
-                if e == ELOOP || e == ENOTDIR {
-                    let prefix = components[...index].joined(separator: "/")
-                    // Name what is really there (O_DIRECTORY|O_NOFOLLOW reports a link as ENOTDIR).
-                    var st = stat()
-                    let kind =
-                        fstatat(dirfd, component, &st, AT_SYMLINK_NOFOLLOW) == 0
-                        ? "a \(fileKind(st.st_mode))" : (e == ELOOP ? "a symbolic link" : "not a directory")
-                    throw CoreError(
-                        code: .notRegularFile, plugin: plugin,
-                        message: (last
-                            ? "the \(what) \(display) is \(kind)"
-                            : "the \(what) \(display) goes through \(directory)/\(prefix), which is \(kind)")
-                            + "; Vigil follows no symbolic links inside a plugin directory — replace it with the real "
-                            + (last ? "file" : "directory"))
-                }
-                throw ioFailure("open the \(what) \(display)", SystemCallError("openat", errno: e), plugin: plugin)
+                throw ioFailure("open the directory \(path)", SystemCallError("open", errno: e), plugin: plugin)
             }
-            if last {
-                defer { close(fd) }
-                return try read(fd: fd, path: display, cap: cap, what: what, plugin: plugin)
-            }
-            close(dirfd)
-            dirfd = fd
+            descriptor = OwnedDescriptor(adopting: fd)
+            self.path = path
         }
-        return nil
+
+        /// The names of the entries in this directory (not `.` and `..`), or `nil` when it cannot
+        /// be listed: lets a caller that probes for many optional files skip the absent ones.
+        public func entryNames() -> Set<String>? {
+            Directory.names(ofOpen: descriptor.rawValue).map(Set.init)
+        }
+
+        /// The bytes of `relativePath` inside this directory, following no symbolic link on the
+        /// way, or `nil` when it (or a directory on the way) does not exist.
+        public func readIfPresent(
+            relativePath: String, cap: Int, what: String, plugin: String? = nil
+        ) throws(CoreError) -> [UInt8]? {
+            let components = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            let display = path + "/" + relativePath
+            // The descriptor the next component is opened from: this directory's (borrowed, not
+            // closed here) or one opened on the way (closed when the walk moves past it).
+            var dirfd = descriptor.rawValue
+            var ownsDirfd = false
+            defer { if ownsDirfd { close(dirfd) } }
+            for (index, component) in components.enumerated() {
+                let last = index == components.count - 1
+                let flags =
+                    last
+                    ? (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+                    : (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                let fd = openat(dirfd, component, flags)
+                if fd < 0 {
+                    let e = errno
+                    if e == ENOENT { return nil }
+                    if e == ELOOP || e == ENOTDIR {
+                        let prefix = components[...index].joined(separator: "/")
+                        // Name what is really there (O_DIRECTORY|O_NOFOLLOW reports a link as ENOTDIR).
+                        var st = stat()
+                        let kind =
+                            fstatat(dirfd, component, &st, AT_SYMLINK_NOFOLLOW) == 0
+                            ? "a \(fileKind(st.st_mode))" : (e == ELOOP ? "a symbolic link" : "not a directory")
+                        throw CoreError(
+                            code: .notRegularFile, plugin: plugin,
+                            message: (last
+                                ? "the \(what) \(display) is \(kind)"
+                                : "the \(what) \(display) goes through \(path)/\(prefix), which is \(kind)")
+                                + "; Vigil follows no symbolic links inside a plugin directory — replace it with the "
+                                + "real " + (last ? "file" : "directory"))
+                    }
+                    throw ioFailure("open the \(what) \(display)", SystemCallError("openat", errno: e), plugin: plugin)
+                }
+                if last {
+                    defer { close(fd) }
+                    return try read(fd: fd, path: display, cap: cap, what: what, plugin: plugin)
+                }
+                if ownsDirfd { close(dirfd) }
+                dirfd = fd
+                ownsDirfd = true
+            }
+            return nil
+        }
     }
 
     /// Reads from an open descriptor after checking that it is a regular file within `cap`.

@@ -206,10 +206,10 @@ public struct PluginLoader: Sendable {
     /// `plugin.pub` and `plugin.2.pub` … `plugin.16.pub` (≤ 1 KiB each): regular files only, no
     /// symbolic links, each read once.
     public static func readFiles(directory: String, name: String) throws(CoreError) -> Files {
-        guard
-            let manifest = try SafeFile.readIfPresent(
-                relativePath: "plugin.json", inside: directory, cap: ManifestDecoder.maxManifestSize,
-                what: "manifest", plugin: name)
+        // Opened once for the up to 33 files probed below.
+        guard let opened = try SafeFile.OpenedDirectory(directory, plugin: name),
+            let manifest = try opened.readIfPresent(
+                relativePath: "plugin.json", cap: ManifestDecoder.maxManifestSize, what: "manifest", plugin: name)
         else {
             throw CoreError(
                 code: .pluginNotFound, plugin: name,
@@ -217,16 +217,21 @@ public struct PluginLoader: Sendable {
         }
         var signatures: [(number: Int, bytes: [UInt8])] = []
         var publicKeys: [(number: Int, bytes: [UInt8])] = []
+        // Listed once so that the absent files of the 32 probed below are not opened one by one
+        // (a file made after the listing is missed as one made after the read would be).
+        let present = opened.entryNames()
         for number in 1...TrustedKeys.maxKeys {
-            if let bytes = try SafeFile.readIfPresent(
-                relativePath: signatureFileName(number), inside: directory, cap: maxSignatureSize, what: "signature",
-                plugin: name)
+            let signatureFile = signatureFileName(number)
+            if present?.contains(signatureFile) != false,
+                let bytes = try opened.readIfPresent(
+                    relativePath: signatureFile, cap: maxSignatureSize, what: "signature", plugin: name)
             {
                 signatures.append((number, bytes))
             }
-            if let bytes = try SafeFile.readIfPresent(
-                relativePath: publicKeyFileName(number), inside: directory, cap: maxPublicKeySize,
-                what: "public key", plugin: name)
+            let publicKeyFile = publicKeyFileName(number)
+            if present?.contains(publicKeyFile) != false,
+                let bytes = try opened.readIfPresent(
+                    relativePath: publicKeyFile, cap: maxPublicKeySize, what: "public key", plugin: name)
             {
                 publicKeys.append((number, bytes))
             }
