@@ -223,6 +223,71 @@ struct RepositoryCommandTests {
         #expect(!FileManager.default.fileExists(atPath: placed))
     }
 
+    @Test("vigil check reads ca_file as the TLS library will: no certificate, or a private key, is refused")
+    func caFileContents() async throws {
+        let s = try Setup()
+        defer { s.remove() }
+        let made = try TestDirectory("repository-ca-check")
+        defer { made.remove() }
+        let ca = try await TestCertificateAuthority.make(in: made)
+        let der = try await RuntimeFixtures.run(
+            "/usr/bin/openssl", ["x509", "-in", ca.caFile, "-outform", "der", "-out", made.url("ca.der")], timeout: 30)
+        #expect(der.status == 0, "\(der.stderr)")
+        let good = try made.read("ca.pem")
+        let key = try made.read("ca.key")
+        // One base64 line in the middle of the certificate replaced: a CERTIFICATE block that does not parse.
+        var lines = String(decoding: good, as: UTF8.self).split(separator: "\n").map(String.init)
+        lines[lines.count / 2] = String(repeating: "A", count: lines[lines.count / 2].count)
+        let corrupt = Array((lines.joined(separator: "\n") + "\n").utf8)
+        let refused: [(file: String, bytes: [UInt8], reason: String)] = [
+            ("empty.pem", [], "is empty"),
+            ("blank.pem", Array(" \n\n".utf8), "is empty"),
+            ("garbage.pem", Array("this is not a certificate\n".utf8), "holds no PEM certificate"),
+            ("der.pem", try made.read("ca.der"), "holds no PEM certificate"),
+            ("key.pem", key, "holds a private key"),
+            ("with-key.pem", good + key, "holds a private key"),
+            ("corrupt.pem", corrupt, "holds a certificate that does not parse"),
+        ]
+        func configure(_ file: String) throws -> Int {
+            let table = "root = \"root.json\"\nmirrors = [\"\(s.repo.mirror)\"]\nca_file = \"\(file)\""
+            try s.writeConfig(plugins: [], repository: table)
+            let text = try TextFile.read(s.project.config).split(separator: "\n", omittingEmptySubsequences: false)
+            return (text.firstIndex { $0.hasPrefix("ca_file") } ?? -1) + 1
+        }
+        for (file, bytes, reason) in refused + [("good.pem", good, "")] {
+            let path = try s.project.dir.write(file, bytes)
+            chmod(path, 0o644)
+            let line = try configure(file)
+            var r = try await s.vigil("check")
+            if reason.isEmpty {
+                #expect(r.status == 0 && !r.stderr.contains("repository-ca-invalid"), "\(file): \(r.stderr)")
+            } else {
+                #expect(r.status == ExitCodes.failure, "\(file): \(r.stderr)")
+                #expect(
+                    r.stderr.contains(":\(line):") && r.stderr.contains("ca_file: \(path) \(reason)"), "\(r.stderr)")
+                #expect(
+                    r.stderr.contains("(repository-ca-invalid)") && r.stderr.contains("openssl x509"), "\(r.stderr)")
+            }
+            r = try await s.vigil("check", "--json")
+            let document = s.json(r.stdout)
+            let diagnostics = (document?["diagnostics"] as? [[String: Any]] ?? []).filter {
+                ($0["message"] as? String)?.contains("repository-ca-invalid") == true
+            }
+            if reason.isEmpty {
+                #expect(r.status == 0 && document?["errors"] as? Int == 0 && diagnostics.isEmpty, "\(r.stdout)")
+                continue
+            }
+            #expect(r.status == ExitCodes.failure && diagnostics.count == 1, "\(file): \(r.stdout)")
+            #expect(diagnostics.first?["line"] as? Int == line && diagnostics.first?["severity"] as? String == "error")
+            #expect((diagnostics.first?["message"] as? String)?.contains(reason) == true)
+            // The repository commands refuse it before fetching, as they refuse a missing ca_file.
+            r = try await s.vigil("plugin", "update", "--json")
+            #expect(
+                r.status == ExitCodes.repositoryNotConfigured && s.errorCode(r.stdout) == "repository-not-configured")
+            #expect(r.stdout.contains("repository-ca-invalid") && r.stdout.contains(reason), "\(file): \(r.stdout)")
+        }
+    }
+
     @Test("a running host keeps its plugin through a stale repository, and runs the update after `vigil reload`")
     func reloadPicksUpTheUpdate() async throws {
         let s = try Setup()

@@ -32,6 +32,10 @@ enum RepositoryCommand {
         return PluginInstaller(configuration: configuration, client: client, store: store)
     }
 
+    /// `vigil check`'s judge of `[repository] ca_file`'s bytes: the repository client's, so that the
+    /// check accepts what a fetch will trust.
+    static let caFileCheck: @Sendable ([UInt8]) -> String? = { RepositoryClient.caFileProblem($0) }
+
     /// The exit status of a refusal.
     static func exitCode(_ code: RepositoryErrorCode) -> Int32 {
         switch code {
