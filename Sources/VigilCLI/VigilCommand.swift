@@ -21,7 +21,7 @@ struct VigilCommand: AsyncParsableCommand {
             + ExitCodes.help,
         version: "vigil " + VigilVersion.description,
         subcommands: [
-            PluginCommand.self, Check.self, Up.self, Run.self, Status.self, Reload.self, Announce.self,
+            PluginCommand.self, CheckCommand.self, Up.self, Run.self, Status.self, Reload.self, Announce.self,
             SoundscapeCommand.self,
         ]
     )

@@ -38,9 +38,14 @@ package struct Check: AsyncParsableCommand {
             valueName: "FILE", visibility: .hidden))
     var buildInputs: String?
 
-    package func run() async throws {
-        var report = HostCheck(environment: CLI.environment, probeEnvironment: !declarationsOnly).run(
-            configPath: options.config)
+    package func run() async throws { try await perform(caFileCheck: nil) }
+
+    /// Runs the check; `caFileCheck` judges `[repository] ca_file`'s certificates (``HostCheck/caFileCheck``),
+    /// given by `vigil`, which links the TLS library the mirrors are fetched with.
+    package func perform(caFileCheck: (@Sendable ([UInt8]) -> String?)?) async throws {
+        var checker = HostCheck(environment: CLI.environment, probeEnvironment: !declarationsOnly)
+        checker.caFileCheck = caFileCheck
+        var report = checker.run(configPath: options.config)
         if let buildInputs {
             report = report.checkingBuildInputs(listPath: buildInputs, environment: CLI.environment)
         }

@@ -112,7 +112,13 @@ package struct PluginTrust: ParsableCommand {
     package static func confirm(_ r: TrustReview, confirmed: Bool, json: Bool, remedy: String) throws(CoreError) {
         if confirmed { return }
         let name = r.name
-        guard !json, TerminalPrompt.isAvailable else {
+        if json {
+            throw CoreError(
+                code: .trustDeclined, plugin: name,
+                message: "--json asks nothing, so nothing was trusted — review the plugin (the document's review), "
+                    + "then \(remedy)")
+        }
+        guard TerminalPrompt.isAvailable else {
             throw CoreError(
                 code: .trustDeclined, plugin: name,
                 message: "there is no terminal to confirm on, so nothing was trusted — review the plugin above, "

@@ -2,7 +2,8 @@ import VigilCore
 
 extension HostCheck {
     /// `[repository]`'s refusal as an error diagnostic, with its code (`repository-no-root`…), located
-    /// at the key it names; and a shipped `root` or a `ca_file` that cannot be read (missing, unsafe).
+    /// at the key it names; a shipped `root` or a `ca_file` that cannot be read (missing, unsafe); and,
+    /// with ``caFileCheck``, a `ca_file` with no certificate in it (`repository-ca-invalid`).
     func repositoryDiagnostics(_ configuration: HostConfiguration, located: ([String]) -> SourceLocation?)
         -> [Diagnostic]
     {
@@ -37,7 +38,16 @@ extension HostCheck {
             }
         }
         if let caFile = settings.caFile {
-            read("ca_file") { () throws(CoreError) in _ = try RepositorySettings.readCAFile(caFile) }
+            read("ca_file") { () throws(CoreError) in
+                let pem = try RepositorySettings.readCAFile(caFile)
+                if let problem = caFileCheck?(pem) {
+                    diagnostics.append(
+                        Diagnostic(
+                            severity: .error, location: located(["repository", "ca_file"]), plugin: nil,
+                            message: "[repository] ca_file: \(caFile) \(problem) "
+                                + "(\(RepositorySettingsCode.caInvalid.rawValue))"))
+                }
+            }
         }
         return diagnostics
     }

@@ -116,6 +116,11 @@ public struct HostCheck: Sendable {
     public var probeEnvironment: Bool
     /// What this kernel can enforce of a shared-library plugin's confinement.
     public var confinementSupport: ConfinementSupport
+    /// Judges the bytes of `[repository] ca_file`: what is wrong with them (and how to fix it), or
+    /// nil when the TLS library the mirrors are fetched with reads a certificate from them. Given
+    /// by `vigil check`, which links that library (the repository commands' module); without it
+    /// (`vigil up`, the build check) only the file's protection is checked.
+    public var caFileCheck: (@Sendable ([UInt8]) -> String?)? = nil
 
     /// Creates a checker for a host that provides `entries` (default: Vigil's built-in plugins),
     /// run in `environment` (the caller's, built once: the CLI's or the host app's).

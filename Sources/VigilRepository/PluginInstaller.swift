@@ -130,7 +130,9 @@ public struct PluginInstaller {
 
     /// Places a staged plugin in the install directory (never over an existing one), and records
     /// the reviewed key when there was a review: both, or the directory is taken back out.
-    public func commit(_ staged: StagedInstall) throws(RepositoryError) {
+    /// - Returns: what recording the reviewed key changed in `vigil.toml`; nil without a review.
+    @discardableResult
+    public func commit(_ staged: StagedInstall) throws(RepositoryError) -> TrustEditor.Outcome? {
         defer { DirectoryTree.remove(staged.staging) }
         let held = try lock()
         defer { withExtendedLifetime(held) {} }
@@ -143,9 +145,9 @@ public struct PluginInstaller {
         guard rename(staged.plugin.directory, staged.destination) == 0 else {
             throw storage("place \(name) at \(staged.destination)", errno: errno, plugin: name)
         }
-        guard let review = staged.review else { return }
+        guard let review = staged.review else { return nil }
         do throws(CoreError) {
-            _ = try TrustTransaction.commit(review, store: store, now: client.now)
+            return try TrustTransaction.commit(review, store: store, now: client.now)
         } catch {
             DirectoryTree.remove(staged.destination)
             throw RepositoryError(code: .refused, plugin: name, message: error.message, cause: ErrorCause(error))

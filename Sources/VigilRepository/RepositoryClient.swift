@@ -86,13 +86,20 @@ public struct RepositoryClient: Sendable {
             throw RepositoryError(code: .storage, message: error.message, cause: ErrorCause(error))
         }
         if let caFile = settings.caFile {
+            let pem: [UInt8]
             do throws(CoreError) {
-                _ = try RepositorySettings.readCAFile(caFile)
+                pem = try RepositorySettings.readCAFile(caFile)
             } catch {
                 throw RepositoryError(
                     code: .notConfigured,
                     message: "\(configuration.path): [repository] ca_file: \(error.message) (\(error.code))",
                     cause: ErrorCause(error))
+            }
+            if let problem = Self.caFileProblem(pem) {
+                throw RepositoryError(
+                    code: .notConfigured,
+                    message: "\(configuration.path): [repository] ca_file: \(caFile) \(problem) "
+                        + "(\(RepositorySettingsCode.caInvalid.rawValue))")
             }
         }
         let http = HTTPFetcher(caFile: settings.caFile)
@@ -101,6 +108,11 @@ public struct RepositoryClient: Sendable {
             return http
         }
     }
+
+    /// What is wrong with the bytes of a `ca_file` and how to fix it, or nil when the fetcher's TLS
+    /// library reads at least one certificate from them (and no private key is among them): what
+    /// `vigil check` asks of `ca_file`.
+    public static func caFileProblem(_ pem: [UInt8]) -> String? { CACertificates.problem(pem) }
 
     /// A refreshed view of the repository: root, timestamp, snapshot and top-level targets from the
     /// first mirror that gives a verified, unexpired set.

@@ -138,6 +138,8 @@ import VigilTestSupport
         let downgrade = try #require(doc["downgrade"] as? [String: Any])
         #expect(downgrade["from"] as? String == "2.0.0-rc.1" && downgrade["to"] as? String == "1.0.0")
         #expect((doc["error"] as? [String: Any])?["code"] as? String == "trust-declined")
+        let declined = (doc["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(declined.contains("--json asks nothing") && declined.contains("--yes"), "\(declined)")
         #expect(doc["trusted"] as? Bool == false)
         #expect(doc.keys.contains("expected_first_party_key") && doc["expected_first_party_key"] is NSNull)
 

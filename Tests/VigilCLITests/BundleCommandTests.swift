@@ -73,6 +73,21 @@ struct BundleCommandTests {
         // An existing directory is refused: a bundle appears whole or not at all.
         r = try await s.vigil("plugin", "bundle", "create", bundles + "/one")
         #expect(r.status == ExitCodes.failure && r.stderr.contains("exists"), "\(r.stderr)")
+        // --json: one vigil.bundle/v1 document, for the refusal and for a bundle written.
+        r = try await s.vigil("plugin", "bundle", "create", bundles + "/one", "--json")
+        var d = s.document(r, schema: "vigil.bundle/v1")
+        #expect(r.status == ExitCodes.failure && s.errorCode(r.stdout) == "repository-storage", "\(r.stdout)")
+        #expect(d?["directory"] is NSNull && (d?["plugins"] as? [Any])?.isEmpty == true, "\(r.stdout)")
+        r = try await s.vigil("plugin", "bundle", "create", bundles + "/json", "--json")
+        d = s.document(r, schema: "vigil.bundle/v1")
+        let rows = d?["plugins"] as? [[String: Any]]
+        #expect(
+            r.status == 0 && d?["error"] is NSNull && d?["directory"] as? String == bundles + "/json", "\(r.stdout)")
+        #expect(
+            rows?.count == 1 && rows?.first?["name"] as? String == "sup"
+                && rows?.first?["version"] as? String == "1.0.0")
+        #expect((d?["expires"] as? String)?.hasSuffix("Z") == true)
+        #expect(FileManager.default.fileExists(atPath: bundles + "/json/metadata/timestamp.json"))
 
         // The offline box installs from the first bundle as a file:// mirror, then loses it.
         try box.writeConfig(mirror: "file://\(bundles)/one/")

@@ -88,6 +88,15 @@ struct RepositoryCommandTests {
         func errorCode(_ text: String) -> String? {
             (json(text)?["error"] as? [String: Any])?["code"] as? String
         }
+
+        /// The one JSON document `r` printed on standard output (nothing before or after it), and
+        /// its error's exit status, which must be `r`'s.
+        func document(_ r: RuntimeFixtures.Output, schema: String) -> [String: Any]? {
+            guard let document = json(r.stdout), document["schema"] as? String == schema else { return nil }
+            let error = document["error"] as? [String: Any]
+            let status = (error?["exit_status"] as? NSNumber)?.int32Value ?? 0
+            return status == r.status ? document : nil
+        }
     }
 
     @Test("each refusal has its exit status and code; --json prints one document whatever happens")
@@ -146,6 +155,137 @@ struct RepositoryCommandTests {
         #expect(r.status == ExitCodes.repositoryUnreachable && s.errorCode(r.stdout) == "repository-unreachable")
         #expect(r.stdout.contains("http://127.0.0.1:9/"))
         #expect(try TextFile.read(s.project.dir.path + "/manifests/sup/plugin.json").contains("\"1.0.0\""))
+    }
+
+    @Test("install --json: one vigil.install/v1 document whatever happens; nothing asked, --yes decides")
+    func installJSON() async throws {
+        let s = try Setup()
+        defer { s.remove() }
+        let placed = s.project.dir.path + "/manifests/sup"
+        // 5: no [repository].
+        try "plugins = []\n".write(toFile: s.project.config, atomically: true, encoding: .utf8)
+        var r = try await s.vigil("plugin", "install", "sup", "--json")
+        var d = s.document(r, schema: "vigil.install/v1")
+        #expect(r.status == ExitCodes.repositoryNotConfigured && s.errorCode(r.stdout) == "repository-not-configured")
+        #expect(d?["installed"] as? Bool == false && d?["name"] as? String == "sup", "\(r.stdout)")
+
+        try await s.publish("sup", "1.0.0")
+        try s.writeConfig(plugins: ["sup"])
+        // 10: an unknown plugin.
+        r = try await s.vigil("plugin", "install", "nope", "--json")
+        d = s.document(r, schema: "vigil.install/v1")
+        #expect(r.status == ExitCodes.repositoryUnknownPlugin && s.errorCode(r.stdout) == "repository-unknown-plugin")
+        #expect(d?["version"] is NSNull && d?["review"] is NSNull && d?["installed"] as? Bool == false, "\(r.stdout)")
+
+        // Not trusted yet and no --yes: the review in the document, nothing asked, trusted or placed.
+        r = try await s.vigil("plugin", "install", "sup", "--json")
+        d = s.document(r, schema: "vigil.install/v1")
+        #expect(r.status == ExitCodes.failure && s.errorCode(r.stdout) == "repository-refused", "\(r.stdout)")
+        let message = (d?["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("trust-declined") && message.contains("--json --yes"), "\(message)")
+        #expect(d?["trust"] as? String == "declined" && d?["installed"] as? Bool == false)
+        #expect(d?["version"] as? String == "1.0.0" && (d?["keys"] as? [String])?.count == 1, "\(r.stdout)")
+        let review = d?["review"] as? [String: Any]
+        let fingerprint = try #require(review?["fingerprint"] as? String, "\(r.stdout)")
+        #expect(fingerprint.hasPrefix("ed25519:") && (d?["keys"] as? [String]) == [fingerprint])
+        #expect(review?["name"] as? String == "sup" && review?["trusted"] as? Bool == false)
+        #expect((d?["capabilities"] as? [String: Any]) != nil && (review?["capabilities"] as? [String: Any]) != nil)
+        #expect(!FileManager.default.fileExists(atPath: placed))
+        #expect(!(try TextFile.read(s.project.config).contains("sup = \"ed25519:")))
+
+        // --yes: reviewed, trusted and placed; the document says so.
+        r = try await s.vigil("plugin", "install", "sup", "--json", "--yes")
+        d = s.document(r, schema: "vigil.install/v1")
+        #expect(r.status == 0 && d?["error"] is NSNull, "\(r.stdout)\(r.stderr)")
+        #expect(d?["installed"] as? Bool == true && d?["trust"] as? String == "accepted")
+        #expect((d?["review"] as? [String: Any])?["outcome"] as? String == "added")
+        #expect(d?["destination"] as? String == placed && FileManager.default.fileExists(atPath: placed))
+        #expect(try TextFile.read(s.project.config).contains("sup = \"\(fingerprint)\""))
+        // Installed already: the install state refusal, still one document.
+        r = try await s.vigil("plugin", "install", "sup", "--json")
+        #expect(r.status == ExitCodes.failure && s.errorCode(r.stdout) == "repository-install-state", "\(r.stdout)")
+        #expect(s.document(r, schema: "vigil.install/v1") != nil)
+
+        // A plugin the host trusts already needs no --yes: verified with that key, no review.
+        try FileManager.default.removeItem(atPath: placed)
+        r = try await s.vigil("plugin", "install", "sup", "--json")
+        d = s.document(r, schema: "vigil.install/v1")
+        #expect(r.status == 0 && d?["trust"] as? String == "already-trusted" && d?["review"] is NSNull, "\(r.stdout)")
+        #expect(d?["installed"] as? Bool == true && FileManager.default.fileExists(atPath: placed))
+
+        // 6: no mirror answers.
+        try FileManager.default.removeItem(atPath: placed)
+        try s.writeConfig(plugins: ["sup"], repository: "root = \"root.json\"\nmirrors = [\"http://127.0.0.1:9/\"]")
+        r = try await s.vigil("plugin", "install", "sup", "--json", "--yes")
+        d = s.document(r, schema: "vigil.install/v1")
+        #expect(r.status == ExitCodes.repositoryUnreachable && s.errorCode(r.stdout) == "repository-unreachable")
+        #expect(d?["installed"] as? Bool == false && r.stdout.contains("http://127.0.0.1:9/"), "\(r.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: placed))
+    }
+
+    @Test("vigil check reads ca_file as the TLS library will: no certificate, or a private key, is refused")
+    func caFileContents() async throws {
+        let s = try Setup()
+        defer { s.remove() }
+        let made = try TestDirectory("repository-ca-check")
+        defer { made.remove() }
+        let ca = try await TestCertificateAuthority.make(in: made)
+        let der = try await RuntimeFixtures.run(
+            "/usr/bin/openssl", ["x509", "-in", ca.caFile, "-outform", "der", "-out", made.url("ca.der")], timeout: 30)
+        #expect(der.status == 0, "\(der.stderr)")
+        let good = try made.read("ca.pem")
+        let key = try made.read("ca.key")
+        // One base64 line in the middle of the certificate replaced: a CERTIFICATE block that does not parse.
+        var lines = String(decoding: good, as: UTF8.self).split(separator: "\n").map(String.init)
+        lines[lines.count / 2] = String(repeating: "A", count: lines[lines.count / 2].count)
+        let corrupt = Array((lines.joined(separator: "\n") + "\n").utf8)
+        let refused: [(file: String, bytes: [UInt8], reason: String)] = [
+            ("empty.pem", [], "is empty"),
+            ("blank.pem", Array(" \n\n".utf8), "is empty"),
+            ("garbage.pem", Array("this is not a certificate\n".utf8), "holds no PEM certificate"),
+            ("der.pem", try made.read("ca.der"), "holds no PEM certificate"),
+            ("key.pem", key, "holds a private key"),
+            ("with-key.pem", good + key, "holds a private key"),
+            ("corrupt.pem", corrupt, "holds a certificate that does not parse"),
+        ]
+        func configure(_ file: String) throws -> Int {
+            let table = "root = \"root.json\"\nmirrors = [\"\(s.repo.mirror)\"]\nca_file = \"\(file)\""
+            try s.writeConfig(plugins: [], repository: table)
+            let text = try TextFile.read(s.project.config).split(separator: "\n", omittingEmptySubsequences: false)
+            return (text.firstIndex { $0.hasPrefix("ca_file") } ?? -1) + 1
+        }
+        for (file, bytes, reason) in refused + [("good.pem", good, "")] {
+            let path = try s.project.dir.write(file, bytes)
+            chmod(path, 0o644)
+            let line = try configure(file)
+            var r = try await s.vigil("check")
+            if reason.isEmpty {
+                #expect(r.status == 0 && !r.stderr.contains("repository-ca-invalid"), "\(file): \(r.stderr)")
+            } else {
+                #expect(r.status == ExitCodes.failure, "\(file): \(r.stderr)")
+                #expect(
+                    r.stderr.contains(":\(line):") && r.stderr.contains("ca_file: \(path) \(reason)"), "\(r.stderr)")
+                #expect(
+                    r.stderr.contains("(repository-ca-invalid)") && r.stderr.contains("openssl x509"), "\(r.stderr)")
+            }
+            r = try await s.vigil("check", "--json")
+            let document = s.json(r.stdout)
+            let diagnostics = (document?["diagnostics"] as? [[String: Any]] ?? []).filter {
+                ($0["message"] as? String)?.contains("repository-ca-invalid") == true
+            }
+            if reason.isEmpty {
+                #expect(r.status == 0 && document?["errors"] as? Int == 0 && diagnostics.isEmpty, "\(r.stdout)")
+                continue
+            }
+            #expect(r.status == ExitCodes.failure && diagnostics.count == 1, "\(file): \(r.stdout)")
+            #expect(diagnostics.first?["line"] as? Int == line && diagnostics.first?["severity"] as? String == "error")
+            #expect((diagnostics.first?["message"] as? String)?.contains(reason) == true)
+            // The repository commands refuse it before fetching, as they refuse a missing ca_file.
+            r = try await s.vigil("plugin", "update", "--json")
+            #expect(
+                r.status == ExitCodes.repositoryNotConfigured && s.errorCode(r.stdout) == "repository-not-configured")
+            #expect(r.stdout.contains("repository-ca-invalid") && r.stdout.contains(reason), "\(file): \(r.stdout)")
+        }
     }
 
     @Test("a running host keeps its plugin through a stale repository, and runs the update after `vigil reload`")

@@ -323,6 +323,16 @@ struct TLSMirrorTests {
                 _ = try await HTTPFetcher(caFile: tls.directory.url("none.pem")).fetch(file, maxLength: 1)
             }
                 == .storage)
+        // `vigil check` judges ca_file with the reader the fetcher loads it with: a file it refuses
+        // for holding no certificate (here the CA's key alone) no fetch can load either.
+        #expect(CACertificates.problem(try tls.directory.read("ca.pem")) == nil)
+        #expect(CACertificates.problem(try tls.directory.read("ca.key"))?.contains("private key") == true)
+        #expect(CACertificates.problem(Array("not PEM".utf8))?.contains("no PEM certificate") == true)
+        for bytes in [[], Array("not PEM".utf8)] as [[UInt8]] {
+            let path = try tls.directory.write("bad-ca-\(bytes.count).pem", bytes)
+            #expect(
+                await tufErrorCode { _ = try await HTTPFetcher(caFile: path).fetch(file, maxLength: 1) } == .storage)
+        }
 
         // The whole workflow over HTTPS, and the hostile behaviours there too.
         let dir = try TestDirectory("tuf-tls-client")

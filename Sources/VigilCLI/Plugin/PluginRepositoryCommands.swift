@@ -32,6 +32,10 @@ enum RepositoryCommand {
         return PluginInstaller(configuration: configuration, client: client, store: store)
     }
 
+    /// `vigil check`'s judge of `[repository] ca_file`'s bytes: the repository client's, so that the
+    /// check accepts what a fetch will trust.
+    static let caFileCheck: @Sendable ([UInt8]) -> String? = { RepositoryClient.caFileProblem($0) }
+
     /// The exit status of a refusal.
     static func exitCode(_ code: RepositoryErrorCode) -> Int32 {
         switch code {
@@ -51,11 +55,15 @@ enum RepositoryCommand {
         return ExitCode(exitCode(error.code))
     }
 
-    /// `{"schema", "plugins": [rows], "error"}`: the one document `update --json` and `outdated --json` print.
-    static func document(_ schema: String, _ rows: [[(String, JSONValue)]], error: RepositoryError?) -> JSONValue {
-        .object([
-            ("schema", .string(schema)), ("plugins", .array(rows.map { .object($0) })), ("error", json(error)),
-        ])
+    /// `{"schema", "plugins": [rows], …, "error"}`: the one document `update --json`, `outdated --json`
+    /// and `bundle … --json` print (`extra`: a command's own keys, between the rows and the error).
+    static func document(
+        _ schema: String, _ rows: [[(String, JSONValue)]], _ extra: [(String, JSONValue)] = [], error: RepositoryError?
+    ) -> JSONValue {
+        .object(
+            [("schema", .string(schema)), ("plugins", .array(rows.map { .object($0) }))] + extra + [
+                ("error", json(error))
+            ])
     }
 
     /// A string, or null.
@@ -71,7 +79,7 @@ enum RepositoryCommand {
     }
 }
 
-/// `vigil plugin install NAME [--yes]`.
+/// `vigil plugin install NAME [--yes] [--json]`.
 struct PluginInstall: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "install",
@@ -81,7 +89,9 @@ struct PluginInstall: AsyncParsableCommand {
             through its delegation (the role NAME, whose key is the plugin's own), and verifies them as `vigil \
             plugin verify` does. A plugin the host already trusts must verify with that key (or a signed rotation \
             from it); a plugin it does not trust yet gets the review `vigil plugin trust` shows, and is trusted \
-            after confirmation (--yes for scripts). Only then is NAME placed in the first plugin path.
+            after confirmation (--yes for scripts). Only then is NAME placed in the first plugin path. With \
+            --json nothing is asked: the review and the outcome are one vigil.install/v1 document, and a plugin \
+            not trusted yet is installed only with --yes.
             """)
 
     @OptionGroup var options: ConfigOption
@@ -93,35 +103,92 @@ struct PluginInstall: AsyncParsableCommand {
         name: .long, help: "Trust a plugin that is not trusted yet without asking (after reviewing it some other way).")
     var yes = false
 
+    @Flag(
+        name: .long,
+        help: "Print the review and the outcome as one JSON document; nothing is asked, so add --yes to trust.")
+    var json = false
+
     func validate() throws { try CLI.validateName(name) }
 
+    /// How far an install got, for `--json`.
+    struct Outcome {
+        var staged: PluginInstaller.StagedInstall?
+        /// `already-trusted`, `accepted` (reviewed, --yes) or `declined`; nil before the plugin verified.
+        var trust: String?
+        var trustOutcome: TrustEditor.Outcome?
+        var installed = false
+    }
+
     func run() async throws {
+        var outcome = Outcome()
         do throws(RepositoryError) {
-            let installer = try RepositoryCommand.installer(options)
-            let staged = try await installer.stageInstall(name)
-            if let review = staged.review {
+            try await install(&outcome)
+            if json { CLI.printJSON(Self.json(name, outcome, error: nil)) }
+        } catch {
+            if json { CLI.printJSON(Self.json(name, outcome, error: error)) } else { _ = RepositoryCommand.fail(error) }
+            throw ExitCode(RepositoryCommand.exitCode(error.code))
+        }
+    }
+
+    private func install(_ outcome: inout Outcome) async throws(RepositoryError) {
+        let installer = try RepositoryCommand.installer(options)
+        let staged = try await installer.stageInstall(name)
+        outcome.staged = staged
+        outcome.trust = "already-trusted"
+        if let review = staged.review {
+            if !json {
                 PluginTrust.printReview(review)
                 CLI.sayLine(
                     "  installs to:   \(staged.destination) (from \(staged.offer.keys), delegated by the repository)")
-                do throws(CoreError) {
-                    try PluginTrust.confirm(
-                        review, confirmed: yes, json: false,
-                        remedy: "run `vigil plugin install \(name) --yes`")
-                } catch {
-                    installer.discard(staged)
-                    throw RepositoryError(
-                        code: .refused, plugin: name, message: "\(error.message) (\(error.code))",
-                        cause: ErrorCause(error))
-                }
             }
-            try installer.commit(staged)
-            let trust = staged.review == nil ? "" : ", trusted \(staged.plugin.trust)"
-            CLI.sayLine(
-                "installed \(name)@\(staged.plugin.manifest.version) in \(staged.destination)\(trust) — a running host "
-                    + "starts it on `vigil reload` or its next start once vigil.toml activates it")
-        } catch {
-            throw RepositoryCommand.fail(error)
+            do throws(CoreError) {
+                try PluginTrust.confirm(
+                    review, confirmed: yes, json: json,
+                    remedy: json
+                        ? "add --yes: `vigil plugin install \(name) --json --yes` (--json asks nothing)"
+                        : "run `vigil plugin install \(name) --yes`")
+            } catch {
+                installer.discard(staged)
+                outcome.trust = "declined"
+                throw RepositoryError(
+                    code: .refused, plugin: name, message: "\(error.message) (\(error.code))",
+                    cause: ErrorCause(error))
+            }
+            outcome.trust = "accepted"
         }
+        outcome.trustOutcome = try installer.commit(staged)
+        outcome.installed = true
+        if json { return }
+        let trust = staged.review == nil ? "" : ", trusted \(staged.plugin.trust)"
+        CLI.sayLine(
+            "installed \(name)@\(staged.plugin.manifest.version) in \(staged.destination)\(trust) — a running host "
+                + "starts it on `vigil reload` or its next start once vigil.toml activates it")
+    }
+
+    /// `{"schema": "vigil.install/v1", …}`: what the review shows (name, version, the delegated keys,
+    /// capabilities; the whole `vigil.trust/v1` review when the plugin was not trusted yet) and the
+    /// outcome; every key always present (null when the install stopped before it was known).
+    static func json(_ name: String, _ outcome: Outcome, error: RepositoryError?) -> JSONValue {
+        let staged = outcome.staged
+        let manifest = staged?.plugin.manifest
+        let keys = staged?.offer.keys
+        return .object([
+            ("schema", .string("vigil.install/v1")),
+            ("name", .string(name)),
+            ("version", RepositoryCommand.string(manifest.map { "\($0.version)" })),
+            ("description", RepositoryCommand.string(manifest?.description)),
+            ("keys", keys.map { .array($0.keys.map { .string("\($0)") }) } ?? .null),
+            ("threshold", keys.map { .number(String($0.threshold)) } ?? .null),
+            ("capabilities", manifest?.capabilitiesJSON ?? .null),
+            ("destination", RepositoryCommand.string(staged?.destination)),
+            ("trust", RepositoryCommand.string(outcome.trust)),
+            (
+                "review",
+                staged?.review.map { PluginTrust.json(review: $0, outcome: outcome.trustOutcome, error: nil) } ?? .null
+            ),
+            ("installed", .bool(outcome.installed)),
+            ("error", RepositoryCommand.json(error)),
+        ])
     }
 }
 
@@ -265,7 +332,7 @@ struct PluginBundle: AsyncParsableCommand {
         subcommands: [PluginBundleCreate.self, PluginBundleApply.self])
 }
 
-/// `vigil plugin bundle create DIR`.
+/// `vigil plugin bundle create DIR [--json]`.
 struct PluginBundleCreate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
@@ -282,15 +349,37 @@ struct PluginBundleCreate: AsyncParsableCommand {
     @Argument(help: "The bundle directory to create (must not exist).")
     var directory: String
 
+    @Flag(name: .long, help: "Print what was bundled as one JSON document.")
+    var json = false
+
     func run() async throws {
         do throws(RepositoryError) {
             let installer = try RepositoryCommand.installer(options)
             let summary = try await installer.createBundle(at: CLI.absolute(directory))
+            if json {
+                CLI.printJSON(document(summary, error: nil))
+                return
+            }
             for plugin in summary.plugins { CLI.sayLine("bundled \(plugin.name) \(plugin.version ?? "")") }
             CLI.sayLine("wrote \(directory); apply it before \(summary.expires)")
         } catch {
-            throw RepositoryCommand.fail(error)
+            if json { CLI.printJSON(document(nil, error: error)) } else { _ = RepositoryCommand.fail(error) }
+            throw ExitCode(RepositoryCommand.exitCode(error.code))
         }
+    }
+
+    /// `{"schema": "vigil.bundle/v1", "plugins": [{"name", "version"}], "directory", "expires", "error"}`;
+    /// `directory` and `expires` are null unless the bundle was written.
+    func document(_ summary: PluginInstaller.BundleSummary?, error: RepositoryError?) -> JSONValue {
+        RepositoryCommand.document(
+            "vigil.bundle/v1",
+            (summary?.plugins ?? []).map {
+                [("name", .string($0.name)), ("version", RepositoryCommand.string($0.version))]
+            },
+            [
+                ("directory", RepositoryCommand.string(summary.map { _ in CLI.absolute(directory) })),
+                ("expires", RepositoryCommand.string(summary?.expires)),
+            ], error: error)
     }
 }
 

@@ -14,6 +14,9 @@ public enum RepositorySettingsCode: String, ErrorCode {
     case mirrorInvalid = "repository-mirror-invalid"
     /// An `http://` mirror on a host other than loopback without `allow_remote_http = true`.
     case mirrorNotLoopback = "repository-mirror-not-loopback"
+    /// `ca_file` holds no certificate the TLS library reads (empty, not PEM, a certificate that does
+    /// not parse) or holds a private key: `vigil check`, and the repository commands before fetching.
+    case caInvalid = "repository-ca-invalid"
 }
 
 /// A refusal of `[repository]`.
