@@ -187,6 +187,97 @@ struct RepositoryCommandTests {
         #expect(updated != nil, "\(reload.stdout)")
     }
 
+    @Test(
+        "the shipped update unit's command lines, run as systemd would: a stale repository is exit 7, then the update runs after the reload"
+    )
+    func updateUnitCommandLines() async throws {
+        // Examples/systemd: vigil.service runs the host; vigil-plugin-update.service updates its
+        // vigil.toml, then (ExecStartPost=, systemctl) runs vigil.service's ExecReload=.
+        func lines(_ name: String) throws -> [Substring] {
+            try TextFile.read(VigilExecutable.packageRoot + "/Examples/systemd/" + name).split(separator: "\n")
+        }
+        func value(_ key: String, _ lines: [Substring]) throws -> String {
+            try #require(lines.first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) })
+        }
+        let host = try lines("vigil.service")
+        let unit = try lines("vigil-plugin-update.service")
+        let update = try value("ExecStart", unit)
+        #expect(try value("ExecStartPost", unit) == "/usr/bin/systemctl --user try-reload-or-restart vigil.service")
+
+        // %E is $XDG_CONFIG_HOME; /usr/bin/vigil is this build's. The mirror is a file:// one.
+        let s = try Setup()
+        defer { s.remove() }
+        let configHome = s.project.dir.path + "/config"
+        let config = configHome + "/vigil/vigil.toml"
+        try FileManager.default.createDirectory(atPath: configHome + "/vigil", withIntermediateDirectories: true)
+        try FileManager.default.moveItem(
+            atPath: s.project.dir.path + "/root.json", toPath: configHome + "/vigil/root.json")
+        func run(_ line: String) async throws -> RuntimeFixtures.Output {
+            let words = line.replacingOccurrences(of: "%E", with: configHome).split(separator: " ").map(String.init)
+            #expect(words.first == "/usr/bin/vigil", "\(line)")
+            return try await RuntimeFixtures.run(
+                VigilExecutable.path, Array(words.dropFirst()), environment: s.project.environment, timeout: 30)
+        }
+        try await s.publish("sup", "1.0.0")
+        let mirror = "mirrors = [\"file://\(s.repo.path)/\"]"
+        try """
+        plugins = ["sup"]
+
+        [host]
+        services = ["supervisor"]
+
+        [repository]
+        root = "root.json"
+        \(mirror)
+
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        // Points the mirror elsewhere, keeping the rest (the trust `install` adds).
+        func configure(mirror: String) throws {
+            let text = try TextFile.read(config).split(separator: "\n", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix("mirrors = ") ? mirror : String($0) }.joined(separator: "\n")
+            try text.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+        var r = try await s.run("plugin", "install", "sup", "--yes", "--config", config)
+        #expect(r.status == 0, "\(r.stderr)")
+        let up = try ChildProcess(
+            VigilExecutable.path,
+            try value("ExecStart", host).replacingOccurrences(of: "%E", with: configHome).split(separator: " ")
+                .dropFirst().map(String.init), environment: s.project.environment,
+            stdout: s.project.dir.path + "/up.out", stderr: s.project.dir.path + "/up.err")
+        defer { up.terminate(grace: 5) }
+        let running = try await s.project.pluginStatus("sup", pid: up.pid) {
+            $0["state"] as? String == "running" && $0["version"] as? String == "1.0.0"
+        }
+        #expect(running != nil, "\((try? TextFile.read(s.project.dir.path + "/up.err")) ?? "")")
+
+        // Unreachable, then stale: ExecStart= fails with 6, then 7, so systemd runs no
+        // ExecStartPost=; the host runs on.
+        try await s.publish("sup", "1.1.0")
+        try configure(mirror: "mirrors = [\"file://\(s.project.dir.path)/no-such-mirror/\"]")
+        r = try await run(update)
+        #expect(
+            r.status == ExitCodes.repositoryUnreachable && r.stderr.contains("repository-unreachable"), "\(r.stderr)")
+        try configure(mirror: mirror)
+        try s.repo.run("expire", ["timestamp"])
+        r = try await run(update)
+        #expect(r.status == ExitCodes.repositoryStale && r.stderr.contains("repository-stale"), "\(r.stderr)")
+        let unchanged = try await s.project.pluginStatus("sup", pid: up.pid, timeout: 2) {
+            $0["state"] as? String == "running" && $0["version"] as? String == "1.0.0"
+        }
+        #expect(unchanged != nil, "the running plugin is untouched")
+
+        // Fresh again: the update succeeds, and the host's ExecReload= starts the new version.
+        try s.repo.run("expire", ["timestamp", "--seconds", "3600"])
+        r = try await run(update)
+        #expect(r.status == 0 && r.stdout.contains("updated sup: 1.0.0 -> 1.1.0"), "\(r.stdout)\(r.stderr)")
+        r = try await run(try value("ExecReload", host))
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let updated = try await s.project.pluginStatus("sup", pid: up.pid) {
+            $0["state"] as? String == "running" && $0["version"] as? String == "1.1.0"
+        }
+        #expect(updated != nil, "\(r.stdout)")
+    }
+
     @Test("https:// mirror with ca_file: install, update; another CA is exit 6; check refuses a bad ca_file")
     func httpsMirror() async throws {
         let s = try Setup()
