@@ -204,7 +204,7 @@ struct RepositoryCommandTests {
     }
 
     @Test(
-        "the shipped update unit's command lines, run as systemd would: a stale repository is exit 7, then the update runs after the reload"
+        "the shipped update unit's command lines, run as systemd would: 6 and 7 leave the host running; ExecReload= applies an update"
     )
     func updateUnitCommandLines() async throws {
         // Examples/systemd: vigil.service runs the host; vigil-plugin-update.service updates its
