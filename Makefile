@@ -3,6 +3,7 @@
 #   make                                   the release build, man pages and completions (in .build-release/)
 #   make install [PREFIX=/usr/local] [DESTDIR=]
 #   make uninstall [PREFIX=…] [DESTDIR=]   removes exactly what `install` wrote
+#   make install-units [PREFIX=…] [DESTDIR=]  the systemd units alone (part of install; no build)
 #   make deb                               vigil_VERSION_ARCH.deb (scripts/package-deb.sh)
 #   make check-package                     the .deb installed into a clean Debian 12 root (scripts/test-package.sh)
 #
@@ -16,7 +17,8 @@
 #   share/man/man1/vigil*.1                one page per command (swift-argument-parser's generate-manual)
 #   share/bash-completion/completions/vigil, share/zsh/vendor-completions/_vigil (site-functions
 #   outside /usr), share/fish/vendor_completions.d/vigil.fish
-#   lib/systemd/user/vigil.service, lib/systemd/system/vigil@.service   (from Examples/systemd)
+#   lib/systemd/user/vigil.service, vigil-plugin-update.{service,timer}    (from Examples/systemd; the
+#   lib/systemd/system/vigil@.service, vigil-plugin-update@.{service,timer} timers are not enabled)
 #   lib/systemd/catalog/vigil.catalog      the journal catalog of Vigil's MESSAGE_IDs (docs/logs.md); Debian's
 #                                          systemd rebuilds the catalog database when a package installs one,
 #                                          after `make install` run `journalctl --update-catalog`
@@ -66,10 +68,12 @@ REVISION ?= $(shell \
 # The man pages' date: the revision's commit date, so that a rebuild gives the same pages.
 MAN_DATE ?= $(shell git -C '$(CURDIR)' log -1 --format=%cs 2>/dev/null || date -u +%F)
 
-units := vigil.service vigil@.service
+# The units of Examples/systemd the package installs (my-signer.service is an example to copy).
+user_units := vigil.service vigil-plugin-update.service vigil-plugin-update.timer
+system_units := vigil@.service vigil-plugin-update@.service vigil-plugin-update@.timer
 docs := README.md CHANGELOG.md LICENSE $(wildcard docs/*.md)
 
-.PHONY: all build dist install uninstall deb check-package clean-dist FORCE
+.PHONY: all build dist install install-units uninstall deb check-package clean-dist FORCE
 
 all: dist
 
@@ -100,11 +104,10 @@ dist: build
 	'$(release_bin)/vigil' --generate-completion-script zsh >'$(dist)/completions/_vigil'
 	'$(release_bin)/vigil' --generate-completion-script fish >'$(dist)/completions/vigil.fish'
 
-install: dist
+install: dist install-units
 	$(INSTALL) -d '$(DESTDIR)$(bindir)' '$(DESTDIR)$(manifestdir)' '$(DESTDIR)$(mandir)/man1' \
 	  '$(DESTDIR)$(bashcompletiondir)' '$(DESTDIR)$(zshcompletiondir)' '$(DESTDIR)$(fishcompletiondir)' \
-	  '$(DESTDIR)$(systemduserunitdir)' '$(DESTDIR)$(systemdsystemunitdir)' '$(DESTDIR)$(docdir)' \
-	  '$(DESTDIR)$(catalogdir)' '$(DESTDIR)$(libexecdir)/vigil'
+	  '$(DESTDIR)$(docdir)' '$(DESTDIR)$(libexecdir)/vigil'
 	$(INSTALL) -m 0755 '$(release_bin)/vigil' '$(DESTDIR)$(bindir)/vigil'
 	$(INSTALL) -m 0755 '$(release_bin)/vigil-plugin-helper' '$(DESTDIR)$(libexecdir)/vigil/vigil-plugin-helper'
 	cd manifests && for plugin in */; do \
@@ -114,19 +117,25 @@ install: dist
 	$(INSTALL) -m 0644 '$(dist)/completions/vigil' '$(DESTDIR)$(bashcompletiondir)/vigil'
 	$(INSTALL) -m 0644 '$(dist)/completions/_vigil' '$(DESTDIR)$(zshcompletiondir)/_vigil'
 	$(INSTALL) -m 0644 '$(dist)/completions/vigil.fish' '$(DESTDIR)$(fishcompletiondir)/vigil.fish'
-	sed 's|/usr/bin/vigil|$(bindir)/vigil|g' Examples/systemd/vigil.service \
-	  >'$(DESTDIR)$(systemduserunitdir)/vigil.service'
-	sed 's|/usr/bin/vigil|$(bindir)/vigil|g' Examples/systemd/vigil@.service \
-	  >'$(DESTDIR)$(systemdsystemunitdir)/vigil@.service'
-	chmod 0644 '$(DESTDIR)$(systemduserunitdir)/vigil.service' '$(DESTDIR)$(systemdsystemunitdir)/vigil@.service'
-	$(INSTALL) -m 0644 Examples/systemd/vigil.catalog '$(DESTDIR)$(catalogdir)/vigil.catalog'
 	$(INSTALL) -m 0644 $(docs) '$(DESTDIR)$(docdir)/'
+
+# The units run /usr/bin/vigil: installed, they run $(bindir)/vigil. The catalog goes with them.
+install-units:
+	$(INSTALL) -d '$(DESTDIR)$(systemduserunitdir)' '$(DESTDIR)$(systemdsystemunitdir)' '$(DESTDIR)$(catalogdir)'
+	for unit in $(user_units); do \
+	  sed 's|/usr/bin/vigil|$(bindir)/vigil|g' "Examples/systemd/$$unit" >'$(DESTDIR)$(systemduserunitdir)/'"$$unit" && \
+	  chmod 0644 '$(DESTDIR)$(systemduserunitdir)/'"$$unit" || exit 1; done
+	for unit in $(system_units); do \
+	  sed 's|/usr/bin/vigil|$(bindir)/vigil|g' "Examples/systemd/$$unit" >'$(DESTDIR)$(systemdsystemunitdir)/'"$$unit" && \
+	  chmod 0644 '$(DESTDIR)$(systemdsystemunitdir)/'"$$unit" || exit 1; done
+	$(INSTALL) -m 0644 Examples/systemd/vigil.catalog '$(DESTDIR)$(catalogdir)/vigil.catalog'
 
 uninstall:
 	rm -f '$(DESTDIR)$(bindir)/vigil' '$(DESTDIR)$(mandir)'/man1/vigil.1 '$(DESTDIR)$(mandir)'/man1/vigil.*.1 \
 	  '$(DESTDIR)$(bashcompletiondir)/vigil' '$(DESTDIR)$(zshcompletiondir)/_vigil' \
-	  '$(DESTDIR)$(fishcompletiondir)/vigil.fish' '$(DESTDIR)$(systemduserunitdir)/vigil.service' \
-	  '$(DESTDIR)$(systemdsystemunitdir)/vigil@.service' '$(DESTDIR)$(catalogdir)/vigil.catalog'
+	  '$(DESTDIR)$(fishcompletiondir)/vigil.fish' '$(DESTDIR)$(catalogdir)/vigil.catalog' \
+	  $(foreach unit,$(user_units),'$(DESTDIR)$(systemduserunitdir)/$(unit)') \
+	  $(foreach unit,$(system_units),'$(DESTDIR)$(systemdsystemunitdir)/$(unit)')
 	rm -rf '$(DESTDIR)$(datadir)/vigil' '$(DESTDIR)$(docdir)' '$(DESTDIR)$(libexecdir)/vigil'
 
 deb:

@@ -9,8 +9,8 @@ set -euo pipefail
 build=(pkg-config libsodium-dev libasound2-dev libpulse-dev libsystemd-dev libsndfile1-dev libespeak-ng-dev libseccomp-dev)
 run=(pulseaudio pulseaudio-utils libasound2-plugins alsa-utils dbus)
 test=(minisign sox playerctl python3-dbus python3-gi systemd procps pipewire pipewire-pulse wireplumber gcc libc6-dev
-  faketime python3-venv curl prometheus prometheus-node-exporter)
-package=(make dpkg-dev fakeroot binutils lintian debootstrap man-db bash-completion)
+  faketime python3-venv curl prometheus prometheus-node-exporter make)
+package=(dpkg-dev fakeroot binutils lintian debootstrap man-db bash-completion)
 bench=(runit s6 supervisor jq gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-pulseaudio)
 
 want=("${build[@]}" "${run[@]}" "${test[@]}")

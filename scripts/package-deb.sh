@@ -9,7 +9,8 @@
 #   libsodium23, libpulse0, libasound2, libsystemd0, libsndfile1, libespeak-ng1, libc6, …);
 #   Recommends: a sound server for the audio plugins (a supervisor-only host needs none);
 # - man pages and documents compressed, /usr/share/doc/vigil/copyright and changelog.gz as Debian
-#   policy wants them; no maintainer scripts (nothing to set up: the units are not enabled for anyone);
+#   policy wants them; no maintainer scripts (nothing to set up: the units, the update timers included, are not
+#   enabled for anyone);
 # - lintian run on the result (when installed): it must report nothing but the tags overridden, with
 #   their reasons, in packaging/debian/lintian-overrides;
 # - the journal catalog in /usr/lib/systemd/catalog: systemd's dpkg trigger on that directory
@@ -110,9 +111,10 @@ Description: keep a Linux host application alive and its audio output awake
  has trusted with "vigil plugin trust". This package holds the vigil
  command, the process shared-library plugins run in, the first-party
  manifests, man pages, shell completions, the user
- unit vigil.service, the system unit template vigil@.service and the journal
- catalog of Vigil's message ids. A supervisor-only host needs no sound
- server.
+ unit vigil.service, the system unit template vigil@.service, the timers
+ vigil-plugin-update.timer and vigil-plugin-update@.timer that update a host's
+ plugins from its repository (not enabled) and the journal catalog of
+ Vigil's message ids. A supervisor-only host needs no sound server.
 EOF
 (cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
 find "$stage" -type d -exec chmod 0755 {} +

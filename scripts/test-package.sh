@@ -7,7 +7,8 @@
 #    the checkout's revision; the first-party manifests come from PREFIX/share/vigil/manifests and,
 #    once that directory is gone, still not from the source checkout; every man page renders with
 #    `MANWIDTH=80 man --warnings -l` without a warning; bash completes `vigil plugin tr<TAB>`;
-#    `systemd-analyze verify` accepts the installed units in system and --user mode;
+#    `systemd-analyze verify` accepts the installed units in system and --user mode; `make
+#    uninstall` removes every file `make install` wrote;
 #    `journalctl --update-catalog` accepts the installed journal catalog and lists its five ids.
 # 3. In a clean Debian 12 root (debootstrap --variant=minbase from Debian's mirror, plus man-db,
 #    bash-completion and systemd as test tools; the root is cached as a tarball in
@@ -15,7 +16,8 @@
 #    user would: `apt-get install ./vigil_….deb`, then `vigil --version`, `vigil check` and
 #    `vigil up` (supervisor only: no sound server) on an example vigil.toml as an ordinary user,
 #    `vigil plugin list` finding /usr/share/vigil/manifests, `man vigil`, bash completion through
-#    bash-completion's loader, `systemd-analyze verify` on the installed units, the journal catalog
+#    bash-completion's loader, `systemd-analyze verify` on the installed units (the hosts' and the
+#    plugin-update units and timers) and none of them enabled, the journal catalog
 #    in journalctl's database (systemd's dpkg trigger); `apt-get purge
 #    --autoremove vigil` must leave the root as it was before. Then the audio part: the package and
 #    PulseAudio installed again, and the example host (silent-engine and supervisor) kept up with a
@@ -106,10 +108,14 @@ complete_words() { # LINE → the completions bash offers at its end
 [[ $(complete_words "vigil pl") == plugin ]] || fail "vigil pl<TAB>: $(complete_words "vigil pl")"
 complete_words "vigil plugin " | grep -qx untrust || fail "vigil plugin <TAB> lacks untrust"
 
-# The installed units, as systemd reads them (ExecStart= is PREFIX/bin/vigil, the man pages exist).
+# The installed units, as systemd reads them (ExecStart= is PREFIX/bin/vigil, the man pages exist):
+# the hosts' units and the plugin-update units and timers beside them.
+units=(user/vigil.service user/vigil-plugin-update.service user/vigil-plugin-update.timer
+  system/vigil@.service system/vigil-plugin-update@.service system/vigil-plugin-update@.timer)
 mkdir -m 0700 "$work/runtime"  # --user verify wants a user runtime directory
 for scope in "" --user; do
-  for unit in "$prefix/lib/systemd/user/vigil.service" "$prefix/lib/systemd/system/vigil@.service"; do
+  for unit in "${units[@]/#/$prefix/lib/systemd/}"; do
+    [[ -f "$unit" ]] || fail "make install did not install $unit"
     out=$(XDG_RUNTIME_DIR="$work/runtime" MANPATH="$prefix/share/man" systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
     [[ -z "$out" ]] || fail "systemd-analyze $scope verify $unit: $out"
   done
@@ -123,8 +129,15 @@ out=$(journalctl --root="$catalog_root" --update-catalog 2>&1) || fail "journalc
 ids=$(grep -c '^-- ' "$prefix/lib/systemd/catalog/vigil.catalog")
 [[ $(journalctl --root="$catalog_root" --list-catalog | grep -c ' vigil: ') == "$ids" && $ids -gt 0 ]] ||
   fail "the catalog does not list its $ids vigil ids: $(journalctl --root="$catalog_root" --list-catalog 2>&1)"
+# make uninstall removes every file make install wrote.
+make --no-print-directory uninstall PREFIX="$prefix" >"$work/make-uninstall.log" 2>&1 || {
+  cat "$work/make-uninstall.log" >&2
+  fail "make uninstall PREFIX=$prefix"
+}
+left=$(find "$prefix" ! -type d)
+[[ -z "$left" ]] || fail "make uninstall left files behind: $left"
 t_host=$((SECONDS - t1))
-say "install tree on this machine (version, manifests, man, completion, units): ${t_host}s"
+say "install tree on this machine (version, manifests, man, completion, units, uninstall): ${t_host}s"
 
 # ---- 3. a clean Debian 12 root ----------------------------------------------------------------------
 [[ $(id -u) -eq 0 ]] || fail "the chroot part needs root (debootstrap, chroot, mounts)"
@@ -211,14 +224,27 @@ completions=$(bash --norc --noprofile -c '
   "$fn" vigil tr plugin; printf "%s\n" "${COMPREPLY[@]}"')
 [[ "$completions" == trust ]] || fail "vigil plugin tr<TAB> gave: $completions"
 
+units=(user/vigil.service user/vigil-plugin-update.service user/vigil-plugin-update.timer
+  system/vigil@.service system/vigil-plugin-update@.service system/vigil-plugin-update@.timer)
 for scope in "" --user; do
-  for unit in /usr/lib/systemd/user/vigil.service /usr/lib/systemd/system/vigil@.service; do
+  for unit in "${units[@]/#//usr/lib/systemd/}"; do
+    grep -qx "$unit" /tmp/vigil-files || fail "the package does not install $unit"
     # In a chroot, systemd 252 also reports ordering cycles among Debian's own early-boot units
     # (systemd-pcrphase, sysinit.target); only what concerns vigil counts here. The strict check
     # (no output at all) is the one on this machine above.
     out=$(XDG_RUNTIME_DIR=/run/op systemd-analyze $scope verify "$unit" 2>&1) || fail "systemd-analyze $scope verify $unit: $out"
     if echo "$out" | grep -i vigil >&2; then fail "systemd-analyze $scope verify $unit (above)"; fi
   done
+done
+
+# Installed, enabled for nobody: the operator enables the update timers (and the hosts' units).
+for unit in vigil.service vigil-plugin-update.timer; do
+  state=$(systemctl --global is-enabled "$unit" 2>&1) || true
+  [[ "$state" == disabled ]] || fail "systemctl --global is-enabled $unit: $state"
+done
+for unit in vigil@op.service vigil-plugin-update@op.timer; do
+  state=$(systemctl is-enabled "$unit" 2>&1) || true
+  [[ "$state" == disabled ]] || fail "systemctl is-enabled $unit: $state"
 done
 
 # systemd's dpkg trigger on /usr/lib/systemd/catalog added the journal catalog to the database.

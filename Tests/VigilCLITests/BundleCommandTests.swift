@@ -21,15 +21,6 @@ struct BundleCommandTests {
             try FileManager.default.copyItem(atPath: root, toPath: project.dir.path + "/root.json")
         }
 
-        /// Points `[repository]` at `mirror`, keeping everything else (the trust `install` recorded).
-        func setMirror(_ mirror: String) throws {
-            let text = try TextFile.read(project.config)
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-                $0.hasPrefix("mirrors = ") ? "mirrors = [\"\(mirror)\"]" : String($0)
-            }
-            try lines.joined(separator: "\n").write(toFile: project.config, atomically: true, encoding: .utf8)
-        }
-
         func writeConfig(mirror: String) throws {
             try """
             plugins = ["sup"]
@@ -93,7 +84,7 @@ struct BundleCommandTests {
         try box.writeConfig(mirror: "file://\(bundles)/one/")
         r = try await box.vigil("plugin", "install", "sup", "--yes")
         #expect(r.status == 0, "\(r.stderr)")
-        try box.setMirror("http://127.0.0.1:9/")
+        try Setup.setMirror("http://127.0.0.1:9/", in: box.project.config)
         #expect(try TextFile.read(box.project.config).contains("sup = \"ed25519:"))
         r = try await box.vigil("plugin", "update")
         #expect(r.status == ExitCodes.repositoryUnreachable, "offline: \(r.stderr)")

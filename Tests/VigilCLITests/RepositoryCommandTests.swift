@@ -67,7 +67,32 @@ struct RepositoryCommandTests {
             try repo.publish([directory], keys: [name: project.dir.path + "/keys/\(key).key"])
         }
 
-        func writeConfig(plugins: [String], repository: String? = nil) throws {
+        /// Points `[repository]` of the vigil.toml at `path` at `mirror`, keeping everything else
+        /// (the trust `install` recorded).
+        static func setMirror(_ mirror: String, in path: String) throws {
+            let text = try TextFile.read(path)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+                $0.hasPrefix("mirrors = ") ? "mirrors = [\"\(mirror)\"]" : String($0)
+            }
+            try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        }
+
+        /// Starts the host `vigil ARGUMENTS` (its output in up.out and up.err).
+        func up(_ arguments: [String]) throws -> ChildProcess {
+            try ChildProcess(
+                VigilExecutable.path, arguments, environment: project.environment,
+                stdout: project.dir.path + "/up.out", stderr: project.dir.path + "/up.err")
+        }
+
+        /// Whether the host `pid` runs plugin `name` at `version` within `timeout` seconds.
+        func runs(_ name: String, _ version: String, pid: Int32, timeout: Double = 20) async throws -> Bool {
+            try await project.pluginStatus(name, pid: pid, timeout: timeout) {
+                $0["state"] as? String == "running" && $0["version"] as? String == version
+            } != nil
+        }
+
+        /// Writes the vigil.toml at `path` (default: the project's).
+        func writeConfig(plugins: [String], repository: String? = nil, at path: String? = nil) throws {
             let list = plugins.map { "\"\($0)\"" }.joined(separator: ", ")
             try """
             plugins = [\(list)]
@@ -78,7 +103,7 @@ struct RepositoryCommandTests {
             [repository]
             \(repository ?? "root = \"root.json\"\nmirrors = [\"\(repo.mirror)\"]")
 
-            """.write(toFile: project.config, atomically: true, encoding: .utf8)
+            """.write(toFile: path ?? project.config, atomically: true, encoding: .utf8)
         }
 
         func json(_ text: String) -> [String: Any]? {
@@ -295,24 +320,18 @@ struct RepositoryCommandTests {
         try await s.publish("sup", "1.0.0")
         try s.writeConfig(plugins: ["sup"])
         #expect(try await s.vigil("plugin", "install", "sup", "--yes").status == 0)
-        let host = try ChildProcess(
-            VigilExecutable.path, ["up", "--config", s.project.config], environment: s.project.environment,
-            stdout: s.project.dir.path + "/up.out", stderr: s.project.dir.path + "/up.err")
+        let host = try s.up(["up", "--config", s.project.config])
         defer { host.terminate(grace: 5) }
-        let running = try await s.project.pluginStatus("sup", pid: host.pid) {
-            $0["state"] as? String == "running" && $0["version"] as? String == "1.0.0"
-        }
-        #expect(running != nil, "\((try? TextFile.read(s.project.dir.path + "/up.err")) ?? "")")
+        #expect(
+            try await s.runs("sup", "1.0.0", pid: host.pid),
+            "\((try? TextFile.read(s.project.dir.path + "/up.err")) ?? "")")
 
         try await s.publish("sup", "1.1.0")
         try s.repo.run("expire", ["timestamp"])
         let stale = try await s.vigil("plugin", "update")
         #expect(stale.status == ExitCodes.repositoryStale, "\(stale.stderr)")
         #expect(stale.stderr.contains("timestamp") && stale.stderr.contains("expired at"))
-        let unchanged = try await s.project.pluginStatus("sup", pid: host.pid, timeout: 2) {
-            $0["state"] as? String == "running" && $0["version"] as? String == "1.0.0"
-        }
-        #expect(unchanged != nil, "the running plugin is untouched")
+        #expect(try await s.runs("sup", "1.0.0", pid: host.pid, timeout: 2), "the running plugin is untouched")
 
         try s.repo.run("expire", ["timestamp", "--seconds", "3600"])  // the repository is fresh again
         let update = try await s.vigil("plugin", "update", "--json")
@@ -321,10 +340,75 @@ struct RepositoryCommandTests {
         #expect(items?.first?["outcome"] as? String == "updated" && items?.first?["to"] as? String == "1.1.0")
         let reload = try await s.vigil("reload", "--json")
         #expect(reload.status == 0, "\(reload.stdout)\(reload.stderr)")
-        let updated = try await s.project.pluginStatus("sup", pid: host.pid) {
-            $0["state"] as? String == "running" && $0["version"] as? String == "1.1.0"
+        #expect(try await s.runs("sup", "1.1.0", pid: host.pid), "\(reload.stdout)")
+    }
+
+    @Test(
+        "the shipped update unit's command lines, run as systemd would: 6 and 7 leave the host running; ExecReload= applies an update"
+    )
+    func updateUnitCommandLines() async throws {
+        // Examples/systemd: vigil.service runs the host; vigil-plugin-update.service updates its
+        // vigil.toml, then (ExecStartPost=, systemctl) runs vigil.service's ExecReload=.
+        func lines(_ name: String) throws -> [Substring] {
+            try TextFile.read(VigilExecutable.packageRoot + "/Examples/systemd/" + name).split(separator: "\n")
         }
-        #expect(updated != nil, "\(reload.stdout)")
+        func value(_ key: String, _ lines: [Substring]) throws -> String {
+            try #require(lines.first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) })
+        }
+        let host = try lines("vigil.service")
+        let unit = try lines("vigil-plugin-update.service")
+        let update = try value("ExecStart", unit)
+        #expect(try value("ExecStartPost", unit) == "/usr/bin/systemctl --user try-reload-or-restart vigil.service")
+
+        // %E is $XDG_CONFIG_HOME; /usr/bin/vigil is this build's. The mirror is a file:// one.
+        let s = try Setup()
+        defer { s.remove() }
+        let configHome = s.project.dir.path + "/config"
+        let config = configHome + "/vigil/vigil.toml"
+        try FileManager.default.createDirectory(atPath: configHome + "/vigil", withIntermediateDirectories: true)
+        try FileManager.default.moveItem(
+            atPath: s.project.dir.path + "/root.json", toPath: configHome + "/vigil/root.json")
+        // A command line of /usr/bin/vigil, as systemd expands it: its arguments.
+        func arguments(_ line: String) -> [String] {
+            let words = line.replacingOccurrences(of: "%E", with: configHome).split(separator: " ").map(String.init)
+            #expect(words.first == "/usr/bin/vigil", "\(line)")
+            return Array(words.dropFirst())
+        }
+        func run(_ line: String) async throws -> RuntimeFixtures.Output {
+            try await RuntimeFixtures.run(
+                VigilExecutable.path, arguments(line), environment: s.project.environment, timeout: 30)
+        }
+        try await s.publish("sup", "1.0.0")
+        let mirror = "file://\(s.repo.path)/"
+        try s.writeConfig(plugins: ["sup"], repository: "root = \"root.json\"\nmirrors = [\"\(mirror)\"]", at: config)
+        var r = try await s.run("plugin", "install", "sup", "--yes", "--config", config)
+        #expect(r.status == 0, "\(r.stderr)")
+        let up = try s.up(arguments(try value("ExecStart", host)))
+        defer { up.terminate(grace: 5) }
+        #expect(
+            try await s.runs("sup", "1.0.0", pid: up.pid),
+            "\((try? TextFile.read(s.project.dir.path + "/up.err")) ?? "")")
+
+        // Unreachable, then stale: ExecStart= fails with 6, then 7, so systemd runs no
+        // ExecStartPost=; the host runs on.
+        try await s.publish("sup", "1.1.0")
+        try Setup.setMirror("file://\(s.project.dir.path)/no-such-mirror/", in: config)
+        r = try await run(update)
+        #expect(
+            r.status == ExitCodes.repositoryUnreachable && r.stderr.contains("repository-unreachable"), "\(r.stderr)")
+        try Setup.setMirror(mirror, in: config)
+        try s.repo.run("expire", ["timestamp"])
+        r = try await run(update)
+        #expect(r.status == ExitCodes.repositoryStale && r.stderr.contains("repository-stale"), "\(r.stderr)")
+        #expect(try await s.runs("sup", "1.0.0", pid: up.pid, timeout: 2), "the running plugin is untouched")
+
+        // Fresh again: the update succeeds, and the host's ExecReload= starts the new version.
+        try s.repo.run("expire", ["timestamp", "--seconds", "3600"])
+        r = try await run(update)
+        #expect(r.status == 0 && r.stdout.contains("updated sup: 1.0.0 -> 1.1.0"), "\(r.stdout)\(r.stderr)")
+        r = try await run(try value("ExecReload", host))
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(try await s.runs("sup", "1.1.0", pid: up.pid), "\(r.stdout)")
     }
 
     @Test("https:// mirror with ca_file: install, update; another CA is exit 6; check refuses a bad ca_file")

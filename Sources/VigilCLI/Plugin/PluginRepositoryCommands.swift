@@ -202,7 +202,12 @@ struct PluginUpdate: AsyncParsableCommand {
             has. Every changed plugin of one refresh is downloaded and verified (signature with the trusted key, \
             resources, rollback, freshness) into the plugin directory's next state, then all are switched in one \
             atomic step; any refusal changes nothing. A running host picks the update up on `vigil reload` or \
-            its next start; a repository whose metadata expired refuses the update and stops nothing.
+            its next start; a repository whose metadata expired refuses the update and stops nothing. \
+            On a timer: the Debian package and `make install` ship vigil-plugin-update.timer (with the user \
+            unit vigil.service) and vigil-plugin-update@.timer (with vigil@USER), not enabled; `systemctl \
+            --user enable --now vigil-plugin-update.timer` (or `systemctl enable --now \
+            vigil-plugin-update@USER.timer`) runs this command hourly for the host's vigil.toml, then \
+            reloads the host; a refusal leaves the host running what it runs (docs/signing.md).
             """)
 
     @OptionGroup var options: ConfigOption
