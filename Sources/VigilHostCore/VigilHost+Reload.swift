@@ -335,6 +335,7 @@ extension VigilHost {
             }
         }
         pendingOutcome = nil
+        for slot in slots where slot.isConfined { metrics.confined(plugin: slot.name) }
         // Published after the machine swapped too (its `changed` and `settled` actions).
     }
 }

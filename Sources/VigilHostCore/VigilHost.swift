@@ -159,6 +159,9 @@ public actor VigilHost: Service {
         /// The verified plugin, for re-checking revocations and showing its signature's freshness.
         var loaded: LoadedPlugin? = nil
         var signature: SignatureFreshness? = nil
+
+        /// A shared-library plugin: it runs in a confined helper process.
+        var isConfined: Bool { loaded.map { !$0.manifest.runsInHostProcess } ?? false }
     }
 
     /// The host application's name given to plugins.
@@ -286,7 +289,9 @@ public actor VigilHost: Service {
         self.unsafePlugins = unsafePlugins
         self.unsafeBanner = unsafeBanner
         self.options = options
-        self.metrics = HostMetrics(factory: options.metrics, plugins: plugins.map { ($0.name, $0.state) })
+        let metrics = HostMetrics(factory: options.metrics, plugins: plugins.map { ($0.name, $0.state) })
+        for slot in slots where slot.isConfined { metrics.confined(plugin: slot.name) }
+        self.metrics = metrics
         self.logger = logger
         self.sleepHandling = options.makeSleepHandling?(
             SleepHandlingSetup(
