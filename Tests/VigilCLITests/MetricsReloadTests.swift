@@ -11,7 +11,7 @@ import Glibc
 /// from before is there), moved to another port and file (the old port closed, the old file
 /// removed, the counters kept), then moved to a port the test holds (refused with
 /// `metrics-listen-failed`, exit 69: the old port serves on and the rest of that reload — a new
-/// worker — is not applied).
+/// worker — is not applied), and finally turned off (the port closed, the file removed).
 @Suite("metrics: vigil reload applies [metrics]", .serialized, .timeLimit(.minutes(2)))
 struct MetricsReloadTests {
     typealias Project = HostCommandTests.Project
@@ -22,13 +22,9 @@ struct MetricsReloadTests {
             .write(toFile: project.config, atomically: true, encoding: .utf8)
     }
 
-    @Test("reload turns [metrics] on, moves it, and refuses an address in use; counters keep their values")
+    @Test("reload turns [metrics] on, moves it, refuses an address in use, turns it off; counters keep their values")
     func reloadMovesMetrics() async throws {
-        var ports: [Int] = []
-        while ports.count < 2 {
-            let port = try PrometheusServer.freePort()
-            if !ports.contains(port) { ports.append(port) }
-        }
+        let ports = try PrometheusServer.freePorts(2)
         let markers = try TestDirectory("vigil-metrics-reload")
         defer { markers.remove() }
         let project = try await SupervisorRuntimeTests.project(workers: [
@@ -117,5 +113,14 @@ struct MetricsReloadTests {
         #expect(
             SupervisorRuntimeTests.details(status)["workers"] as? String == "crash-exit",
             "\(String(describing: status))")
+
+        // 4. Off again: the port closed and the file removed; the host runs on.
+        try Self.write(project, base, metrics: "")
+        let off = try await reload()
+        #expect(off.status == 0, "\(off.document)")
+        #expect(try await scrape(ports[1]).status == 0, "the port still answers with [metrics] gone")
+        let removed = await RuntimeFixtures.waitUntil(timeout: 10) { !FileManager.default.fileExists(atPath: second) }
+        #expect(removed, "\(second) is still there with [metrics] gone")
+        #expect(host.isRunning, "\(upErr())")
     }
 }
