@@ -43,11 +43,20 @@ public struct MetricsTextfile: Service {
     public func run() async throws {
         var written: Written?
         write(&written)
-        for await _ in export.changes.cancelOnGracefulShutdown() {
+        // Each iterated by this task alone, and ended only by the shutdown.
+        var changes = export.changes.cancelOnGracefulShutdown().makeAsyncIterator()
+        var moves = target.moves.cancelOnGracefulShutdown().makeAsyncIterator()
+        while true {
+            if target.path == nil {
+                // No file to keep (`[metrics]` without `textfile`): wait for one, not for every
+                // change of a value, so a host that writes no textfile wakes for nothing here.
+                guard await moves.next() != nil else { break }
+            } else {
+                guard await changes.next() != nil else { break }
+            }
             write(&written)
             // At most one write per interval: changes meanwhile are coalesced into the next one.
-            // Nothing to wait for while no file is written; a graceful shutdown ends the wait (the
-            // last write follows at once).
+            // A graceful shutdown ends the wait (the last write follows at once).
             guard target.path != nil else { continue }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: minimumInterval) }
         }
@@ -89,13 +98,24 @@ public struct MetricsTextfile: Service {
     }
 }
 
-/// The textfile path a ``MetricsTextfile`` writes (`nil`: none), changed by a reload.
+/// The textfile path a ``MetricsTextfile`` writes (`nil`: none), changed by a reload; each change
+/// yields on ``moves``.
 final class TextfileTarget: Sendable {
     private let value: Mutex<String?>
+    let moves: AsyncStream<Void>
+    private let moved: AsyncStream<Void>.Continuation
 
-    init(_ path: String?) { value = Mutex(path) }
+    init(_ path: String?) {
+        value = Mutex(path)
+        (moves, moved) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    deinit { moved.finish() }
 
     var path: String? { value.withLock { $0 } }
 
-    func set(_ path: String?) { value.withLock { $0 = path } }
+    func set(_ path: String?) {
+        value.withLock { $0 = path }
+        moved.yield()
+    }
 }
