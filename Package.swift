@@ -504,7 +504,8 @@ package.targets += [
         name: "VigilSharedLibraryTests",
         dependencies: [
             "Vigil", "VigilCore", "VigilCrypto", "VigilPlugin", "VigilTestSupport", log,
-            "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary", "VigilConfine",
+            "VigilHostCheck", "VigilLibraryCheck", "VigilSharedLibrary", "VigilConfine", "VigilMetrics",
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
         ],
         exclude: ["Fixtures"],  // C sources the tests compile with cc, and a helper-protocol script
         swiftSettings: strictSettings),

@@ -20,15 +20,17 @@ struct Reload: AsyncParsableCommand {
             plugins removed stop, plugins whose settings or manifest changed restart (the supervisor takes \
             a change to its workers in place: only the changed workers restart), and unchanged ones \
             keep running (the keep-alive stream keeps playing). A configuration that does not check is \
-            refused and the host keeps running the previous one. Changes to [host], [announce], [metrics] \
-            or acknowledge_unsafe_plugins need a restart and are refused (reload-needs-restart, naming \
+            refused and the host keeps running the previous one. A change to [metrics] is applied (a new \
+            listen address is bound before the old one closes). Changes to [host], [announce] or \
+            acknowledge_unsafe_plugins need a restart and are refused (reload-needs-restart, naming \
             each key). The host is found in \
             $XDG_RUNTIME_DIR/vigil/ (with --config, the host of that vigil.toml; without it, the only \
             running host). Exit codes: 0 reloaded; 1 no host runs; 2 several hosts run (name one with \
             --config); 3 the host's control socket cannot be reached or its answer is not understood; \
             4 no answer within --timeout, or the host is busy (try again); 65 refused: the new \
             configuration does not check (the message says why; the previous one keeps running); \
-            77 the runtime directory is refused. With --json, one vigil.reload/v1 document whatever happens.
+            69 the new [metrics] listen address cannot be bound (metrics-listen-failed; the previous one \
+            keeps serving); 77 the runtime directory is refused. With --json, one vigil.reload/v1 document whatever happens.
             """)
 
     @Option(
@@ -215,6 +217,7 @@ struct Reload: AsyncParsableCommand {
             case VigilError.Code.reloadRefused.rawValue, VigilError.Code.reloadNeedsRestart.rawValue,
                 VigilError.Code.reloadUnsupported.rawValue:
                 ExitCodes.dataError
+            case VigilError.Code.metricsListenFailed.rawValue: ExitCodes.unavailable
             case "busy": ExitCodes.busy
             default: ExitCodes.noSoundscape
             }

@@ -51,8 +51,7 @@ struct Up: AsyncParsableCommand {
         let logger = Logger(label: "vigil")
         var hostOptions = VigilHost.Options(environment: CLI.environment)
         hostOptions.retryInterval = .milliseconds(Int(retryInterval * 1000))
-        let metrics = UpMetrics.export(configPath: options.config)
-        if let metrics { hostOptions.metrics = metrics }
+        let (metrics, metricsReloads) = UpMetrics.export(options: &hostOptions)
         // A status file that cannot be written is said on the display (logs are opt-in here).
         let (statusProblems, statusProblemSink) = AsyncStream.makeStream(of: String?.self)
         hostOptions.statusFileProblem = { statusProblemSink.yield($0) }
@@ -85,7 +84,10 @@ struct Up: AsyncParsableCommand {
         // SIGHUP (a closed terminal) stops as gracefully as SIGTERM and Ctrl-C.
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: UpMetrics.services(export: metrics, host: host, logger: logger) + [.init(service: host)],
+                services: UpMetrics.services(
+                    export: metrics, reconfiguration: metricsReloads, host: host, logger: logger) + [
+                        .init(service: host)
+                    ],
                 gracefulShutdownSignals: [.sigterm, .sigint, .sighup],
                 logger: logger))
         do {

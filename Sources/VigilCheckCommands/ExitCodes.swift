@@ -42,8 +42,8 @@ package enum ExitCodes {
     package static let usage: Int32 = 64
     /// `announce`: an invalid prompt or setting; `reload`: the new configuration was refused.
     package static let dataError: Int32 = 65
-    /// `announce`: the sound server (or the session bus) is unreachable; `up`: `[metrics] listen`
-    /// cannot be bound.
+    /// `announce`: the sound server (or the session bus) is unreachable; `up`, `reload`:
+    /// `[metrics] listen` cannot be bound.
     package static let unavailable: Int32 = 69
     /// `announce`: speech synthesis failed.
     package static let software: Int32 = 70
@@ -121,10 +121,11 @@ package enum ExitCodes {
                 + "(the message says why: `reload-refused`, or `reload-needs-restart` naming each key only a "
                 + "restart applies) and keeps running the previous one"),
         Row(
-            code: unavailable, name: "EX_UNAVAILABLE", commands: "`announce`, `up`",
+            code: unavailable, name: "EX_UNAVAILABLE", commands: "`announce`, `up`, `reload`",
             meaning: "`announce`: the sound server (for pause-spoken, the session bus) is unreachable or failed; "
                 + "`up`: `listen` of `[metrics]` cannot be bound (in use, no such address: "
-                + "`metrics-listen-failed`)"),
+                + "`metrics-listen-failed`); `reload`: the new `listen` cannot be bound (`metrics-listen-failed`: "
+                + "the host runs on, serving the previous one)"),
         Row(code: software, name: "EX_SOFTWARE", commands: "`announce`", meaning: "speech synthesis failed"),
         Row(
             code: osError, name: "EX_OSERR", commands: "all",

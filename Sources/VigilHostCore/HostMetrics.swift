@@ -2,6 +2,7 @@ import CoreMetrics
 import VigilBase
 import VigilCore
 import VigilMetrics
+import VigilPlugin
 
 /// The host's own metrics (build info, one plugin-state series per state), recorded through the
 /// factory in ``VigilHost/Options/metrics`` (a no-op unless the host app or `vigil up` gives one).
@@ -42,6 +43,38 @@ struct HostMetrics: Sendable {
     /// The number of logind inhibitor locks held now.
     func sleepLocks(_ count: Int) {
         Gauge(label: MetricsCatalog.sleepLocks.name, dimensions: [], factory: factory).record(count)
+    }
+
+    /// Starts the denial counters of a confined plugin at 0, one per capability (so the first denial
+    /// is an increase a query sees); again for the same plugin changes nothing.
+    func confined(plugin: String) {
+        for capability in MetricsCatalog.denialCapabilities {
+            denials(plugin: plugin, capability: capability).increment(by: 0)
+        }
+    }
+
+    /// The kernel refused the confined plugin an operation.
+    func denied(plugin: String, _ denial: ConfinementDenial) {
+        denials(plugin: plugin, capability: Self.label(denial.capability)).increment()
+    }
+
+    /// The ``MetricsCatalog/denialCapabilities`` word for `capability`.
+    static func label(_ capability: ConfinementDenial.Capability) -> String {
+        switch capability {
+        case .fileRead: "file_read"
+        case .fileWrite: "file_write"
+        case .tcpConnect: "tcp_connect"
+        case .network: "network"
+        case .unixSocket: "unix_socket"
+        case .spawn: "spawn"
+        case .none: "none"
+        }
+    }
+
+    private func denials(plugin: String, capability: String) -> Counter {
+        Counter(
+            label: MetricsCatalog.pluginDenials.name, dimensions: [("plugin", plugin), ("capability", capability)],
+            factory: factory)
     }
 
     /// Sets the plugin's series: 1 for `state`, 0 for the others.

@@ -61,7 +61,8 @@ extension VigilError {
     /// (EX_TEMPFAIL) when another host runs the same `vigil.toml`, 73 (EX_CANTCREAT) when the
     /// runtime directory cannot be used, 74 (EX_IOERR) when a status file cannot be read, 65
     /// (EX_DATAERR) for a reload refused (the new `vigil.toml` does not check, or the host was not
-    /// made from one; the host runs on).
+    /// made from one; the host runs on), 69 (EX_UNAVAILABLE) for a reload whose new `[metrics]
+    /// listen` could not be bound (the host runs on, serving the previous one).
     public var exitStatus: Int32 {
         switch code {
         case .configuration, .noPluginCanRun: 78
@@ -69,6 +70,7 @@ extension VigilError {
         case .runtimeDirectory: 73
         case .statusUnreadable: 74
         case .reloadRefused, .reloadNeedsRestart, .reloadUnsupported: 65
+        case .metricsListenFailed: 69
         }
     }
 }

@@ -20,6 +20,9 @@ public struct VigilError: StructuredError, Hashable {
         case reloadNeedsRestart = "reload-needs-restart"
         /// The host cannot reload: it was not made from a `vigil.toml`.
         case reloadUnsupported = "reload-unsupported"
+        /// A reload changed `[metrics] listen` and the new address could not be bound (in use, no
+        /// such address): the reload is refused, and the previous address keeps serving.
+        case metricsListenFailed = "metrics-listen-failed"
         /// Every activated plugin failed or is blocked by a missing declaration: the host can
         /// keep nothing alive until `vigil.toml`, a manifest or the trust is changed.
         case noPluginCanRun = "no-plugin-can-run"

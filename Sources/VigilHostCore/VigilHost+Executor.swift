@@ -267,6 +267,7 @@ extension VigilHost {
         if !state.isActive, state != .starting { slots[index].details = [:] }
         if HostStateMachine.waitsForEnvironment(state) { environmentBlockedSignal?.yield() }
         metrics.record(plugin: name, state: state)
+        if case .denied(let denial)? = event { metrics.denied(plugin: name, denial) }
         if let event {
             log(event, plugin: name, state: state)
             hub.publish(HostEvent(plugin: name, kind: event, state: state))

@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 import VigilCore
 import VigilHostCheck
+import VigilMetrics
 import VigilPlugin
 import VigilSupervisorEngine
 
@@ -105,7 +106,20 @@ extension VigilHost {
         notifier?.send(["RELOADING=1", "MONOTONIC_USEC=\(MonotonicClock.nanoseconds() / 1000)"])
         let entries: [Entry]
         do throws(VigilError) {
-            entries = try checkReload()
+            let metrics: MetricsSettings
+            (entries, metrics) = try checkReload()
+            // The exporter first: a new address that cannot be bound refuses the whole reload
+            // before any plugin changes (the old address keeps serving).
+            if metrics != metricsApplied, let apply = options.applyMetricsSettings {
+                try await apply(metrics)
+                metricsApplied = metrics
+                logger.notice(
+                    "[metrics] applied",
+                    metadata: [
+                        "metrics.listen": "\(metrics.listen.map { "\($0)" } ?? "")",
+                        "metrics.textfile": "\(metrics.textfile ?? "")",
+                    ])
+            }
         } catch {
             logger.error("reload refused: \(error.message)", metadata: ["vigil.config": "\(configPath ?? "")"])
             notifier?.send(["READY=1"])
@@ -140,8 +154,8 @@ extension VigilHost {
         await perform(actions, &children)
     }
 
-    /// The new configuration's entries, or why it is refused.
-    private func checkReload() throws(VigilError) -> [Entry] {
+    /// The new configuration's entries and `[metrics]`, or why it is refused.
+    private func checkReload() throws(VigilError) -> (entries: [Entry], metrics: MetricsSettings) {
         guard let configPath, let registry else {
             throw VigilError(
                 code: .reloadUnsupported,
@@ -161,9 +175,15 @@ extension VigilHost {
         if !refused.isEmpty {
             throw Self.refusal(refused.joined(separator: "\n") + "\n— fix it (`vigil check` says the same) and reload")
         }
+        // `[metrics]` is the exporter's to apply when it can (`applyMetricsSettings`).
+        var (oldTables, newTables) = (partTables, loaded.partTables)
+        if options.applyMetricsSettings != nil {
+            oldTables["metrics"] = nil
+            newTables["metrics"] = nil
+        }
         let restartOnly = Self.restartOnlyChanges(
-            from: (declarations, partTables, unsafePlugins),
-            to: (loaded.configuration.host, loaded.partTables, loaded.plan.unsafePlugins))
+            from: (declarations, oldTables, unsafePlugins),
+            to: (loaded.configuration.host, newTables, loaded.plan.unsafePlugins))
         if !restartOnly.isEmpty {
             throw VigilError(
                 code: .reloadNeedsRestart,
@@ -175,13 +195,14 @@ extension VigilHost {
                     + (restartOnly.count == 1 ? "it" : "them") + " and reload\n"
                     + "(the host keeps running its previous configuration)")
         }
-        return loaded.entries
+        return (loaded.entries, loaded.options.metricsSettings)
     }
 
     /// Each key whose change only a restart applies, with why: `[host]`'s keys (the name is
     /// given to plugins and streams at start, the declarations are what plugins were checked
     /// against, the sleep lock is taken at start), every key of the parts' tables (`[announce]`,
-    /// `[metrics]`: read once as the host is made), and `acknowledge_unsafe_plugins`.
+    /// and `[metrics]` unless the host has ``Options/applyMetricsSettings``: read once as the host
+    /// is made), and `acknowledge_unsafe_plugins`.
     /// `foreign_tables` is not one: only `vigil check` and the build read it.
     static func restartOnlyChanges(
         from old: (host: HostDeclarations, tables: [String: [String: SettingValue]], unsafe: [String]),
@@ -335,6 +356,7 @@ extension VigilHost {
             }
         }
         pendingOutcome = nil
+        for slot in slots where slot.isConfined { metrics.confined(plugin: slot.name) }
         // Published after the machine swapped too (its `changed` and `settled` actions).
     }
 }

@@ -75,6 +75,13 @@ public actor VigilHost: Service {
         public var metrics: any MetricsFactory = NOOPMetricsHandler.instance
         /// `[metrics]` of `vigil.toml` (both ways out off by default); read by whoever exports them.
         public var metricsSettings = MetricsSettings()
+        /// Applies a reload's new `[metrics]` to whatever exports the metrics (`vigil up`:
+        /// `MetricsEndpoints.Reconfiguration` of VigilMetricsExport), called by ``reload()`` once
+        /// the new `vigil.toml` checked and before any plugin changes, only when `[metrics]`
+        /// changed. Throwing refuses the reload with that error: nothing changed, and the exporter
+        /// must keep its previous settings then. Unset (the default): a change to `[metrics]` is
+        /// refused with `reload-needs-restart`, since nothing here can apply it.
+        public var applyMetricsSettings: (@Sendable (MetricsSettings) async throws(VigilError) -> Void)?
 
         /// Creates options.
         ///
@@ -159,6 +166,9 @@ public actor VigilHost: Service {
         /// The verified plugin, for re-checking revocations and showing its signature's freshness.
         var loaded: LoadedPlugin? = nil
         var signature: SignatureFreshness? = nil
+
+        /// A shared-library plugin: it runs in a confined helper process.
+        var isConfined: Bool { loaded.map { !$0.manifest.runsInHostProcess } ?? false }
     }
 
     /// The host application's name given to plugins.
@@ -197,6 +207,9 @@ public actor VigilHost: Service {
     var pendingSlots: [SlotSource]?
     /// The pending reload's report, completed at the swap.
     var pendingOutcome: ReloadOutcome?
+    /// `[metrics]` as the exporter serves it now: the file's at start, then each reload's
+    /// that ``Options/applyMetricsSettings`` applied.
+    var metricsApplied: MetricsSettings
     /// The plugin implementations a `vigil.toml` host was made with (what a reload looks entries up in).
     let registry: PluginRegistry?
     /// The tables the optional parts read when the host was made (a reload refuses a change).
@@ -286,7 +299,10 @@ public actor VigilHost: Service {
         self.unsafePlugins = unsafePlugins
         self.unsafeBanner = unsafeBanner
         self.options = options
-        self.metrics = HostMetrics(factory: options.metrics, plugins: plugins.map { ($0.name, $0.state) })
+        self.metricsApplied = options.metricsSettings
+        let metrics = HostMetrics(factory: options.metrics, plugins: plugins.map { ($0.name, $0.state) })
+        for slot in slots where slot.isConfined { metrics.confined(plugin: slot.name) }
+        self.metrics = metrics
         self.logger = logger
         self.sleepHandling = options.makeSleepHandling?(
             SleepHandlingSetup(

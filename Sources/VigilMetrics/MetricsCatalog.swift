@@ -105,6 +105,12 @@ public enum MetricsCatalog {
         "vigil_announcement_duration_seconds", .histogram, unit: "seconds", labels: [],
         help: "How long each announcement took, from the call to its return (waiting for its turn included).")
 
+    /// Operations the kernel refused a confined plugin, by the capability that would allow them.
+    public static let pluginDenials = MetricDescription(
+        "vigil_plugin_denials_total", .counter, unit: "1", labels: ["plugin", "capability"],
+        help: "Operations the kernel refused a confined shared-library plugin, by the kind of capability its "
+            + "manifest would declare to allow them (none: no capability allows it).")
+
     /// logind inhibitor locks held.
     public static let sleepLocks = MetricDescription(
         "vigil_sleep_locks", .gauge, unit: "1", labels: [],
@@ -118,7 +124,8 @@ public enum MetricsCatalog {
     public static let all: [MetricDescription] = [
         buildInfo, pluginState, workerState, workerStarts, workerRestarts, workerLastExitCode, workerBackoff,
         workerReady, watchdogPings, streamUp, streamInterruptions, sinkState, sinkSuspends, underruns,
-        soundscapePlaying, soundscapeVolume, announcements, announcementDuration, sleepLocks, sleepEvents,
+        soundscapePlaying, soundscapeVolume, announcements, announcementDuration, pluginDenials, sleepLocks,
+        sleepEvents,
     ]
 
     /// The description of the metric named `name`.
@@ -132,6 +139,15 @@ public enum MetricsCatalog {
 
     /// The states of ``sinkState``.
     public static let sinkStates = ["running", "suspended", "unknown"]
+
+    /// The capabilities of ``pluginDenials``: the kind of manifest declaration that would allow the
+    /// refused operation (`files` read or read-write, a `tcp_connect` port, `network`, a UNIX socket
+    /// through `sound_server` or `bus`, `spawn`), or `none` when no declaration allows it (another
+    /// process's memory or signals, namespaces, mounts, BPF, …). The path, port or program is not a
+    /// label (it is the plugin's choice, unbounded); `vigil status` shows the last one.
+    public static let denialCapabilities = [
+        "file_read", "file_write", "tcp_connect", "network", "unix_socket", "spawn", "none",
+    ]
 
     /// The outcomes of ``announcements`` besides the error codes: the prompt played.
     public static let announcementPlayed = "played"

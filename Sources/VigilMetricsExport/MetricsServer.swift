@@ -33,21 +33,38 @@ public struct MetricsServer: Service {
         let board = PluginBoard()
         let events = host.events  // subscribe before the first status, so no change is missed
         board.update(await host.status().plugins.map { ($0.name, $0.state) })
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        do {
-            try await serve(on: group, board: board, events: events)
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
-        }
-        try await group.shutdownGracefully()
-    }
-
-    private func serve(
-        on group: MultiThreadedEventLoopGroup, board: PluginBoard, events: AsyncStream<HostEvent>
-    ) async throws {
-        let export = self.export
         let probe = HealthProbe()
+        let server = try await ServerChannel.bind(
+            address, export: export, board: board, probe: probe, logger: logger)
+        await withTaskGroup(of: Void.self) { tasks in
+            let host = self.host
+            tasks.addTask {
+                for await event in events.cancelOnGracefulShutdown() { board.update([(event.plugin, event.state)]) }
+            }
+            tasks.addTask { await probe.answer(from: host) }
+            tasks.addTask { await server.serve() }
+            await tasks.next()
+            tasks.cancelAll()
+        }
+    }
+}
+
+/// One listening channel of the endpoints, on an event-loop thread of its own, answering with one
+/// board and probe (``MetricsServer`` serves one; ``MetricsEndpoints`` moves from one to the next
+/// on a reload).
+struct ServerChannel: Sendable {
+    let address: MetricsListenAddress
+    let channel: any Channel
+    let group: MultiThreadedEventLoopGroup
+
+    /// Listens at `address`.
+    /// - Throws: ``MetricsExportError`` `metrics-listen-failed` when it cannot be bound; nothing
+    ///   is left running then.
+    static func bind(
+        _ address: MetricsListenAddress, export: PrometheusExport, board: PluginBoard, probe: HealthProbe,
+        logger: Logger
+    ) async throws(MetricsExportError) -> ServerChannel {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -57,39 +74,38 @@ public struct MetricsServer: Service {
                         MetricsHandler(export: export, board: board, probe: probe))
                 }
             }
-        let channel: any Channel
         do {
+            let channel: any Channel
             switch address {
             case .inet(let host, let port): channel = try await bootstrap.bind(host: host, port: port).get()
             case .unix(let path):
                 channel = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
             }
+            logger.info("serving /metrics, /healthz and /readyz", metadata: ["metrics.listen": "\(address)"])
+            return ServerChannel(address: address, channel: channel, group: group)
         } catch {
+            try? await group.shutdownGracefully()
             throw MetricsExportError(
                 code: .listenFailed,
                 message: "cannot serve metrics at \(address): \(error) — free that address or choose another "
                     + "`listen` in [metrics] of vigil.toml")
         }
-        logger.info("serving /metrics, /healthz and /readyz", metadata: ["metrics.listen": "\(address)"])
-        await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                for await event in events.cancelOnGracefulShutdown() { board.update([(event.plugin, event.state)]) }
+    }
+
+    /// Serves until the channel is closed, graceful shutdown or cancellation; then closes it and
+    /// ends its thread.
+    func serve() async {
+        let channel = self.channel
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                try? await channel.closeFuture.get()
+            } onCancel: {
+                channel.close(promise: nil)
             }
-            tasks.addTask { await probe.answer(from: host) }
-            tasks.addTask {
-                await withGracefulShutdownHandler {
-                    await withTaskCancellationHandler {
-                        try? await channel.closeFuture.get()
-                    } onCancel: {
-                        channel.close(promise: nil)
-                    }
-                } onGracefulShutdown: {
-                    channel.close(promise: nil)
-                }
-            }
-            await tasks.next()
-            tasks.cancelAll()
+        } onGracefulShutdown: {
+            channel.close(promise: nil)
         }
+        try? await group.shutdownGracefully()
     }
 }
 
@@ -266,6 +282,9 @@ private final class MetricsHandler: ChannelInboundHandler, RemovableChannelHandl
 public enum MetricsExportErrorCode: String, ErrorCode {
     /// The `listen` address of `[metrics]` could not be bound (in use, no such address, no permission).
     case listenFailed = "metrics-listen-failed"
+    /// A reload's new `[metrics]` reached no running ``MetricsEndpoints`` (none runs, or they did
+    /// not answer within ``MetricsEndpoints/Reconfiguration/deadline``).
+    case notRunning = "metrics-not-running"
 }
 
 /// A failure of the metrics endpoints.

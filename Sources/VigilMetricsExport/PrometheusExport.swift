@@ -42,6 +42,9 @@ public final class PrometheusExport: MetricsFactory, Sendable {
             helpText: MetricsCatalog.description(named: label)?.help ?? "Recorded through the host's metrics factory.")
     }
 
+    /// Wakes the textfile writer as an update would (its path changed).
+    func signalChange() { changed.yield() }
+
     private var signal: @Sendable () -> Void {
         let changed = self.changed
         return { changed.yield() }

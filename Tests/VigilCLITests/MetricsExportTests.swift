@@ -43,11 +43,7 @@ struct MetricsExportTests {
 
     @Test("a worker restart the test caused reaches Prometheus through /metrics and through the textfile")
     func restartReachesPrometheus() async throws {
-        var ports: [Int] = []
-        while ports.count < 2 {
-            let port = try PrometheusServer.freePort()
-            if !ports.contains(port) { ports.append(port) }
-        }
+        let ports = try PrometheusServer.freePorts(2)
         let (vigilPort, nodePort) = (ports[0], ports[1])
         let markers = try TestDirectory("vigil-metrics-markers")
         defer { markers.remove() }

@@ -56,4 +56,44 @@ struct MetricsTextfileTests {
         }
         #expect(try dir.list() == ["vigil.prom"])
     }
+
+    @Test("a graceful stop during the wait between writes ends it: the last values are written at once")
+    func gracefulStopEndsTheWait() async throws {
+        let dir = try TestDirectory("vigil-textfile-stop")
+        defer { dir.remove() }
+        let path = dir.url("vigil.prom")
+        let export = PrometheusExport()
+        let restarts = Counter(
+            label: MetricsCatalog.workerRestarts.name,
+            dimensions: [("plugin", "supervisor"), ("worker", "w"), ("reason", "exit")], factory: export)
+        // An interval far longer than the test waits: only the shutdown can end it.
+        let service = MetricsTextfile(
+            path: path, export: export, minimumInterval: .seconds(60), logger: Logger(label: "test"))
+        let services = ServiceGroup(
+            configuration: .init(services: [service], gracefulShutdownSignals: [], logger: Logger(label: "test")))
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try? await services.run()
+                return true
+            }
+            // The first change is written, and the writer waits out its interval.
+            restarts.increment()
+            #expect(
+                await RuntimeFixtures.waitUntil(timeout: 10, interval: .milliseconds(10)) {
+                    (try? String(contentsOfFile: path, encoding: .utf8))?.contains(#"reason="exit"} 1"#) == true
+                })
+            restarts.increment()
+            await services.triggerGracefulShutdown()
+            group.addTask {
+                try? await Task.sleep(for: .seconds(3))
+                return false
+            }
+            let stopped = await group.next() ?? false
+            #expect(stopped, "the writer still waited out its 60 s interval after the graceful stop")
+            group.cancelAll()
+        }
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(
+            text.contains(#"vigil_worker_restarts_total{plugin="supervisor",worker="w",reason="exit"} 2"#), "\(text)")
+    }
 }

@@ -6,8 +6,9 @@ import VigilTestSupport
 /// (the confinement tests' AttackPlugin.c linked into a keep-alive plugin) trusted through the
 /// capability review, each confined by its helper process to what its signed manifest declares
 /// (its marker directory). Each attack is refused by the kernel, the host survives, and
-/// `vigil status --json` shows each denial with the capability that would allow it; the heartbeat
-/// example, in the same host, keeps writing the one file it declares.
+/// `vigil status --json` shows each denial with the capability that would allow it, `/metrics`
+/// counts it once under the plugin and that capability; the heartbeat example, in the same host,
+/// keeps writing the one file it declares.
 @Suite("Confined shared-library plugins under vigil up", .serialized, .timeLimit(.minutes(2)))
 struct ConfinedPluginCommandTests {
     struct Attack {
@@ -15,6 +16,25 @@ struct ConfinedPluginCommandTests {
         let attack: String
         /// What the status says would allow it.
         let allowing: String
+        /// The `capability` label of its `vigil_plugin_denials_total` series.
+        let capability: String
+    }
+
+    /// Every `capability` label of `vigil_plugin_denials_total` (docs/metrics.md).
+    static let capabilities: Set = [
+        "file_read", "file_write", "tcp_connect", "network", "unix_socket", "spawn", "none",
+    ]
+
+    /// `plugin`'s `vigil_plugin_denials_total` series in `exposition`: capability → value.
+    static func denials(of plugin: String, in exposition: String) -> [String: Double] {
+        let prefix = #"vigil_plugin_denials_total{plugin="\#(plugin)",capability=""#
+        var series: [String: Double] = [:]
+        for line in exposition.split(separator: "\n") where line.hasPrefix(prefix) {
+            let rest = line.dropFirst(prefix.count)
+            guard let quote = rest.firstIndex(of: "\""), let space = rest.lastIndex(of: " ") else { continue }
+            series[String(rest[..<quote])] = Double(rest[rest.index(after: space)...])
+        }
+        return series
     }
 
     @Test("attacks through vigil up are refused and shown in status; the declared heartbeat file is written")
@@ -27,12 +47,15 @@ struct ConfinedPluginCommandTests {
         let attacks = [
             Attack(
                 plugin: "steal-key", attack: "read \(key)",
-                allowing: #"it would need "files": [{"path": "\#(key)", "access": "read"}]"#),
+                allowing: #"it would need "files": [{"path": "\#(key)", "access": "read"}]"#, capability: "file_read"),
             Attack(
                 plugin: "dial-out", attack: "connect \(listener.port)",
-                allowing: #"it would need "network": "any" (or "tcp_connect")"#),
-            Attack(plugin: "shell", attack: "exec /bin/sh", allowing: #"it would need "spawn": ["/bin/sh"]"#),
-            Attack(plugin: "signal-host", attack: "kill parent", allowing: "no capability allows it"),
+                allowing: #"it would need "network": "any" (or "tcp_connect")"#, capability: "network"),
+            Attack(
+                plugin: "shell", attack: "exec /bin/sh", allowing: #"it would need "spawn": ["/bin/sh"]"#,
+                capability: "spawn"),
+            Attack(
+                plugin: "signal-host", attack: "kill parent", allowing: "no capability allows it", capability: "none"),
         ]
         for attack in attacks {
             let name = attack.plugin
@@ -43,9 +66,10 @@ struct ConfinedPluginCommandTests {
                 name, library: "lib\(name).so", files: ["lib\(name).so": "\(name).so"],
                 settings: #"{"marker": "\#(f.marker(name))", "attack": "\#(attack.attack)"}"#)
         }
+        let port = try PrometheusServer.freePort()
         try f.config(
             attacks.map(\.plugin), others: ["heartbeat-example": ExamplePluginTests.fingerprint],
-            otherPaths: [ExamplePluginTests.directory])
+            otherPaths: [ExamplePluginTests.directory], tables: "[metrics]\nlisten = \"127.0.0.1:\(port)\"")
         let (host, optional) = try f.up()
         defer {
             host.signal(SIGKILL)
@@ -87,6 +111,28 @@ struct ConfinedPluginCommandTests {
             #expect(denials.hasPrefix("1, last: "), "\(attack.plugin): \(denials)")
             #expect(denials.hasSuffix(attack.allowing), "\(attack.plugin): \(denials)")
         }
+        // /metrics counts each attack once, under its plugin and the capability that would allow it;
+        // every other capability of every confined plugin (the example's included) is there at 0.
+        let url = "http://127.0.0.1:\(port)/metrics"
+        var exposition = ""
+        func counted() -> Bool {
+            attacks.allSatisfy { Self.denials(of: $0.plugin, in: exposition)[$0.capability] == 1 }
+        }
+        let scrapeDeadline = ContinuousClock.now.advanced(by: .seconds(10))
+        repeat {
+            exposition = (try? await PrometheusServer.get(url).body) ?? ""
+            if !counted() { try await Task.sleep(for: .milliseconds(100)) }
+        } while !counted() && ContinuousClock.now < scrapeDeadline
+        #expect(counted(), "/metrics: \(exposition)")
+        for attack in attacks {
+            var expected = Dictionary(uniqueKeysWithValues: Self.capabilities.map { ($0, 0.0) })
+            expected[attack.capability] = 1
+            #expect(Self.denials(of: attack.plugin, in: exposition) == expected, "\(attack.plugin)")
+        }
+        let none = Dictionary(uniqueKeysWithValues: Self.capabilities.map { ($0, 0.0) })
+        #expect(Self.denials(of: "heartbeat-example", in: exposition) == none, "the example was refused nothing")
+        #expect(exposition.contains("# TYPE vigil_plugin_denials_total counter"), "\(exposition)")
+
         // The heartbeat example runs confined beside them and keeps writing its declared file.
         let example = plugins["heartbeat-example"] ?? [:]
         #expect((example["confinement"] as? String)?.hasPrefix("confined (Landlock ABI ") == true, "\(example)")

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 import Testing
@@ -169,7 +170,10 @@ struct NativePluginFixture {
     /// Writes vigil.toml activating `plugins`, all trusted with the fixture's key, and records the
     /// review of each one's capabilities as `vigil plugin trust NAME --yes` does.
     /// `others` are plugins from `otherPaths` trusted with the given fingerprints (the example).
-    func config(_ plugins: [String], others: [String: String] = [:], otherPaths: [String] = []) throws {
+    /// `tables`: more of vigil.toml (e.g. `[metrics]`), after `[trusted_plugins]`.
+    func config(_ plugins: [String], others: [String: String] = [:], otherPaths: [String] = [], tables: String = "")
+        throws
+    {
         let list = (plugins + others.keys.sorted()).map { "\"\($0)\"" }.joined(separator: ", ")
         let trusted =
             (plugins.map { "\($0) = \"\(fingerprint)\"" }
@@ -186,6 +190,7 @@ struct NativePluginFixture {
             name = "native-test"
             [trusted_plugins]
             \(trusted)
+            \(tables)
             """)
         for name in plugins + others.keys.sorted() { try review(name, configPath: configPath) }
     }
@@ -206,16 +211,19 @@ struct NativePluginFixture {
     }
 
     /// A host for the current vigil.toml, with private state and runtime directories.
-    func host() throws -> VigilHost {
+    /// `metrics`: the factory the host records through (the no-op, as a library host's default).
+    func host(metrics: any MetricsFactory = NOOPMetricsHandler.instance) throws -> VigilHost {
         let environment = [
             "XDG_STATE_HOME": dir.path + "/state", "XDG_RUNTIME_DIR": dir.path + "/run", "HOME": dir.path,
         ]
+        var options = VigilHost.Options(
+            publishStatus: false,
+            environment: RequirementChecker.Environment(
+                variables: environment, soundDeviceDirectory: "/nonexistent-vigil-snd"))
+        options.metrics = metrics
         return try VigilHost(
             configPath: configPath,
-            options: VigilHost.Options(
-                publishStatus: false,
-                environment: RequirementChecker.Environment(
-                    variables: environment, soundDeviceDirectory: "/nonexistent-vigil-snd")),
+            options: options,
             logger: Logger(label: "native-test", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 

@@ -74,6 +74,16 @@ public final class PrometheusServer: Sendable {
         return port
     }
 
+    /// `count` different free TCP ports on 127.0.0.1.
+    public static func freePorts(_ count: Int) throws -> [Int] {
+        var ports: [Int] = []
+        while ports.count < count {
+            let port = try freePort()
+            if !ports.contains(port) { ports.append(port) }
+        }
+        return ports
+    }
+
     /// A TCP socket bound to a free port of 127.0.0.1 (listening when `listening`): the caller
     /// closes the descriptor.
     public static func loopbackSocket(listening: Bool) throws -> (descriptor: Int32, port: Int) {
