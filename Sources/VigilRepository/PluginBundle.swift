@@ -104,11 +104,10 @@ extension PluginInstaller {
     public func applyBundle(at directory: String, _ names: [String]? = nil) async throws(RepositoryError)
         -> [UpdateItem]
     {
-        guard directory.hasPrefix("/"), let mirror = RepositoryMirror.parse("file://" + directory) else {
+        guard let mirror = RepositoryMirror.directory(directory) else {
             throw RepositoryError(
                 code: .notConfigured,
-                message: "\(directory) cannot be read as a bundle directory: give an absolute path without spaces "
-                    + "or `..`")
+                message: "\(directory) cannot be read as a bundle directory: give an absolute path without `..`")
         }
         var installer = self
         installer.client = client.with(mirrors: [mirror])

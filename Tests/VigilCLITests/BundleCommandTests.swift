@@ -124,8 +124,10 @@ struct BundleCommandTests {
         #expect(r.status == ExitCodes.repositoryStale && s.errorCode(r.stdout) == "repository-stale", "\(r.stdout)")
         #expect(try box.installedVersion().contains("\"1.0.0\""))
 
-        // The intact bundle updates the offline box, which never reached a network mirror.
-        r = try await box.vigil("plugin", "bundle", "apply", bundles + "/two")
+        // The intact bundle updates the offline box, which never reached a network mirror; from a
+        // directory with a space in its name, as a USB stick's label gives (a path, not a URL).
+        try FileManager.default.copyItem(atPath: bundles + "/two", toPath: bundles + "/USB STICK")
+        r = try await box.vigil("plugin", "bundle", "apply", bundles + "/USB STICK")
         #expect(r.status == 0 && r.stdout.contains("updated sup: 1.0.0 -> 1.1.0"), "\(r.stdout) \(r.stderr)")
         #expect(try box.installedVersion().contains("\"1.1.0\""))
     }

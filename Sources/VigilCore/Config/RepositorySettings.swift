@@ -57,6 +57,15 @@ public struct RepositoryMirror: Sendable, Hashable, CustomStringConvertible {
         host == "localhost" || host == "::1" || host.hasPrefix("127.") && host.split(separator: ".").count == 4
     }
 
+    /// The local directory `path` (absolute, no `..`) as a `file://` mirror: a path, not a URL, so
+    /// it may hold spaces (a USB stick's label); `nil` for a relative path, `..` or a NUL.
+    public static func directory(_ path: String) -> RepositoryMirror? {
+        guard path.hasPrefix("/"), !path.contains("\0"), !path.split(separator: "/").contains("..") else {
+            return nil
+        }
+        return RepositoryMirror(url: "file://" + (path.hasSuffix("/") ? path : path + "/"), scheme: .file, host: "")
+    }
+
     /// Parses `http://HOST[:PORT]/PATH`, `https://HOST[:PORT]/PATH` or `file:///ABSOLUTE/PATH`; `nil`
     /// for anything else.
     public static func parse(_ text: String) -> RepositoryMirror? {
