@@ -192,8 +192,11 @@ public struct TrustedSet: Sendable {
         if new.common.isExpired(at: now) {
             throw .expired("\(what) version \(new.common.version)", expires: new.common.expiresText)
         }
-        targetsRoles[role] = (new, envelope)
-        verifiedDelegations = verifiedDelegations.filter { $0.role != role && $0.delegator != role }
+        // Only a role loaded before can appear in a checked pair (the pass over every pair is not
+        // paid for each of a thousand first loads).
+        if targetsRoles.updateValue((new, envelope), forKey: role) != nil {
+            verifiedDelegations = verifiedDelegations.filter { $0.role != role && $0.delegator != role }
+        }
         verifiedDelegations.insert(DelegationEdge(delegator: delegator, role: role))
         return new
     }
